@@ -1,0 +1,344 @@
+"""Relax expression nodes: immutable, identity-equal (``eq=False``), every node has a span.
+
+Children are tuples. ``struct_info`` is filled when a node is normalized (parser,
+:class:`byocc.ir.builder.BlockBuilder`, passes); check functions may read it as ``.ty``
+(TVM 0.27's name) or ``.struct_info``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .diagnostics import Span
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+
+_node = dataclass(frozen=True, slots=True, eq=False)
+
+
+class Expr:
+    """Base of every Relax expression."""
+
+    __slots__ = ()
+
+    @property
+    def ty(self) -> Optional[StructInfo]:
+        return self.struct_info  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:  # the one allowed upward import (design.md)
+        from byocc.text.printer import print_expr
+
+        return print_expr(self)
+
+
+# --------------------------------------------------------------------------- operators
+class Op(Expr):
+    """An operator, interned by name: ``Op.get("relax.add") is Op.get("relax.add")``.
+
+    ``Op.get`` of an unregistered name raises KeyError unless ``create=True``. The op
+    registry (``byocc.ops``) attaches its entry as ``op.op_def``.
+    """
+
+    __slots__ = ("name", "op_def", "span", "__weakref__")
+    _table: dict[str, "Op"] = {}
+
+    def __init__(self, name: str):
+        self.name = name
+        self.op_def = None
+        self.span = None
+
+    @property
+    def struct_info(self):
+        return ObjectStructInfo()
+
+    @classmethod
+    def get(cls, name: str, create: bool = False) -> "Op":
+        op = cls._table.get(name)
+        if op is None:
+            if not create:
+                raise KeyError(name)
+            op = cls._table[name] = Op(name)
+        return op
+
+    @classmethod
+    def registered(cls) -> list[str]:
+        return sorted(cls._table)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Attrs:
+    """Operator attributes: ordered (name, value) pairs, value-equal, read as ``attrs.axis``.
+
+    Values are ints, floats, bools, strings, ``None``, tuples of ints (printed as lists),
+    or nested tuples. The op registry decides names, order and defaults.
+    """
+
+    items_: tuple = ()
+
+    def __getattr__(self, name: str) -> Any:
+        for k, v in object.__getattribute__(self, "items_"):
+            if k == name:
+                return v
+        raise AttributeError(name)
+
+    def __getitem__(self, name: str) -> Any:
+        for k, v in self.items_:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def __contains__(self, name: str) -> bool:
+        return any(k == name for k, _ in self.items_)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for k, v in self.items_:
+            if k == name:
+                return v
+        return default
+
+    def keys(self):
+        return [k for k, _ in self.items_]
+
+    def items(self):
+        return list(self.items_)
+
+    def replace(self, **changes) -> "Attrs":
+        return Attrs(tuple((k, changes.get(k, v)) for k, v in self.items_))
+
+
+# --------------------------------------------------------------------------- leaves
+@_node
+class Var(Expr):
+    """A variable. Identity is the object; ``name_hint`` is its actual (non-unique) name."""
+
+    name_hint: str
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name_hint!r}@{id(self):x})"
+
+
+@_node
+class DataflowVar(Var):
+    """A variable local to a dataflow block."""
+
+    def __repr__(self) -> str:
+        return f"DataflowVar({self.name_hint!r}@{id(self):x})"
+
+
+@_node
+class GlobalVar(Expr):
+    """A reference to a module member by name (``cls.f``)."""
+
+    name_hint: str
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+    def __repr__(self) -> str:
+        return f"GlobalVar({self.name_hint!r})"
+
+
+@_node
+class Constant(Expr):
+    """A tensor constant. ``data`` is a numpy array, or ``None`` when the value is unknown
+    (a ``metadata[...]`` reference read without its sidecar ``.npz``)."""
+
+    data: Any
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+    # metadata index this constant had in the text it was read from (for sidecar files)
+    source_index: Optional[int] = None
+
+    @property
+    def is_scalar(self) -> bool:
+        si = self.struct_info
+        return isinstance(si, TensorStructInfo) and si.ndim == 0
+
+
+@_node
+class ShapeExpr(Expr):
+    """``R.shape([2, n * 2])``."""
+
+    values: tuple
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self) -> ShapeStructInfo:
+        return ShapeStructInfo(self.values)
+
+
+@_node
+class PrimValue(Expr):
+    """A primitive scalar value (``R.clip(x, 0, 6)`` bounds, ``T.float64(0.5)``)."""
+
+    value: Any  # int, float, bool or a symbolic Dim
+    dtype: str = "int64"
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self) -> PrimStructInfo:
+        return PrimStructInfo(self.dtype, self.value)
+
+
+@_node
+class StringImm(Expr):
+    value: str
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self):
+        return ObjectStructInfo()
+
+
+@_node
+class DataTypeImm(Expr):
+    value: str
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self):
+        return ObjectStructInfo()
+
+
+@_node
+class ExternFunc(Expr):
+    """``R.ExternFunc("symbol")``."""
+
+    global_symbol: str
+    struct_info: Optional[StructInfo] = FuncStructInfo(None, ObjectStructInfo(), False)
+    span: Optional[Span] = None
+
+
+# --------------------------------------------------------------------------- compound
+@_node
+class Tuple(Expr):
+    fields: tuple
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+
+@_node
+class TupleGetItem(Expr):
+    tuple_value: Expr
+    index: int
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+
+@_node
+class Call(Expr):
+    """A call. ``op`` is an :class:`Op`, a :class:`GlobalVar`, a :class:`Var` (local
+    function), an :class:`ExternFunc` or a :class:`Function`. ``sinfo_args`` holds
+    ``out_ty`` / ``ty_args``."""
+
+    op: Expr
+    args: tuple
+    attrs: Optional[Attrs] = None
+    sinfo_args: tuple = ()
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+
+@_node
+class If(Expr):
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+    struct_info: Optional[StructInfo] = None
+    span: Optional[Span] = None
+
+
+# --------------------------------------------------------------------------- bindings
+@_node
+class Binding:
+    var: Var
+
+
+@_node
+class VarBinding(Binding):
+    value: Expr
+    span: Optional[Span] = None
+
+
+@_node
+class MatchCast(Binding):
+    value: Expr
+    struct_info: StructInfo
+    span: Optional[Span] = None
+
+
+@_node
+class BindingBlock:
+    bindings: tuple
+    span: Optional[Span] = None
+
+
+@_node
+class DataflowBlock(BindingBlock):
+    pass
+
+
+@_node
+class SeqExpr(Expr):
+    blocks: tuple
+    body: Expr
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self):
+        return self.body.struct_info
+
+
+@_node
+class Function(Expr):
+    """A Relax function. ``attrs`` is a dict that must not be mutated after creation."""
+
+    params: tuple
+    body: SeqExpr
+    ret_struct_info: StructInfo
+    is_pure: bool = True
+    attrs: dict = field(default_factory=dict)
+    span: Optional[Span] = None
+
+    @property
+    def struct_info(self) -> FuncStructInfo:
+        return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_struct_info, self.is_pure)
+
+    def with_attrs(self, **changes) -> "Function":
+        """A copy with attributes set (value ``None`` removes the key)."""
+        attrs = dict(self.attrs)
+        for k, v in changes.items():
+            if v is None:
+                attrs.pop(k, None)
+            else:
+                attrs[k] = v
+        return Function(self.params, self.body, self.ret_struct_info, self.is_pure, attrs, self.span)
+
+
+def is_leaf(expr: Expr) -> bool:
+    """Leaves of normal form: may appear as call arguments without being bound."""
+    if isinstance(expr, (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Op)):
+        return True
+    if isinstance(expr, Tuple):
+        return all(is_leaf(f) for f in expr.fields)
+    return False
+
+
+__all__ = [
+    "Attrs", "Binding", "BindingBlock", "Call", "Constant", "DataTypeImm", "DataflowBlock",
+    "DataflowVar", "Expr", "ExternFunc", "Function", "GlobalVar", "If", "MatchCast", "Op",
+    "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple", "TupleGetItem", "Var",
+    "VarBinding", "is_leaf", "TupleStructInfo",
+]

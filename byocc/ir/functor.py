@@ -1,0 +1,250 @@
+"""Visitor and mutator bases with TVM's method names.
+
+Dispatch goes through a ``type -> method`` table built per subclass. Bindings of a block
+are walked in a loop, never by recursion, so a 100 000-binding function is fine; recursion
+depth is bounded by expression nesting (shallow in normal form) and function nesting.
+"""
+
+from __future__ import annotations
+
+from .expr import (
+    Binding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+
+EXPR_METHODS = {
+    Var: "visit_var_",
+    DataflowVar: "visit_dataflow_var_",
+    GlobalVar: "visit_global_var_",
+    Constant: "visit_constant_",
+    ShapeExpr: "visit_shape_expr_",
+    PrimValue: "visit_prim_value_",
+    StringImm: "visit_string_imm_",
+    DataTypeImm: "visit_data_type_imm_",
+    ExternFunc: "visit_extern_func_",
+    Op: "visit_op_",
+    Tuple: "visit_tuple_",
+    TupleGetItem: "visit_tuple_getitem_",
+    Call: "visit_call_",
+    If: "visit_if_",
+    SeqExpr: "visit_seq_expr_",
+    Function: "visit_function_",
+}
+
+
+class _Dispatch:
+    _table: dict
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._table = {t: getattr(cls, name) for t, name in EXPR_METHODS.items()}
+
+    def visit_expr(self, expr):
+        return self._table[type(expr)](self, expr)
+
+
+class ExprVisitor(_Dispatch):
+    """Walks an expression tree; override ``visit_<node>_`` methods."""
+
+    def visit_binding_block(self, block: BindingBlock) -> None:
+        if isinstance(block, DataflowBlock):
+            self.visit_dataflow_block_(block)
+        else:
+            self.visit_binding_block_(block)
+
+    def visit_binding_block_(self, block: BindingBlock) -> None:
+        for b in block.bindings:
+            self.visit_binding(b)
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> None:
+        for b in block.bindings:
+            self.visit_binding(b)
+
+    def visit_binding(self, binding: Binding) -> None:
+        if isinstance(binding, MatchCast):
+            self.visit_match_cast_(binding)
+        else:
+            self.visit_var_binding_(binding)
+
+    def visit_var_binding_(self, binding: VarBinding) -> None:
+        self.visit_expr(binding.value)
+        self.visit_var_def(binding.var)
+
+    def visit_match_cast_(self, binding: MatchCast) -> None:
+        self.visit_expr(binding.value)
+        self.visit_var_def(binding.var)
+
+    def visit_var_def(self, var: Var) -> None:
+        pass
+
+    # leaves
+    def visit_var_(self, e): pass
+    def visit_dataflow_var_(self, e): return self.visit_var_(e)
+    def visit_global_var_(self, e): pass
+    def visit_constant_(self, e): pass
+    def visit_shape_expr_(self, e): pass
+    def visit_prim_value_(self, e): pass
+    def visit_string_imm_(self, e): pass
+    def visit_data_type_imm_(self, e): pass
+    def visit_extern_func_(self, e): pass
+    def visit_op_(self, e): pass
+
+    def visit_tuple_(self, e: Tuple):
+        for f in e.fields:
+            self.visit_expr(f)
+
+    def visit_tuple_getitem_(self, e: TupleGetItem):
+        self.visit_expr(e.tuple_value)
+
+    def visit_call_(self, e: Call):
+        self.visit_expr(e.op)
+        for a in e.args:
+            self.visit_expr(a)
+
+    def visit_if_(self, e: If):
+        self.visit_expr(e.cond)
+        self.visit_expr(e.true_branch)
+        self.visit_expr(e.false_branch)
+
+    def visit_seq_expr_(self, e: SeqExpr):
+        for block in e.blocks:
+            self.visit_binding_block(block)
+        self.visit_expr(e.body)
+
+    def visit_function_(self, e: Function):
+        for p in e.params:
+            self.visit_var_def(p)
+        self.visit_expr(e.body)
+
+
+ExprVisitor.__init_subclass__()
+
+
+class ExprMutator(_Dispatch):
+    """Post-order rewriting. Returns the same object when nothing changed (``new is old``).
+    ``var_remap`` maps old variables to replacement expressions."""
+
+    def __init__(self):
+        self.var_remap: dict = {}
+        self._memo: dict = {}
+
+    def visit_expr(self, expr):
+        key = id(expr)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        out = self._table[type(expr)](self, expr)
+        self._memo[key] = (expr, out)
+        return out
+
+    # leaves
+    def visit_var_(self, e):
+        return self.var_remap.get(e, e)
+
+    def visit_dataflow_var_(self, e):
+        return self.visit_var_(e)
+
+    def visit_global_var_(self, e): return e
+    def visit_constant_(self, e): return e
+    def visit_shape_expr_(self, e): return e
+    def visit_prim_value_(self, e): return e
+    def visit_string_imm_(self, e): return e
+    def visit_data_type_imm_(self, e): return e
+    def visit_extern_func_(self, e): return e
+    def visit_op_(self, e): return e
+
+    def visit_tuple_(self, e: Tuple):
+        fields = tuple(self.visit_expr(f) for f in e.fields)
+        if all(a is b for a, b in zip(fields, e.fields)):
+            return e
+        return Tuple(fields, e.struct_info, e.span)
+
+    def visit_tuple_getitem_(self, e: TupleGetItem):
+        t = self.visit_expr(e.tuple_value)
+        if t is e.tuple_value:
+            return e
+        return TupleGetItem(t, e.index, e.struct_info, e.span)
+
+    def visit_call_(self, e: Call):
+        op = self.visit_expr(e.op)
+        args = tuple(self.visit_expr(a) for a in e.args)
+        if op is e.op and all(a is b for a, b in zip(args, e.args)):
+            return e
+        return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+
+    def visit_if_(self, e: If):
+        c, t, f = self.visit_expr(e.cond), self.visit_expr(e.true_branch), self.visit_expr(e.false_branch)
+        if c is e.cond and t is e.true_branch and f is e.false_branch:
+            return e
+        return If(c, t, f, e.struct_info, e.span)
+
+    def visit_var_def(self, var: Var) -> Var:
+        return var
+
+    def visit_binding(self, binding: Binding) -> list:
+        """Returns the list of bindings replacing ``binding`` (usually one)."""
+        value = self.visit_expr(binding.value)
+        var = self.visit_var_def(binding.var)
+        if value is binding.value and var is binding.var:
+            return [binding]
+        if isinstance(binding, MatchCast):
+            return [MatchCast(var, value, binding.struct_info, binding.span)]
+        return [VarBinding(var, value, binding.span)]
+
+    def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
+        out: list = []
+        changed = False
+        for b in block.bindings:
+            new = self.visit_binding(b)
+            if len(new) != 1 or new[0] is not b:
+                changed = True
+            out.extend(new)
+        if not changed:
+            return block
+        return type(block)(tuple(out), block.span)
+
+    def visit_seq_expr_(self, e: SeqExpr):
+        blocks = [self.visit_binding_block(b) for b in e.blocks]
+        body = self.visit_expr(e.body)
+        blocks2 = [b for b in blocks if b.bindings]
+        if body is e.body and len(blocks2) == len(e.blocks) and all(a is b for a, b in zip(blocks2, e.blocks)):
+            return e
+        return SeqExpr(tuple(blocks2), body, e.span)
+
+    def visit_function_(self, e: Function):
+        params = tuple(self.visit_var_def(p) for p in e.params)
+        body = self.visit_expr(e.body)
+        if body is e.body and all(a is b for a, b in zip(params, e.params)):
+            return e
+        return Function(params, body, e.ret_struct_info, e.is_pure, dict(e.attrs), e.span)
+
+
+ExprMutator.__init_subclass__()
+
+
+def post_order_bindings(func: Function):
+    """Yield every binding of ``func`` (blocks in order), without recursing into locals."""
+    body = func.body
+    if isinstance(body, SeqExpr):
+        for block in body.blocks:
+            yield from block.bindings

@@ -1,0 +1,111 @@
+"""Symbolic integer expressions used as tensor dimensions (TVM's TIR PrimExpr subset).
+
+A dimension is a plain Python ``int`` or a :class:`PrimExpr`: a :class:`TirVar` (identity
+equality: two variables called ``n`` in two functions are different), or an arithmetic node
+(:class:`PrimBinary`, :class:`PrimMinMax`), value-equal over their children.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from .diagnostics import Span
+
+
+class PrimExpr:
+    __slots__ = ()
+
+    # arithmetic sugar so passes and the parser can write ``n * 2``
+    def __add__(self, other): return simplify_binary("+", self, other)
+    def __radd__(self, other): return simplify_binary("+", other, self)
+    def __sub__(self, other): return simplify_binary("-", self, other)
+    def __rsub__(self, other): return simplify_binary("-", other, self)
+    def __mul__(self, other): return simplify_binary("*", self, other)
+    def __rmul__(self, other): return simplify_binary("*", other, self)
+    def __floordiv__(self, other): return simplify_binary("//", self, other)
+    def __rfloordiv__(self, other): return simplify_binary("//", other, self)
+    def __mod__(self, other): return simplify_binary("%", self, other)
+    def __rmod__(self, other): return simplify_binary("%", other, self)
+
+
+Dim = Union[int, PrimExpr]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TirVar(PrimExpr):
+    """A symbolic int64 dimension variable (``n = TypeVar("n")`` / ``n = T.int64()``)."""
+
+    name: str
+    dtype: str = "int64"
+    span: Span | None = None
+
+    def __repr__(self) -> str:
+        return f"TirVar({self.name!r}@{id(self):x})"
+
+
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class PrimBinary(PrimExpr):
+    op: str  # one of + - * // %
+    a: Dim
+    b: Dim
+
+
+@dataclass(frozen=True, slots=True)
+class PrimMinMax(PrimExpr):
+    op: str  # "max" | "min"
+    a: Dim
+    b: Dim
+
+
+def simplify_binary(op: str, a: Dim, b: Dim) -> Dim:
+    """Build ``a op b``, folding constant operands (what TVM's constructors do for ints)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "//" and b != 0:
+            return a // b
+        if op == "%" and b != 0:
+            return a % b
+    return PrimBinary(op, a, b)
+
+
+def dim_vars(dim: Dim, out: list | None = None) -> list:
+    """Free :class:`TirVar` s of a dimension, in left-to-right first-occurrence order."""
+    if out is None:
+        out = []
+    stack = [dim]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, TirVar):
+            if not any(v is d for v in out):
+                out.append(d)
+        elif isinstance(d, (PrimBinary, PrimMinMax)):
+            stack.append(d.b)
+            stack.append(d.a)
+    return out
+
+
+def substitute_dim(dim: Dim, mapping: dict) -> Dim:
+    """Replace TirVars (keyed by identity via ``id``-keyed dict of var -> dim)."""
+    if isinstance(dim, int):
+        return dim
+    if isinstance(dim, TirVar):
+        return mapping.get(dim, dim)
+    if isinstance(dim, PrimBinary):
+        return simplify_binary(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
+    if isinstance(dim, PrimMinMax):
+        return PrimMinMax(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
+    return dim
+
+
+def dims_equal(a: Dim, b: Dim) -> bool:
+    """Syntactic equality of two dimensions (TirVars by identity)."""
+    return a is b or a == b

@@ -1,0 +1,116 @@
+"""Struct info ("type" in TVM 0.27): value-equal, frozen descriptions of a value.
+
+Printed forms are in spec/textual-ir.md section 3. ``dtype`` is ``None`` when unknown
+(TVM's ``void``); ``ndim`` is ``-1`` when the rank is unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .prim import Dim, dim_vars
+
+
+class StructInfo:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectStructInfo(StructInfo):
+    """``R.Any`` (``R.Object`` on input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrimStructInfo(StructInfo):
+    """A primitive scalar: ``T.int64``, ``T.float32``... ``value`` is a known value, if any."""
+
+    dtype: str
+    value: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeStructInfo(StructInfo):
+    """``R.Shape([2, 3])`` / ``R.Shape(ndim=2)`` / ``R.Shape(ndim=-1)``."""
+
+    values: Optional[tuple] = None  # tuple of Dim when known
+    ndim: int = -1
+
+    def __post_init__(self):
+        if self.values is not None and self.ndim != len(self.values):
+            object.__setattr__(self, "ndim", len(self.values))
+
+
+@dataclass(frozen=True, slots=True)
+class TensorStructInfo(StructInfo):
+    """A tensor. ``shape`` is a tuple of dims when known; else ``ndim`` may still be known.
+
+    ``shape_var`` is set instead of ``shape`` for ``R.Tensor(s, dtype=...)`` (shaped by a
+    shape-typed variable ``s``).
+    """
+
+    shape: Optional[tuple] = None
+    dtype: Optional[str] = None
+    ndim: int = -1
+    shape_var: object = None  # a Var of Shape type, rare
+
+    def __post_init__(self):
+        if self.shape is not None:
+            if not isinstance(self.shape, tuple):
+                object.__setattr__(self, "shape", tuple(self.shape))
+            if self.ndim != len(self.shape):
+                object.__setattr__(self, "ndim", len(self.shape))
+
+    # TVM-flavoured accessors used by pattern check functions
+    @property
+    def is_unknown_ndim(self) -> bool:
+        return self.ndim == -1
+
+
+@dataclass(frozen=True, slots=True)
+class TupleStructInfo(StructInfo):
+    fields: tuple = ()
+
+    def __post_init__(self):
+        if not isinstance(self.fields, tuple):
+            object.__setattr__(self, "fields", tuple(self.fields))
+
+
+@dataclass(frozen=True, slots=True)
+class FuncStructInfo(StructInfo):
+    """``R.Callable((P1, P2), RET, purity)``; ``params is None`` for an opaque callable."""
+
+    params: Optional[tuple] = None
+    ret: StructInfo = ObjectStructInfo()
+    purity: bool = True
+
+
+def struct_info_vars(si: StructInfo, out: list | None = None) -> list:
+    """Free symbolic dims (TirVars) of a struct info, first-occurrence order."""
+    if out is None:
+        out = []
+    stack = [si]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, TensorStructInfo) and s.shape is not None:
+            for d in s.shape:
+                dim_vars(d, out)
+        elif isinstance(s, ShapeStructInfo) and s.values is not None:
+            for d in s.values:
+                dim_vars(d, out)
+        elif isinstance(s, TupleStructInfo):
+            stack.extend(reversed(s.fields))
+        elif isinstance(s, FuncStructInfo):
+            stack.append(s.ret)
+            if s.params:
+                stack.extend(reversed(s.params))
+    return out
+
+
+def tensor(shape, dtype: str | None) -> TensorStructInfo:
+    """Shorthand: ``tensor((4, 4), "float32")``."""
+    return TensorStructInfo(tuple(shape), dtype)
+
+
+EMPTY_TUPLE = TupleStructInfo(())
+Dims = tuple[Dim, ...]
