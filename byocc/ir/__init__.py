@@ -1,7 +1,8 @@
 """byocc.ir: IR nodes, struct info, module, visitors, analyses."""
 
 from .diagnostics import (
-    ByoccError, ExternalToolError, InputError, InternalError, MultipleErrors, ParseError,
+    ByoccError, ExternalToolError, FrontendError, InputError, InternalError, InterpretError,
+    MultipleErrors, ParseError,
     PassError, PatternError, Span, TypeInferenceError, UnsupportedError, WellFormedError,
 )
 from .expr import (
@@ -13,6 +14,7 @@ from .functor import ExprMutator, ExprVisitor
 from .module import IRModule
 from .name_supply import NameSupply
 from .prim import Dim, PrimBinary, PrimExpr, PrimMinMax, TirVar, dim_vars, simplify_binary, substitute_dim
+from .structural import canonical_form, structural_equal, structural_hash
 from .struct_info import (
     EMPTY_TUPLE, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
     TensorStructInfo, TupleStructInfo, struct_info_vars, tensor,
@@ -21,11 +23,12 @@ from .struct_info import (
 __all__ = [
     "Attrs", "Binding", "BindingBlock", "ByoccError", "Call", "Constant", "DataTypeImm",
     "DataflowBlock", "DataflowVar", "Dim", "EMPTY_TUPLE", "Expr", "ExprMutator", "ExprVisitor",
-    "ExternFunc", "ExternalToolError", "FuncStructInfo", "Function", "GlobalVar", "IRModule", "If",
+    "ExternFunc", "ExternalToolError", "FrontendError", "InterpretError", "FuncStructInfo", "Function", "GlobalVar", "IRModule", "If",
     "InputError", "InternalError", "MatchCast", "MultipleErrors", "NameSupply", "ObjectStructInfo",
     "Op", "ParseError", "PassError", "PatternError", "PrimBinary", "PrimExpr", "PrimMinMax",
     "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr", "ShapeStructInfo", "Span", "StringImm",
     "StructInfo", "TensorStructInfo", "TirVar", "Tuple", "TupleGetItem", "TupleStructInfo",
     "TypeInferenceError", "UnsupportedError", "Var", "VarBinding", "WellFormedError", "dim_vars",
-    "is_leaf", "simplify_binary", "struct_info_vars", "substitute_dim", "tensor",
+    "canonical_form", "is_leaf", "simplify_binary", "struct_info_vars", "structural_equal",
+    "structural_hash", "substitute_dim", "tensor",
 ]

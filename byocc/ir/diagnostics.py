@@ -68,6 +68,15 @@ class PassError(InputError):
     """A pass cannot run on this module (e.g. MergeCompositeFunctions without main)."""
 
 
+class FrontendError(InputError):
+    """A model file for a frontend (ONNX) is malformed or uses what byocc cannot import."""
+
+
+class InterpretError(InputError):
+    """The numpy interpreter cannot run the module on the given inputs (a shape mismatch,
+    a constant without its value, an external function it has no implementation of)."""
+
+
 class ExternalToolError(ByoccError):
     """An external tool (nvcc, ninja) is missing or failed (exit code 3)."""
 

@@ -41,6 +41,17 @@ class ShapeStructInfo(StructInfo):
             object.__setattr__(self, "ndim", len(self.values))
 
 
+class ShapeTuple(tuple):
+    """A tensor shape: a plain tuple of dims that also answers TVM's ``shape.values``
+    (check functions written for TVM read ``x.ty.shape.values``)."""
+
+    __slots__ = ()
+
+    @property
+    def values(self) -> tuple:
+        return tuple(self)
+
+
 @dataclass(frozen=True, slots=True)
 class TensorStructInfo(StructInfo):
     """A tensor. ``shape`` is a tuple of dims when known; else ``ndim`` may still be known.
@@ -56,8 +67,8 @@ class TensorStructInfo(StructInfo):
 
     def __post_init__(self):
         if self.shape is not None:
-            if not isinstance(self.shape, tuple):
-                object.__setattr__(self, "shape", tuple(self.shape))
+            if type(self.shape) is not ShapeTuple:
+                object.__setattr__(self, "shape", ShapeTuple(self.shape))
             if self.ndim != len(self.shape):
                 object.__setattr__(self, "ndim", len(self.shape))
 

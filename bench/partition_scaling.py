@@ -1,0 +1,103 @@
+"""Partition cost per binding: parse + FuseOpsByPattern(cutlass table) + MergeCompositeFunctions
++ print, on transformer-like modules of 1 000 to 100 000 bindings.
+
+    python bench/partition_scaling.py [--sizes 1000,10000,100000] [--tvm-size 8700]
+
+Prints per-binding cost and the growth exponent (target <= 1.1; 100 000 bindings in under a
+minute). If apache-tvm is importable, also times TVM 0.27 on the same text (at --tvm-size,
+since TVM is slow) in the same run and prints the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _timing import growth_exponent  # noqa: E402
+from genmodel import make_module_text  # noqa: E402
+
+
+def run_byocc(text: str, path: str) -> tuple[float, dict]:
+    from byocc.backends import get_patterns_with_prefix
+    from byocc.text import parse_module, print_module
+    from byocc.transform import partition
+
+    steps = {}
+    t0 = time.perf_counter()
+    mod = parse_module(text, "<bench>")
+    t1 = time.perf_counter()
+    out = partition(mod, get_patterns_with_prefix("cutlass"), path=path, bind_constants=True)
+    t2 = time.perf_counter()
+    print_module(out)
+    t3 = time.perf_counter()
+    steps.update(parse=t1 - t0, partition=t2 - t1, print=t3 - t2)
+    return t3 - t0, steps
+
+
+TVM_SCRIPT = r"""
+import sys, time
+import tvm
+from tvm import relax
+import tvm.relax.backend.cuda.cutlass  # registers the table
+import tvm.relax.backend.cuda.cublas
+from tvm.relax.backend import get_patterns_with_prefix
+text = sys.stdin.read()
+t0 = time.perf_counter()
+mod = tvm.script.from_source(text)
+mod = relax.transform.FuseOpsByPattern(get_patterns_with_prefix("cutlass"), bind_constants=True, annotate_codegen=False)(mod)
+mod = relax.transform.MergeCompositeFunctions()(mod)
+mod.script()
+print(time.perf_counter() - t0)
+"""
+
+
+def run_tvm(text: str) -> float | None:
+    try:
+        proc = subprocess.run([sys.executable, "-c", TVM_SCRIPT], input=text, capture_output=True,
+                              text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        return None
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,3000,10000,30000,100000")
+    ap.add_argument("--path", default="merge", choices=["annotate", "merge"])
+    ap.add_argument("--tvm-size", type=int, default=8700)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    totals = []
+    print(f"{'bindings':>9} {'total s':>8} {'us/binding':>10} {'parse':>7} {'partition':>9} {'print':>7}")
+    for n in sizes:
+        total, steps = run_byocc(make_module_text(n), args.path)
+        totals.append(total)
+        print(f"{n:>9} {total:>8.2f} {total / n * 1e6:>10.1f} {steps['parse']:>7.2f} "
+              f"{steps['partition']:>9.2f} {steps['print']:>7.2f}")
+    if len(sizes) > 1:
+        print(f"growth exponent: {growth_exponent(sizes, totals):.2f}")
+    try:
+        import tvm  # noqa: F401
+    except Exception:
+        print("apache-tvm not installed: no TVM comparison")
+        return 0
+    text = make_module_text(args.tvm_size)
+    byocc_t, _ = run_byocc(text, args.path)
+    tvm_t = run_tvm(text)
+    if tvm_t is None:
+        print(f"TVM failed or timed out at {args.tvm_size} bindings")
+    else:
+        print(f"{args.tvm_size} bindings: byocc {byocc_t:.2f} s, TVM 0.27 {tvm_t:.2f} s, ratio TVM/byocc {tvm_t / byocc_t:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

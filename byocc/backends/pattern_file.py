@@ -1,0 +1,232 @@
+"""``--patterns FILE.py``: run a pattern file in a prepared namespace (conformance README,
+"patterns.py").
+
+The namespace holds the pattern-language names TVM pattern files use (``is_op``,
+``wildcard``, ``make_matmul_pattern``...) plus Python's builtins. ``import`` works for a few
+standard modules and for the TVM module paths of those names (``from tvm.relax.dpl import
+is_op``), so a file written for TVM runs unchanged; anything else is refused. The file
+must define ``patterns``: a list of ``FusionPattern`` or 2-5 tuples; earlier entries have
+priority. Errors become :class:`~byocc.ir.PatternError` located at ``file:line``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import types
+from typing import Optional
+
+from byocc import dpl
+from byocc.dpl import FusionPattern, PatternCheckContext, as_fusion_pattern
+from byocc.ir import ByoccError, PatternError, Span
+
+from . import patterns as helpers
+from . import utils
+
+_STDLIB_IMPORTS = frozenset({
+    "math", "operator", "functools", "itertools", "re", "collections", "typing", "numpy",
+    "dataclasses", "enum", "string", "fractions", "decimal", "statistics",
+})
+
+
+class _PatternWithAnnotations(dpl.CallPattern):
+    """A call pattern that also unpacks as ``(pattern, annotations)``.
+
+    TVM has two ``make_fused_bias_activation_pattern``: the DPL one returns a pattern, the
+    backend one a ``(pattern, annotations)`` pair. Pattern files use both spellings
+    (``("p", make_...(...))`` and ``("p", *make_...(...))``), so the namespace's version
+    returns this object, which works as either.
+    """
+
+    __slots__ = ("annotations",)
+
+    def __iter__(self):
+        return iter((self, self.annotations))
+
+
+
+def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False, activation=None,
+                                       allow_reshape: bool = False) -> _PatternWithAnnotations:
+    """``op(lhs, rhs)`` [``+ bias``] [``activation``], usable as a pattern or spread with
+    ``*`` into ``pattern, annotations`` (lhs, rhs, root[, bias])."""
+    root, annotations = helpers.make_fused_bias_activation_pattern(op_name, with_bias, activation,
+                                                                   allow_reshape)
+    dual = _PatternWithAnnotations.__new__(_PatternWithAnnotations)
+    dual.op, dual.args, dual.varg_default_wildcard = root.op, root.args, root.varg_default_wildcard
+    dual.annotations = {k: (dual if v is root else v) for k, v in annotations.items()}
+    return dual
+
+
+def pattern_file_namespace() -> dict:
+    """A fresh namespace for executing a pattern file."""
+    ns: dict = {
+        # the names the conformance README promises
+        "is_op": dpl.is_op, "wildcard": dpl.wildcard, "is_const": dpl.is_const,
+        "is_var": dpl.is_var, "is_dfv": dpl.is_dfv, "is_tuple": dpl.is_tuple,
+        "is_tuple_get_item": dpl.is_tuple_get_item, "is_gv": dpl.is_gv,
+        "GlobalVarPattern": dpl.GlobalVarPattern, "TuplePattern": dpl.TuplePattern,
+        "make_fused_bias_activation_pattern": make_fused_bias_activation_pattern,
+        "make_matmul_pattern": helpers.make_matmul_pattern,
+        "make_conv2d_pattern": helpers.make_conv2d_pattern,
+        "make_residual_block_pattern": helpers.make_residual_block_pattern,
+        "make_layer_norm_pattern": helpers.make_layer_norm_pattern,
+        "make_rms_norm_pattern": helpers.make_rms_norm_pattern,
+        "make_attention_pattern": helpers.make_attention_pattern,
+        "make_stacked_attention_pattern": helpers.make_stacked_attention_pattern,
+        # the rest of the pattern language and the check helpers
+        "is_expr": dpl.is_expr, "is_shape": dpl.is_shape, "reject": dpl.reject,
+        "has_attr": dpl.has_attr, "has_dtype": dpl.has_dtype, "has_shape": dpl.has_shape,
+        "is_call_tir": dpl.is_call_tir, "is_call_packed": dpl.is_call_packed,
+        "is_call_dps_packed": dpl.is_call_dps_packed,
+        "make_matmul_dequantize_pattern": helpers.make_matmul_dequantize_pattern,
+        "make_matmul_multiply_pattern": helpers.make_matmul_multiply_pattern,
+        "has_leaking_intermediate_variables": utils.has_leaking_intermediate_variables,
+        "FusionPattern": FusionPattern, "PatternCheckContext": PatternCheckContext,
+    }
+    for name in ("DFPattern", "WildcardPattern", "ExprPattern", "VarPattern", "DataflowVarPattern",
+                 "ExternFuncPattern", "ConstantPattern", "CallPattern", "UnorderedTuplePattern",
+                 "TupleGetItemPattern", "OrPattern", "AndPattern", "NotPattern", "AttrPattern",
+                 "DataTypePattern", "ShapePattern", "StructInfoPattern", "TypePattern", "PrimArrPattern"):
+        ns[name] = getattr(dpl, name)
+    safe_builtins = dict(vars(builtins))
+    safe_builtins["__import__"] = _restricted_import
+    ns["__builtins__"] = safe_builtins
+    ns["__name__"] = "__patterns__"
+    return ns
+
+
+# ---------------------------------------------------------------------------- imports
+_SHIMS: Optional[dict] = None
+
+
+def _shim_modules() -> dict:
+    """Stand-ins for the TVM modules pattern files import the pattern language from."""
+    global _SHIMS
+    if _SHIMS is not None:
+        return _SHIMS
+    from byocc import ir
+
+    ns = pattern_file_namespace()
+    del ns["__builtins__"], ns["__name__"]
+
+    def module(name: str, **attrs) -> types.ModuleType:
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        return mod
+
+    pattern_names = {k: v for k, v in ns.items() if not k.startswith("make_") and k not in (
+        "has_leaking_intermediate_variables", "FusionPattern", "PatternCheckContext")}
+    pattern_names["make_fused_bias_activation_pattern"] = make_fused_bias_activation_pattern
+    dpl_pattern = module("tvm.relax.dpl.pattern", **pattern_names)
+    dpl_mod = module("tvm.relax.dpl", pattern=dpl_pattern, **pattern_names)
+    backend_patterns = module("tvm.relax.backend.patterns",
+                              **{k: getattr(helpers, k) for k in helpers.__all__})
+    backend_patterns.make_fused_bias_activation_pattern = make_fused_bias_activation_pattern
+    backend_utils = module("tvm.relax.backend.utils",
+                           has_leaking_intermediate_variables=utils.has_leaking_intermediate_variables)
+    from . import registry
+
+    pattern_registry = module("tvm.relax.backend.pattern_registry", FusionPattern=FusionPattern,
+                              get_patterns_with_prefix=registry.get_patterns_with_prefix,
+                              get_pattern=registry.get_pattern)
+    cutlass = module("tvm.relax.backend.cuda.cutlass", get_patterns_with_prefix=registry.get_patterns_with_prefix)
+    cublas = module("tvm.relax.backend.cuda.cublas", get_patterns_with_prefix=registry.get_patterns_with_prefix)
+    cuda = module("tvm.relax.backend.cuda", cutlass=cutlass, cublas=cublas)
+    backend = module("tvm.relax.backend", patterns=backend_patterns, utils=backend_utils, cuda=cuda,
+                     pattern_registry=pattern_registry,
+                     get_patterns_with_prefix=registry.get_patterns_with_prefix,
+                     get_pattern=registry.get_pattern)
+    transform = module("tvm.relax.transform", PatternCheckContext=PatternCheckContext,
+                       FusionPattern=FusionPattern)
+    relax_names = {k: getattr(ir, k) for k in ("Call", "Constant", "DataflowVar", "Expr", "ExternFunc",
+                                                  "Function", "GlobalVar", "ShapeExpr", "PrimValue",
+                                                  "Tuple", "TupleGetItem", "Var")}
+    relax = module("tvm.relax", dpl=dpl_mod, backend=backend, transform=transform, **relax_names)
+    tvm = module("tvm", relax=relax)
+    _SHIMS = {m.__name__: m for m in (tvm, relax, dpl_mod, dpl_pattern, backend, backend_patterns,
+                                      backend_utils, pattern_registry, cuda, cutlass, cublas, transform)}
+    return _SHIMS
+
+
+def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level != 0:
+        raise ImportError("relative imports are not available in pattern files")
+    top = name.split(".", 1)[0]
+    if top == "tvm":
+        shims = _shim_modules()
+        if name not in shims:
+            raise ImportError(f"pattern files can import the pattern language from tvm.relax.dpl, "
+                              f"tvm.relax.backend and tvm.relax.transform, not {name!r}")
+        return shims[name] if fromlist else shims["tvm"]
+    if top in _STDLIB_IMPORTS:
+        return builtins.__import__(name, globals, locals, fromlist, level)
+    raise ImportError(f"pattern files cannot import {name!r}: the pattern-language names are predefined")
+
+
+# ---------------------------------------------------------------------------- loading
+def user_code_span(exc: BaseException, filename: str) -> Optional[Span]:
+    """The innermost traceback location of ``exc`` inside ``filename`` (1-based line)."""
+    if isinstance(exc, SyntaxError) and exc.filename == filename and exc.lineno:
+        return Span(filename, exc.lineno, exc.offset or 1)
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return Span(filename, line, 1) if line else None
+
+
+def _error(exc: BaseException, filename: str, what: str) -> PatternError:
+    span = user_code_span(exc, filename)
+    if isinstance(exc, ByoccError):
+        message = exc.message
+        span = exc.span or span
+    elif isinstance(exc, SyntaxError):
+        message = f"invalid syntax: {exc.msg}"
+    else:
+        message = f"{what}: {type(exc).__name__}: {exc}"
+    return PatternError(message, span)
+
+
+def load_pattern_file(path) -> list:
+    """Execute a pattern file; its ``patterns`` as a list of :class:`FusionPattern`."""
+    filename = os.fspath(path)
+    try:
+        with open(filename, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as exc:
+        raise PatternError(f"cannot read pattern file {filename}: {exc.strerror or exc}") from None
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise _error(exc, filename, "invalid syntax") from None
+    ns = pattern_file_namespace()
+    try:
+        exec(code, ns)  # noqa: S102 - running the user's pattern file is the point
+    except (Exception, SystemExit) as exc:
+        raise _error(exc, filename, "the pattern file raised") from None
+    if "patterns" not in ns:
+        raise PatternError(f"{filename} does not define a list named 'patterns'", Span(filename, 1, 1))
+    items = ns["patterns"]
+    line = _assignment_line(source, "patterns")
+    if not isinstance(items, (list, tuple)):
+        raise PatternError(f"'patterns' must be a list, got {type(items).__name__}", Span(filename, line, 1))
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(as_fusion_pattern(item))
+        except PatternError as exc:
+            raise PatternError(f"patterns[{i}]: {exc.message}", Span(filename, line, 1)) from None
+    return out
+
+
+def _assignment_line(source: str, name: str) -> int:
+    for number, text in enumerate(source.splitlines(), 1):
+        stripped = text.lstrip()
+        if stripped.startswith(name) and stripped[len(name):].lstrip().startswith(("=", "+=", ":")):
+            return number
+    return 1
+
+
+__all__ = ["load_pattern_file", "pattern_file_namespace", "user_code_span"]

@@ -1,0 +1,125 @@
+"""Rendering errors for people: located messages with the source line and a caret.
+
+A :class:`byocc.ir.ByoccError` with a span prints as (style.md section 8)::
+
+    model.relax:12:17: error: unknown operator R.foo
+                gv = R.foo(x)
+                     ^~~~~
+    note: ...
+
+Without a span the location is the file being processed, if known. Any other exception is
+a bug in byocc: one ``internal error`` line, exit code 70. Colour only on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .output import stderr_is_terminal, use_colour
+
+EXIT_INTERNAL = 70
+_BUG_HINT = "this is a bug in byocc, please report it (run with --debug for the traceback)"
+
+# Source texts the CLI has read (name -> text), so a span can show its line even for stdin.
+_sources: dict[str, str] = {}
+_MAX_SOURCE_BYTES = 64 << 20
+
+
+def remember_source(name: str, text: str) -> None:
+    """Record the text of ``name`` for later diagnostics (the CLI reads each model once)."""
+    _sources[name] = text
+
+
+def source_line(name: str, line: int) -> str | None:
+    """Line ``line`` (1-based) of source ``name``, or ``None`` when unavailable."""
+    text = _sources.get(name)
+    if text is None:
+        try:
+            if not os.path.isfile(name) or os.path.getsize(name) > _MAX_SOURCE_BYTES:
+                return None
+            with open(name, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return None
+        _sources[name] = text
+    lines = text.split("\n")
+    if 1 <= line <= len(lines):
+        return lines[line - 1].rstrip("\r")
+    return None
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """design.md's exit code for an exception escaping a command."""
+    from byocc.ir import ByoccError
+
+    if isinstance(exc, ByoccError):
+        return int(exc.exit_code)
+    return EXIT_INTERNAL
+
+
+def format_error(exc: BaseException, default_source: str | None = None) -> list[tuple[str, str]]:
+    """The lines describing ``exc``, each as ``(kind, text)`` with kind one of
+    ``location``/``source``/``caret``/``note``/``plain`` (used for colouring)."""
+    from byocc.ir import ByoccError, MultipleErrors
+
+    if isinstance(exc, MultipleErrors):
+        out: list[tuple[str, str]] = []
+        for sub in exc.errors:
+            out += format_error(sub, default_source)
+        count = len(exc.errors)
+        out.append(("plain", f"{count} error{'s' if count != 1 else ''}"))
+        return out
+    if not isinstance(exc, ByoccError) or exc.exit_code == EXIT_INTERNAL:
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return [("location", f"internal error: {what}; {_BUG_HINT}")]
+    out = []
+    span = exc.span
+    if span is not None:
+        out.append(("location", f"{span.source}:{span.line}:{span.column}: error: {exc.message}"))
+        text = source_line(span.source, span.line)
+        if text is not None:
+            out.append(("source", text))
+            out.append(("caret", _caret(text, span.column, _width(span))))
+    else:
+        where = default_source or "byocc"
+        out.append(("location", f"{where}: error: {exc.message}"))
+    out += [("note", f"note: {note}") for note in exc.notes]
+    return out
+
+
+def render_error(exc: BaseException, default_source: str | None = None) -> None:
+    """Print ``exc`` to stderr, coloured on a terminal."""
+    colour = use_colour(stderr_is_terminal())
+    for kind, text in format_error(exc, default_source):
+        click.echo(_style(kind, text) if colour else text, err=True, color=colour)
+
+
+def _width(span) -> int:
+    if span.end_line in (0, span.line) and span.end_column > span.column:
+        return span.end_column - span.column
+    return 1
+
+
+def _caret(line: str, column: int, width: int) -> str:
+    # Keep tabs from the source line so the caret lines up in any tab width.
+    prefix = "".join(ch if ch == "\t" else " " for ch in line[: max(column - 1, 0)])
+    width = max(1, min(width, max(len(line) - column + 1, 1)))
+    return prefix + "^" + "~" * (width - 1)
+
+
+def _style(kind: str, text: str) -> str:
+    if kind == "location":
+        head, sep, rest = text.partition(" error: ")
+        if sep:
+            return click.style(head + " ", bold=True) + click.style("error: ", fg="red", bold=True) + rest
+        return click.style(text, fg="red", bold=True)
+    if kind == "caret":
+        return click.style(text, fg="green", bold=True)
+    if kind == "note":
+        return click.style("note: ", fg="cyan", bold=True) + text[len("note: "):]
+    return text
+
+
+__all__ = ["exit_code_for", "format_error", "remember_source", "render_error", "source_line"]

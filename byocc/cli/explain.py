@@ -1,0 +1,155 @@
+"""``byocc partition --explain``: what went where, and why the rest stayed on the host.
+
+The report is a plain dict (also written by ``--explain-json``)::
+
+    {"path": "merge", "patterns": 3,
+     "offloaded": [{"function", "backend", "composites", "called_from"}],
+     "host": [{"function", "binding", "op", "location", "pattern", "reason"}]}
+
+``host`` lists every operator call the partitioned module still computes itself, in the
+functions that were partitioned. Its reason comes from :func:`byocc.dpl.explain_no_match`
+run on the *input* module's binding of the same name (the graph the patterns saw): no
+pattern rooted at that operator, the sub-pattern that failed, the check that rejected, or
+a match that lost to an overlapping group. Calls outside dataflow blocks are never
+partitioned, and say so. Cost: one pass over each function plus one traced match per
+candidate pattern per host call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import click
+
+from byocc.ir import Call, DataflowBlock, Function, IRModule, Op, Var
+
+_NOT_OPS = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_tir"))
+
+
+def explain_partition(original: IRModule, partitioned: IRModule, patterns: Sequence,
+                      path: str = "annotate", entries: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """The explanation of one ``partition`` run (module docstring)."""
+    offloaded = _offloaded(partitioned)
+    host: list[dict[str, Any]] = []
+    for name in sorted(partitioned.names()):
+        func = partitioned[name]
+        if not isinstance(func, Function) or _is_outlined(func):
+            continue
+        if entries and name not in entries:
+            continue
+        source = original[name] if name in original and isinstance(original[name], Function) else None
+        host += _host_calls(name, func, source, patterns)
+    return {"path": path, "patterns": len(patterns), "offloaded": offloaded, "host": host}
+
+
+def render_explanation(report: dict[str, Any]) -> None:
+    """Print the report for people, to stderr."""
+    echo = lambda text="": click.echo(text, err=True)  # noqa: E731
+    if report["offloaded"]:
+        echo("offloaded:")
+        for item in report["offloaded"]:
+            callers = ", ".join(f"{c['function']}.{c['binding']}" for c in item["called_from"])
+            echo(f"  {item['function']} -> {item['backend']} "
+                 f"({', '.join(item['composites']) or 'no composite'})"
+                 + (f", called by {callers}" if callers else ""))
+    else:
+        echo("offloaded: nothing")
+    if report["host"]:
+        echo("kept on the host:")
+        for item in report["host"]:
+            where = f"{item['location']}: " if item["location"] else ""
+            pattern = f"[{item['pattern']}] " if item["pattern"] else ""
+            echo(f"  {where}{item['function']}.{item['binding']} = {item['op']}: {pattern}{item['reason']}")
+    else:
+        echo("kept on the host: no operator calls")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _is_outlined(func: Function) -> bool:
+    attrs = func.attrs or {}
+    return "Codegen" in attrs or "Composite" in attrs
+
+
+def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
+    callers: dict[str, list[dict[str, str]]] = {}
+    for name in sorted(mod.names()):
+        func = mod[name]
+        if not isinstance(func, Function) or _is_outlined(func):
+            continue
+        for block in func.body.blocks:
+            for binding in block.bindings:
+                value = binding.value
+                if isinstance(value, Call) and not isinstance(value.op, (Op, Var, Function)):
+                    target = getattr(value.op, "name_hint", None)
+                    if target is not None:
+                        callers.setdefault(target, []).append(
+                            {"function": name, "binding": binding.var.name_hint})
+    out = []
+    for name in sorted(mod.names()):
+        func = mod[name]
+        if isinstance(func, Function) and "Codegen" in (func.attrs or {}):
+            composites = [str(b.value.attrs["Composite"]) for blk in func.body.blocks for b in blk.bindings
+                          if isinstance(b.value, Function) and "Composite" in b.value.attrs]
+            out.append({"function": name, "backend": str(func.attrs["Codegen"]),
+                        "composites": composites, "called_from": callers.get(name, [])})
+    return out
+
+
+def _host_calls(name: str, func: Function, source: Optional[Function], patterns: Sequence) -> list:
+    from byocc.dpl import explain_no_match
+    from byocc.ir.analysis import collect_var_usage
+
+    by_name: dict[str, Any] = {}
+    var2val: dict = {}
+    if source is not None:
+        for block in source.body.blocks:
+            for binding in block.bindings:
+                var2val[binding.var] = binding.value
+                by_name.setdefault(binding.var.name_hint, (binding, isinstance(block, DataflowBlock)))
+    usage = collect_var_usage(source).downstream_usage if source is not None else {}
+    rows = []
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if not isinstance(value, Call) or not isinstance(value.op, Op) or value.op.name in _NOT_OPS:
+                continue
+            origin, in_dataflow = by_name.get(binding.var.name_hint, (binding, isinstance(block, DataflowBlock)))
+            call = origin.value if isinstance(origin.value, Call) else value
+            if not in_dataflow:
+                pattern, reason = None, "outside a dataflow block, where nothing is partitioned"
+            elif not patterns:
+                pattern, reason = None, "the pattern table is empty"
+            elif origin is binding:  # no input binding of that name: explain on the output
+                pattern, reason = explain_no_match(patterns, call, None)
+            else:
+                pattern, reason = explain_no_match(patterns, call, var2val,
+                                                   _context_factory(call, var2val, usage))
+            span = getattr(origin, "span", None) or getattr(call, "span", None)
+            rows.append({
+                "function": name, "binding": binding.var.name_hint, "op": value.op.name,
+                "location": f"{span.source}:{span.line}:{span.column}" if span else None,
+                "pattern": pattern, "reason": reason,
+            })
+    return rows
+
+
+def _context_factory(call: Call, var2val: dict, usage: dict):
+    """Builds the :class:`~byocc.dpl.PatternCheckContext` a check function sees for a match
+    rooted at ``call`` (TVM's fields; var_usages over the whole function)."""
+    from byocc.dpl import CallPattern, PatternCheckContext, TupleGetItemPattern
+
+    value_to_bound_var = {value: var for var, value in var2val.items()}
+
+    def make(entry, memo):
+        bindings = {}
+        for pat, expr in memo.items():
+            var = value_to_bound_var.get(expr)
+            if var is not None and isinstance(pat, (CallPattern, TupleGetItemPattern)):
+                bindings[var] = expr
+        annotated = {key: memo[pat] for key, pat in (entry.annotation_patterns or {}).items() if pat in memo}
+        return PatternCheckContext(call, annotated, bindings, usage, value_to_bound_var)
+
+    return make
+
+
+__all__ = ["explain_partition", "render_explanation"]

@@ -1,0 +1,89 @@
+"""The ``byocc`` command group, its error boundary and the console-script entry point.
+
+Start-up is kept small: this module imports click and the command modules, which import
+only click and the standard library at top level. Every library layer (text, transform,
+backends; and through them lark, numpy, rich) is imported inside the command that needs
+it, so ``byocc --help`` stays cheap (bench/startup.py measures it).
+
+Exit codes (design.md): 0 success, 1 bad input, 2 usage error (click), 3 an external tool
+failed, 70 a bug in byocc, 130 interrupted. Errors never print a Python traceback unless
+``--debug`` is given (or ``BYOCC_DEBUG=1`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from byocc import __version__, cli_runtime
+
+from . import check, partition, show
+from .output import StdoutClosed
+
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+class ByoccGroup(click.Group):
+    """A click group that turns every exception into a message and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except StdoutClosed:
+            # The reader of stdout went away (`byocc show big.relax | head`): not an error.
+            ctx.exit(0)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # the error boundary: every failure becomes a message
+            if _debug_enabled(ctx):
+                raise
+            from .diagnostics import exit_code_for, render_error
+
+            render_error(exc, default_source=ctx.meta.get("byocc.source"))
+            ctx.exit(exit_code_for(exc))
+
+
+def _debug_enabled(ctx: click.Context) -> bool:
+    return bool(ctx.params.get("debug")) or os.environ.get("BYOCC_DEBUG", "") not in ("", "0")
+
+
+@click.group(cls=ByoccGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="byocc", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks instead of one-line errors.")
+def cli(debug: bool) -> None:
+    """byocc: bring-your-own-codegen partitioning of Relax programs, as TVM 0.27 does it.
+
+    Reads modules in TVMScript's Relax syntax (`.relax` files, `-` for stdin), carves out
+    the subgraphs a backend (cutlass, cublas, or your own patterns) can run, and prints or
+    writes the result.
+
+    \b
+    Examples:
+      byocc show samples/seed.relax
+      byocc check samples/mlp_fp16.relax
+      byocc partition samples/seed.relax --path merge --patterns samples/seed_patterns.py
+      byocc partition samples/mlp_fp16.relax --backend cutlass -o out/
+
+    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 external tool failed, 70 internal error.
+    """
+
+
+cli.add_command(show.show)
+cli.add_command(check.check)
+cli.add_command(partition.partition)
+cli_runtime.register(cli)  # run, verify, import
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (``byocc = byocc.cli:main``)."""
+    cli.main(args=argv, prog_name="byocc")
+
+
+__all__ = ["cli", "main", "EXIT_INTERNAL", "EXIT_INTERRUPTED"]

@@ -1,0 +1,176 @@
+"""``byocc partition MODEL``: carve out the subgraphs that backends can run (design.md).
+
+Pipeline: CanonicalizeBindings -> FuseOpsByPattern -> [MergeCompositeFunctions] (the
+``--path``), then RunCodegen when writing an output folder. Without ``-o`` the partitioned
+module (before RunCodegen) goes to stdout exactly as TVM prints it; with ``-o DIR`` every
+output file is produced in memory first and then moved into DIR, so a failure writes
+nothing.
+
+Pattern table: the ``--patterns`` file's entries first, then each ``--backend``'s table
+in the order given (earlier entries have priority, as in TVM's ``FuseOpsByPattern``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .model import load_model, model_argument
+from .output import write_stdout, write_tree_atomic
+
+
+@click.command()
+@model_argument()
+@click.option("--path", "path_", type=click.Choice(["annotate", "merge"]), default="annotate",
+              show_default=True,
+              help="annotate: one external function per match. merge: neighbouring matches for "
+                   "the same backend merged (MergeCompositeFunctions).")
+@click.option("--backend", "backends", multiple=True, metavar="NAME",
+              help="Use a backend's pattern table (cutlass, cublas); repeat to concatenate "
+                   "tables in the order given.")
+@click.option("--patterns", "patterns_file", metavar="FILE.py",
+              help="A Python file defining `patterns`, a list of (name, pattern[, annotations"
+                   "[, check]]) tuples; its entries come before any --backend table.")
+@click.option("--bind-constants/--no-bind-constants", default=True, show_default=True,
+              help="Keep constants inside the fused functions, or lift them to parameters.")
+@click.option("--entry", "entries", multiple=True, metavar="FUNC",
+              help="Partition only these functions (repeatable; default: all).")
+@click.option("-o", "--output", "out_dir", metavar="DIR",
+              help="Write <stem>.partitioned.relax, <stem>.codegen.relax (after RunCodegen), "
+                   "manifest.json and the generated sources into DIR.")
+@click.option("--time-passes", is_flag=True, help="Print the time each pass took (stderr).")
+@click.option("--print-after", "print_after", multiple=True, metavar="PASS",
+              help="Print the module after the named pass (stderr; repeatable).")
+@click.option("--print-after-all", is_flag=True, help="Print the module after every pass (stderr).")
+@click.option("--dump-ir", "dump_dir", metavar="DIR",
+              help="Write the module after every pass to DIR/NNN_<pass>.relax.")
+@click.option("--verify-each", is_flag=True,
+              help="Check well-formedness after every pass.")
+@click.option("--explain", is_flag=True,
+              help="Explain on stderr what was offloaded and why each remaining operator was not.")
+@click.option("--explain-json", "explain_json", metavar="FILE",
+              help="Write the explanation as JSON to FILE.")
+def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
+              bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
+              time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
+              dump_dir: str | None, verify_each: bool, explain: bool,
+              explain_json: str | None) -> None:
+    """Partition MODEL for the given backends or pattern file.
+
+    \b
+    Examples:
+      byocc partition samples/seed.relax --patterns samples/seed_patterns.py
+      byocc partition samples/mlp_fp16.relax --path merge --backend cutlass
+      byocc partition model.relax --backend cutlass --backend cublas -o out/
+    """
+    if not backends and not patterns_file:
+        raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
+    mod = load_model(model)
+    patterns = load_patterns(patterns_file, backends)
+
+    from byocc.transform import PassContext, PassTimingInstrument, partition as run_partition
+
+    instruments = list(_instruments(print_after, print_after_all, dump_dir, verify_each))
+    timing = PassTimingInstrument() if time_passes else None
+    if timing is not None:
+        instruments.insert(0, timing)
+    try:
+        with PassContext(instruments=instruments):
+            partitioned = run_partition(
+                mod, patterns, path=path_, bind_constants=bind_constants,
+                entry_functions=list(entries) or None,
+            )
+            codegen = None
+            if out_dir is not None:
+                from byocc.transform import RunCodegen
+
+                codegen = RunCodegen(entry_functions=list(entries) or None)(partitioned)
+    finally:
+        if timing is not None:
+            sys.stderr.write(timing.render())
+
+    report = None
+    if explain or explain_json:
+        from .explain import explain_partition, render_explanation
+
+        report = explain_partition(mod, partitioned, patterns, path=path_, entries=list(entries) or None)
+        if explain:
+            render_explanation(report)
+
+    from byocc.text import print_module
+
+    if out_dir is None:
+        text = print_module(partitioned) + "\n"
+        if explain_json:
+            _write_json_file(explain_json, report)
+        write_stdout(text)
+        return
+    from .artifacts import output_files
+
+    stem = "stdin" if model == "-" else Path(model).stem
+    files = output_files(stem, partitioned, codegen)
+    written = write_tree_atomic(Path(out_dir), files)
+    if explain_json:
+        _write_json_file(explain_json, report)
+    click.echo(f"wrote {len(written)} files to {out_dir}", err=True)
+
+
+def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
+    """The pattern table: the file's entries, then each backend's, in the order given."""
+    from byocc.ir import InputError
+
+    patterns: list = []
+    if patterns_file:
+        import os
+
+        if not os.path.isfile(patterns_file):
+            raise InputError(f"cannot read pattern file {patterns_file!r}: "
+                             + ("is a folder" if os.path.isdir(patterns_file) else "no such file"))
+        from byocc.backends import load_pattern_file
+
+        patterns += load_pattern_file(patterns_file)
+    if backends:
+        from byocc.backends import get_patterns_with_prefix, registered_backends
+
+        known = registered_backends()
+        for name in backends:
+            if name not in known:
+                raise InputError(f"unknown backend {name!r} (known: {', '.join(known)})")
+            # TVM's get_patterns_with_prefix: highest priority first.
+            patterns += get_patterns_with_prefix(name)
+    return patterns
+
+
+def _instruments(print_after, print_after_all, dump_dir, verify_each):
+    from byocc.transform import DumpIR, PassInstrument, PrintAfterAll, WellFormedInstrument
+
+    if verify_each:
+        yield WellFormedInstrument()
+    if print_after_all:
+        yield PrintAfterAll()
+    elif print_after:
+        wanted = frozenset(print_after)
+
+        class PrintAfter(PassInstrument):
+            """Print the module after the passes the user named (stderr)."""
+
+            def run_after_pass(self, mod, info):
+                if info.name in wanted:
+                    sys.stderr.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
+
+        yield PrintAfter()
+    if dump_dir:
+        yield DumpIR(dump_dir)
+
+
+def _write_json_file(path: str, report) -> None:
+    import json
+
+    from .output import write_text_atomic
+
+    write_text_atomic(Path(path), json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+__all__ = ["load_patterns", "partition"]

@@ -1,0 +1,104 @@
+"""``byocc show MODEL``: print a module.
+
+Off a terminal the output is exactly what TVM 0.27's ``mod.show()`` prints (the text plus
+one newline), so ``byocc show a.relax | diff - a.relax`` is empty for TVM-printed files.
+On a terminal: the same text syntax-highlighted, then a summary (functions, op counts,
+what is offloaded to which backend).
+"""
+
+from __future__ import annotations
+
+import click
+
+from .model import load_model, model_argument
+from .output import stdout_closed, stdout_is_terminal, use_colour, write_stdout
+
+
+@click.command()
+@model_argument()
+@click.option("--pep695", is_flag=True,
+              help="Print symbolic dimensions as PEP 695 type parameters (def main[n](...)), "
+                   "as TVM does under Python 3.12+, instead of TypeVar lines.")
+@click.option("--summary/--no-summary", default=None,
+              help="Add the summary tables (default: only on a terminal).")
+def show(model: str, pep695: bool, summary: bool | None) -> None:
+    """Print MODEL as TVM prints it (a round trip for TVM-printed files).
+
+    On a terminal the text is highlighted and followed by a summary: functions, op counts
+    and the functions offloaded to each backend. MODEL may be - for stdin.
+    """
+    mod = load_model(model)
+    from byocc.text import print_module
+
+    text = print_module(mod, pep695=pep695)
+    tty = stdout_is_terminal()
+    if summary is None:
+        summary = tty
+    if not tty and not summary:
+        write_stdout(text + "\n")
+        return
+    _show_rich(mod, text, highlight=tty, with_summary=summary)
+
+
+def _show_rich(mod, text: str, highlight: bool, with_summary: bool) -> None:
+    from rich.console import Console
+    from rich.syntax import Syntax
+
+    from .summary import summarize
+
+    colour = use_colour(highlight)
+    # Off a terminal (--summary into a pipe) tables get room instead of wrapped cells.
+    console = Console(markup=False, highlight=False, no_color=not colour,
+                      force_terminal=colour or None, soft_wrap=True,
+                      width=None if highlight else 200)
+    try:
+        if colour:
+            console.print(Syntax(text, "python", theme="ansi_dark", background_color="default"))
+        else:
+            console.print(text, soft_wrap=True)
+        if with_summary:
+            console.print()
+            for table in summary_tables(summarize(mod)):
+                console.print(table)
+        console.file.flush()
+    except BrokenPipeError:
+        stdout_closed()
+
+
+def summary_tables(summary) -> list:
+    """Rich tables for a :class:`~byocc.cli.summary.ModuleSummary`."""
+    from rich.table import Table
+
+    functions = Table(title="functions", title_justify="left")
+    for column in ("name", "kind", "params", "bindings", "backend", "composites"):
+        functions.add_column(column, justify="right" if column in ("params", "bindings") else "left")
+    for row in summary.functions:
+        functions.add_row(row.name, row.kind, str(row.params), str(row.bindings),
+                          row.backend or "", ", ".join(row.composites))
+    tables = [functions]
+    if summary.op_counts:
+        ops = Table(title="operators", title_justify="left")
+        ops.add_column("op")
+        ops.add_column("calls", justify="right")
+        for name, count in sorted(summary.op_counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            ops.add_row(name, str(count))
+        tables.append(ops)
+    offloaded = Table(title="offloaded", title_justify="left")
+    offloaded.add_column("backend")
+    offloaded.add_column("functions", justify="right")
+    offloaded.add_column("composites")
+    by_backend: dict[str, list] = {}
+    for row in summary.offloaded:
+        by_backend.setdefault(row.backend, []).append(row)
+    for backend, rows in sorted(by_backend.items()):
+        names = sorted({c for row in rows for c in row.composites})
+        offloaded.add_row(backend, str(len(rows)), ", ".join(names))
+    for symbol, count in sorted(summary.packed_calls.items()):
+        offloaded.add_row("(external call)", str(count), symbol)
+    if not by_backend and not summary.packed_calls:
+        offloaded.add_row("(none)", "0", "")
+    tables.append(offloaded)
+    return tables
+
+
+__all__ = ["show"]

@@ -1,0 +1,412 @@
+"""``byocc run``, ``byocc verify`` and ``byocc import``: the interpreter and the ONNX
+frontend on the command line.
+
+The commands are standalone click commands; :func:`register` adds them to the ``byocc``
+group. Errors are raised as :class:`~byocc.ir.ByoccError` s and rendered by the group's
+error boundary. Library layers (numpy, onnx, the parser) are imported inside the commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+_MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
+
+
+# --------------------------------------------------------------------------- helpers
+def _set_source(path: str) -> None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().meta["byocc.source"] = "<stdin>" if path == "-" else path
+
+
+def load_any_model(path: str, params_as_inputs: bool = False):
+    """A module from a ``.relax`` file (or ``-``) or an ``.onnx`` file."""
+    _set_source(path)
+    if path != "-" and path.lower().endswith(".onnx"):
+        from byocc.frontend import from_onnx
+
+        return from_onnx(path, params_as_inputs=params_as_inputs)
+    from byocc.cli.model import load_model
+
+    return load_model(path)
+
+
+def _entry_function(mod, entry: str):
+    from byocc.ir import Function, InterpretError
+
+    if entry not in mod:
+        known = ", ".join(sorted(mod.names())) or "none"
+        raise InterpretError(f"the module has no function {entry!r} (functions: {known})")
+    func = mod[entry]
+    if not isinstance(func, Function):
+        raise InterpretError(f"{entry!r} is an external function; give --entry a Relax function")
+    return func
+
+
+def _read_inputs(path: str) -> dict:
+    import numpy as np
+
+    from byocc.ir import InputError
+
+    if not os.path.isfile(path):
+        raise InputError(f"cannot read inputs {path!r}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as err:  # noqa: BLE001  (numpy raises assorted types for a bad file)
+        raise InputError(f"cannot read inputs {path!r}: {err}") from None
+
+
+def _atomic_write(path: str, write) -> None:
+    """Write ``path`` through ``write(file)`` into a temporary file beside it, then rename
+    (readers never see half a file); permissions follow the umask like a plain open()."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _atomic_savez(path: str, arrays: dict) -> None:
+    import numpy as np
+
+    _atomic_write(path, lambda f: np.savez(f, **arrays))
+
+
+def _atomic_text(path: str, text: str) -> None:
+    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, markup=False, highlight=False,
+                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty() or bool(os.environ.get("FORCE_COLOR"))
+    except (AttributeError, ValueError):
+        return False
+
+
+def _render_table(title: str, columns: list[str], rows: list[list[str]], stderr: bool = False) -> None:
+    stream = sys.stderr if stderr else sys.stdout
+    if _is_terminal(stream):
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for c in columns:
+            table.add_column(c, justify="right" if c not in ("output", "dtype", "status", "shape") else "left")
+        for r in rows:
+            table.add_row(*r)
+        _console(stderr).print(table)
+        return
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    lines = [title, "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    click.echo("\n".join(lines), err=stderr)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _summary_rows(leaves: list) -> list[list[str]]:
+    import numpy as np
+
+    from byocc.ops.reference import dtype_name
+    from byocc.runtime import describe
+
+    rows = []
+    for i, v in enumerate(leaves):
+        if isinstance(v, np.ndarray):
+            shape = "(" + ", ".join(map(str, v.shape)) + ("," if v.ndim == 1 else "") + ")"
+            if v.size and v.dtype.kind in "fiub" or (v.size and dtype_name(v.dtype).startswith(("bfloat", "float"))):
+                f = v.astype(np.float64)
+                stats = [_fmt(float(np.nanmin(f))), _fmt(float(np.nanmax(f))), _fmt(float(np.nanmean(f)))]
+            else:
+                stats = ["-", "-", "-"]
+            rows.append([f"output_{i}", shape, dtype_name(v.dtype)] + stats)
+        else:
+            rows.append([f"output_{i}", "-", describe(v), "-", "-", "-"])
+    return rows
+
+
+# --------------------------------------------------------------------------- run
+@click.command("run", epilog=_MODEL_HELP)
+@click.argument("model", metavar="MODEL")
+@click.option("--inputs", "inputs_file", metavar="FILE.npz",
+              help="Arrays for the parameters, by name (or by position when no name matches).")
+@click.option("--random-inputs", "seed", type=int, metavar="SEED",
+              help="Random inputs from this seed (the default, with seed 0, when --inputs is not given).")
+@click.option("-o", "--output", "out_file", metavar="OUT.npz",
+              help="Write the outputs to OUT.npz as output_0, output_1, ...")
+@click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to run.")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="Value of a symbolic dimension for random inputs (repeatable).")
+@click.option("--check/--no-check", default=False,
+              help="Check every value against its variable's type while running.")
+def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | None, entry: str,
+        dims: tuple[str, ...], check: bool) -> None:
+    """Interpret MODEL with numpy and summarise its outputs.
+
+    \b
+    Examples:
+      byocc run samples/mlp_fp16.relax --random-inputs 1
+      byocc run samples/small_cnn.onnx -o out.npz
+      byocc run model.relax --inputs inputs.npz --entry main
+    """
+    from byocc.runtime import (
+        Interpreter,
+        bind_arguments,
+        flatten_outputs,
+        random_arguments,
+    )
+
+    if inputs_file and seed is not None:
+        raise click.UsageError("give either --inputs or --random-inputs, not both")
+    mod = load_any_model(model)
+    func = _entry_function(mod, entry)
+    if inputs_file:
+        args = bind_arguments(func, _read_inputs(inputs_file), what=inputs_file)
+    else:
+        args = bind_arguments(func, random_arguments(func, seed or 0, _parse_dims(dims)))
+    result = Interpreter(mod, check=check).run(args, entry)
+    leaves = flatten_outputs(result)
+    _render_table(f"{entry}: {len(leaves)} output{'s' if len(leaves) != 1 else ''}",
+                  ["output", "shape", "dtype", "min", "max", "mean"], _summary_rows(leaves))
+    if out_file:
+        import numpy as np
+
+        _atomic_savez(out_file, {f"output_{i}": np.asarray(v) for i, v in enumerate(leaves)})
+        click.echo(f"wrote {len(leaves)} output{'s' if len(leaves) != 1 else ''} to {out_file}", err=True)
+
+
+def _parse_dims(items: tuple[str, ...]) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--dim")
+        out[name.strip()] = int(value)
+    return out
+
+
+# --------------------------------------------------------------------------- verify
+@click.command("verify", epilog=_MODEL_HELP)
+@click.argument("model", metavar="MODEL")
+@click.option("--path", "path_", type=click.Choice(["annotate", "merge"]), default="annotate",
+              show_default=True, help="The partitioning path.")
+@click.option("--backend", "backends", multiple=True, metavar="NAME",
+              help="A backend's pattern table (repeatable, in priority order).")
+@click.option("--patterns", "patterns_file", metavar="FILE.py", help="A pattern file (before any --backend).")
+@click.option("--bind-constants/--no-bind-constants", default=True, show_default=True,
+              help="Keep constants inside the fused functions, or lift them to parameters.")
+@click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True,
+              help="How many random input sets to compare on.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first trial.")
+@click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to compare.")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="Value of a symbolic dimension (repeatable; default: random in [10, 50)).")
+def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
+           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[str, ...]) -> None:
+    """Check that partitioning MODEL keeps what it computes.
+
+    Runs the original and the partitioned module (and, when RunCodegen succeeds, the
+    codegen'd module, whose external calls run the functions they replaced) on the same
+    random inputs, and compares the outputs with per-dtype tolerances (float16 1e-2,
+    float32 1e-5, integers exactly). Exit code 1 on any mismatch.
+
+    \b
+    Examples:
+      byocc verify samples/mlp_fp16.relax --backend cutlass
+      byocc verify samples/seed.relax --patterns samples/seed_patterns.py --path merge --trials 5
+    """
+    if not backends and not patterns_file:
+        raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
+    from byocc.cli.partition import load_patterns
+    from byocc.runtime import Interpreter, bind_arguments, compare, random_arguments
+
+    mod = load_any_model(model)
+    func = _entry_function(mod, entry)
+    patterns = load_patterns(patterns_file, backends)
+    partition = _partition_fn()
+    partitioned = partition(mod, patterns, path=path_, bind_constants=bind_constants)
+    stages = [("partitioned", partitioned)]
+    codegen = _try_codegen(partitioned)
+    if codegen is not None:
+        stages.append(("codegen", codegen))
+    offloaded = _count_offloaded(partitioned)
+    click.echo(f"{model}: {offloaded} external function{'s' if offloaded != 1 else ''} after "
+               f"--path {path_}; comparing {' and '.join(s for s, _ in stages)} with the original "
+               f"over {trials} trial{'s' if trials != 1 else ''}", err=True)
+    worst: dict = {}
+    original = Interpreter(mod)
+    runners = [(name, Interpreter(m)) for name, m in stages]
+    fixed_dims = _parse_dims(dims)
+    for t in range(trials):
+        args = bind_arguments(func, random_arguments(func, seed + t, fixed_dims))
+        expected = original.run(args, entry)
+        for name, runner in runners:
+            for rec in compare(expected, runner.run(args, entry)):
+                key = (name, rec["index"])
+                old = worst.get(key)
+                if old is None or _worse(rec, old):
+                    worst[key] = dict(rec, trial=t, seed=seed + t)
+    rows, failed = [], 0
+    order = {name: i for i, (name, _) in enumerate(stages)}
+    for (stage, index), rec in sorted(worst.items(), key=lambda kv: (kv[0][1], order[kv[0][0]])):
+        ok = rec["ok"]
+        failed += not ok
+        shape = "-" if rec["shape"] is None else "(" + ", ".join(map(str, rec["shape"])) + ")"
+        rows.append([f"output_{index}", stage, shape, rec["dtype"], _fmt(rec["max_abs"]), _fmt(rec["max_rel"]),
+                     f"{_fmt(rec['rtol'])}/{_fmt(rec['atol'])}", "ok" if ok else f"MISMATCH (seed {rec['seed']})"])
+    _render_table(f"verify {model} ({entry})", ["output", "stage", "shape", "dtype", "max abs err",
+                                                "max rel err", "rtol/atol", "status"], rows)
+    if failed:
+        click.echo(f"error: {failed} output{'s' if failed != 1 else ''} differ beyond tolerance", err=True)
+        click.get_current_context().exit(1)
+    click.echo("ok: the partitioned module computes what the original does", err=True)
+
+
+def _worse(a: dict, b: dict) -> bool:
+    if a["ok"] != b["ok"]:
+        return not a["ok"]
+    return a["max_abs"] > b["max_abs"]
+
+
+def _partition_fn():
+    try:
+        from byocc.transform import partition
+    except ImportError:
+        from byocc.transform.pipeline import partition
+    return partition
+
+
+def _try_codegen(partitioned):
+    """The module after RunCodegen, or None when it cannot run. Stand-in codegens are
+    used: the interpreter runs the functions RunCodegen replaced, not generated code."""
+    from byocc.ir import ByoccError, Function
+    from byocc.transform import RunCodegen, stub_codegen
+
+    backends = {f.attrs["Codegen"] for _, f in partitioned.items()
+                if isinstance(f, Function) and isinstance(f.attrs.get("Codegen"), str)}
+    try:
+        return RunCodegen(codegens={b: stub_codegen(b) for b in sorted(backends)})(partitioned)
+    except ByoccError:
+        return None
+
+
+def _count_offloaded(mod) -> int:
+    from byocc.ir import Function
+
+    return sum(1 for _, f in mod.items() if isinstance(f, Function) and "Codegen" in f.attrs)
+
+
+# --------------------------------------------------------------------------- import
+@click.command("import")
+@click.argument("model", metavar="MODEL.onnx")
+@click.option("-o", "--output", "out_file", metavar="OUT.relax",
+              help="Write the module to OUT.relax and its constants to OUT.npz (default: stdout, "
+                   "without constant values).")
+@click.option("--params-as-inputs", is_flag=True,
+              help="Make floating-point initializers function parameters (after the graph inputs) "
+                   "instead of constants.")
+def import_(model: str, out_file: str | None, params_as_inputs: bool) -> None:
+    """Import an ONNX model as a Relax module (TVM-printed text).
+
+    Initializers become tensor constants whose values go to the sidecar OUT.npz (keys
+    ir.GenericConst/<i>), or parameters with --params-as-inputs. Shape computations on
+    constants are folded. An unsupported operator gives one error listing every
+    unsupported node.
+
+    \b
+    Examples:
+      byocc import samples/small_cnn.onnx -o small_cnn.relax
+      byocc import samples/small_encoder.onnx --params-as-inputs -o encoder.relax
+    """
+    from byocc.frontend import from_onnx
+
+    _set_source(model)
+    mod = from_onnx(model, params_as_inputs=params_as_inputs)
+    text, constants = print_with_constants(mod)
+    if out_file is None or out_file == "-":
+        from byocc.cli.output import write_stdout
+
+        if constants:
+            click.echo(f"warning: {len(constants)} constant values are not written to stdout; "
+                       "use -o OUT.relax to get the sidecar .npz", err=True)
+        write_stdout(text + "\n")
+        return
+    stem, _ = os.path.splitext(out_file)
+    sidecar = stem + ".npz"
+    if constants:
+        _atomic_savez(sidecar, constants)
+    elif os.path.exists(sidecar):
+        os.remove(sidecar)  # a stale sidecar would give the new module wrong constants
+    _atomic_text(out_file, text + "\n")
+    n_ops = sum(1 for _ in _bindings(mod))
+    click.echo(f"wrote {out_file} ({n_ops} bindings)" + (f" and {sidecar} ({len(constants)} constants)"
+                                                        if constants else ""), err=True)
+
+
+def _bindings(mod):
+    for f in mod.functions.values():
+        for block in getattr(getattr(f, "body", None), "blocks", ()):
+            yield from block.bindings
+
+
+def print_with_constants(mod) -> tuple[str, dict]:
+    """The module's text and ``{"ir.GenericConst/<i>": array}`` for its printed constants."""
+    import byocc.text as text_mod
+
+    writer = getattr(text_mod, "print_module_with_metadata", None)
+    if writer is not None:
+        text, meta = writer(mod)
+        arrays = {}
+        for key, objs in meta.items():
+            for i, obj in enumerate(objs):
+                data = getattr(obj, "data", None)
+                if data is not None:
+                    arrays[f"{key}/{i}"] = data
+        return text, arrays
+    from byocc.text import printer
+
+    p = printer._Printer(False, mod)
+    text = p.module(mod)
+    arrays = {}
+    by_id = {id(o): o for o in p._meta_keep}
+    for key, table in p.meta.items():
+        for ident, index in table.items():
+            obj = by_id.get(ident) if isinstance(ident, int) else None
+            data = getattr(obj, "data", None)
+            if data is not None:
+                arrays[f"{key}/{index}"] = data
+    return text, arrays
+
+
+def register(group: click.Group) -> None:
+    """Add ``run``, ``verify`` and ``import`` to the ``byocc`` click group."""
+    group.add_command(run)
+    group.add_command(verify)
+    group.add_command(import_, name="import")
+
+
+__all__ = ["import_", "load_any_model", "print_with_constants", "register", "run", "verify"]

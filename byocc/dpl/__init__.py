@@ -1,0 +1,38 @@
+"""byocc.dpl: the dataflow pattern language (TVM's names), matcher, pattern entries and
+the check context. spec/partitioning.md sections 3 and 4."""
+
+from .arith import can_prove_equal, product
+from .explain import explain_no_match, pattern_root_ops
+from .fusion import (
+    ACCEPT, CheckResult, FusionPattern, PatternCheckContext, as_fusion_pattern, as_fusion_patterns,
+    backend_of, check_reason, fail, make_check_context,
+)
+from .matcher import (
+    Matcher, MatchFailure, match_expr, match_with_trace, register_pattern_kind, structural_equal,
+)
+from .constructors import (
+    has_attr, has_dtype, has_shape, is_call_dps_packed, is_call_packed, is_call_tir, is_const,
+    is_dfv, is_expr, is_gv, is_op, is_shape, is_tuple, is_tuple_get_item, is_var,
+    make_fused_bias_activation_pattern, reject, wildcard,
+)
+from .pattern import (
+    AndPattern, AttrPattern, CallPattern, ConstantPattern, DataflowVarPattern, DataTypePattern,
+    DFPattern, ExprPattern, ExternFuncPattern, GlobalVarPattern, NotPattern, OrPattern,
+    PatternSeq, PrimArrPattern, SameShapeConstraint, ShapePattern, StructInfoPattern,
+    TupleGetItemPattern, TuplePattern, TypePattern, UnorderedTuplePattern, VarPattern,
+    WildcardPattern,
+)
+
+__all__ = [
+    "ACCEPT", "AndPattern", "AttrPattern", "CallPattern", "CheckResult", "ConstantPattern",
+    "DFPattern", "DataTypePattern", "DataflowVarPattern", "ExprPattern", "ExternFuncPattern",
+    "FusionPattern", "GlobalVarPattern", "MatchFailure", "Matcher", "NotPattern", "OrPattern",
+    "PatternCheckContext", "PatternSeq", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
+    "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
+    "UnorderedTuplePattern", "VarPattern", "WildcardPattern", "as_fusion_pattern",
+    "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match",
+    "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
+    "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",
+    "is_tuple_get_item", "is_var", "make_check_context", "make_fused_bias_activation_pattern", "match_expr",
+    "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "structural_equal", "wildcard",
+]

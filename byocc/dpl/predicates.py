@@ -1,0 +1,167 @@
+"""Value-level predicates of the matcher: attribute equality (``has_attr``), structural
+equality of expressions (``is_expr``) and struct-info compatibility (``has_ty``).
+spec/partitioning.md section 3.1."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from byocc.ir import (
+    Call, Constant, DataTypeImm, ExternFunc, GlobalVar, Op, PrimValue, ShapeExpr, StringImm,
+    Tuple, TupleGetItem, Var,
+)
+from byocc.ir.struct_info import (
+    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+    TupleStructInfo,
+)
+
+from .arith import can_prove_equal
+from .printing import op_display_name
+
+
+def is_dtype_field(op, field: str) -> bool:
+    """True if an operator attribute holds a dtype (a string never equals one, spec 3.1)."""
+    op_def = getattr(op, "op_def", None)
+    schema = getattr(op_def, "attrs", None) if op_def is not None else None
+    if schema:
+        try:
+            for entry in schema:
+                name = getattr(entry, "name", None)
+                if name is None and isinstance(entry, tuple) and entry:
+                    name = entry[0]
+                if name == field:
+                    kind = getattr(entry, "type", None) or getattr(entry, "kind", None)
+                    if kind is None and isinstance(entry, tuple) and len(entry) > 1:
+                        kind = entry[1]
+                    if kind is not None:
+                        return "dtype" in str(getattr(kind, "__name__", kind)).lower()
+                    break
+        except TypeError:
+            pass
+    return field == "dtype" or field.endswith("_dtype")
+
+
+def _norm(value):
+    if isinstance(value, list):
+        return tuple(_norm(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_norm(v) for v in value)
+    return value
+
+
+def values_equal(a, b) -> bool:
+    """Structural equality of attribute values: type-strict for bool/int/float."""
+    a, b = _norm(a), _norm(b)
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(values_equal(x, y) for x, y in zip(a, b)))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return type(a) is type(b) and a == b
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, str) or isinstance(b, str):
+        return type(a) is type(b) and a == b
+    return can_prove_equal(a, b)  # symbolic dims
+
+
+def match_call_attrs(call: Call, wanted: Mapping) -> tuple:
+    """``(ok, reason)``: does ``call`` carry every wanted attribute with an equal value?"""
+    attrs = call.attrs
+    if not wanted:
+        return True, ""
+    if attrs is None:
+        return False, f"{op_display_name(getattr(call.op, 'name', '?'))} has no attributes"
+    for key, value in wanted.items():
+        if key not in attrs:
+            return False, f"no attribute {key!r}"
+        have = attrs[key]
+        if isinstance(value, str) and is_dtype_field(call.op, key):
+            return False, f"attribute {key!r} is a dtype; a string never equals it"
+        if not values_equal(value, have):
+            return False, f"attribute {key}={have!r}, expected {value!r}"
+    return True, ""
+
+
+def match_dict(have: Mapping, wanted: Mapping) -> tuple:
+    """``(ok, reason)`` for function attributes (a plain dict)."""
+    for key, value in wanted.items():
+        if key not in have:
+            return False, f"no attribute {key!r}"
+        if not values_equal(value, have[key]):
+            return False, f"attribute {key}={have[key]!r}, expected {value!r}"
+    return True, ""
+
+
+def structural_equal(a, b) -> bool:
+    """Structural equality of two expressions (variables by identity, spans ignored)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (Op, Var)):
+        return False
+    if isinstance(a, GlobalVar):
+        return a.name_hint == b.name_hint
+    if isinstance(a, Constant):
+        if a.struct_info != b.struct_info or a.data is None or b.data is None:
+            return False
+        return a.data.dtype == b.data.dtype and a.data.shape == b.data.shape and a.data.tobytes() == b.data.tobytes()
+    if isinstance(a, ShapeExpr):
+        return len(a.values) == len(b.values) and all(values_equal(x, y) for x, y in zip(a.values, b.values))
+    if isinstance(a, PrimValue):
+        return a.dtype == b.dtype and values_equal(a.value, b.value)
+    if isinstance(a, (StringImm, DataTypeImm)):
+        return a.value == b.value
+    if isinstance(a, ExternFunc):
+        return a.global_symbol == b.global_symbol
+    if isinstance(a, Tuple):
+        return len(a.fields) == len(b.fields) and all(structural_equal(x, y) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, TupleGetItem):
+        return a.index == b.index and structural_equal(a.tuple_value, b.tuple_value)
+    if isinstance(a, Call):
+        return (structural_equal(a.op, b.op) and len(a.args) == len(b.args)
+                and all(structural_equal(x, y) for x, y in zip(a.args, b.args))
+                and a.attrs == b.attrs and a.sinfo_args == b.sinfo_args)
+    return False
+
+
+def struct_info_base_of(base, derived) -> bool:
+    """Is ``derived`` acceptable where ``base`` is expected? Symbolic dims that are not
+    provably different are accepted (TVM keeps them as a run-time condition)."""
+    if isinstance(base, ObjectStructInfo):
+        return True
+    if derived is None:
+        return False
+    if isinstance(base, TensorStructInfo):
+        if not isinstance(derived, TensorStructInfo):
+            return False
+        if base.dtype is not None and base.dtype != derived.dtype:
+            return False
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        if base.shape is not None:
+            if derived.shape is None or len(derived.shape) != len(base.shape):
+                return False
+            for x, y in zip(base.shape, derived.shape):
+                if isinstance(x, int) and isinstance(y, int) and x != y:
+                    return False
+        return True
+    if isinstance(base, TupleStructInfo):
+        return (isinstance(derived, TupleStructInfo) and len(base.fields) == len(derived.fields)
+                and all(struct_info_base_of(x, y) for x, y in zip(base.fields, derived.fields)))
+    if isinstance(base, ShapeStructInfo):
+        if not isinstance(derived, ShapeStructInfo):
+            return False
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        if base.values is not None and derived.values is not None:
+            return all(not (isinstance(x, int) and isinstance(y, int) and x != y)
+                       for x, y in zip(base.values, derived.values))
+        return base.values is None
+    if isinstance(base, PrimStructInfo):
+        return isinstance(derived, PrimStructInfo) and base.dtype == derived.dtype
+    if isinstance(base, FuncStructInfo):
+        return isinstance(derived, FuncStructInfo)
+    return base == derived

@@ -1,0 +1,19 @@
+"""byocc.ops: the Relax operator registry.
+
+One :class:`OpDef` per operator (``relax.add``, ``relax.nn.conv2d``...): Python call
+signature, attribute schema in print order with defaults, TVM's constructor normalisations
+and struct-info inference. Families live in their own modules, as in TVM.
+"""
+
+from .registry import (
+    REQUIRED, AttrField, OpDef, all_op_defs, get_op_def, infer_struct_info, lookup_printed,
+    make_call,
+)
+from . import (  # noqa: F401  (registration side effects)
+    binary, builtin, conv, create, image, index, linear_algebra, manipulate, nn, qdq, reduce, search, unary,
+)
+
+__all__ = [
+    "AttrField", "OpDef", "REQUIRED", "all_op_defs", "get_op_def", "infer_struct_info",
+    "lookup_printed", "make_call",
+]

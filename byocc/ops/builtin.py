@@ -1,0 +1,81 @@
+"""Calls into other code: call_tir, call_dps_packed, call_packed, call_pure_packed, and
+``R.builtin.alloc_tensor`` (TVM's op/op.cc and builtin)."""
+
+from __future__ import annotations
+
+from byocc.ir import (
+    Attrs, Call, DataTypeImm, ExternFunc, GlobalVar, ShapeStructInfo,
+    StructInfo, TensorStructInfo, TupleStructInfo, TypeInferenceError,
+)
+
+from .common import check_num_args, fail, fmt_sinfo, sinfo_of, tensor_from_shape_expr
+from .registry import _sinfo_list, define, packed_result
+
+
+def infer_dps(call: Call):
+    """call_tir / call_dps_packed: the result is ``out_ty`` (sinfo_args[0])."""
+    check_num_args(call, (2, 3))
+    if len(call.sinfo_args) != 1:
+        fail(call, f"expects exactly one output type (out_ty), but got {len(call.sinfo_args)}")
+    if call.op.name == "relax.call_tir" and not isinstance(call.args[0], GlobalVar):
+        fail(call, "expects the first argument to be a global function (cls.NAME)")
+    args = sinfo_of(call.args[1])
+    if not isinstance(args, TupleStructInfo):
+        fail(call, f"expects its arguments as a tuple, but got {fmt_sinfo(args)}")
+    out = call.sinfo_args[0]
+    fields = out.fields if isinstance(out, TupleStructInfo) else (out,)
+    for f in fields:
+        if not isinstance(f, TensorStructInfo):
+            fail(call, f"expects out_ty to be tensor types, but got {fmt_sinfo(f)}")
+    return out
+
+
+DPS_KINDS = {"args": "tuple", "tir_vars": "shape"}
+define("relax.call_tir", args=("gvar", "args", "tir_vars"), params=("gvar", "args", "out_ty", "tir_vars"),
+       arg_kinds=dict(DPS_KINDS, gvar="any"), arg_defaults={"tir_vars": None}, sinfo_key="out_ty",
+       infer=infer_dps)
+define("relax.call_dps_packed", args=("func", "args"), params=("func", "args", "out_ty"),
+       arg_kinds=dict(DPS_KINDS, func="extern"), sinfo_key="out_ty", infer=infer_dps)
+
+
+def _build_packed(opdef, args, attrs, sinfo_args, span):
+    """``R.call_packed("sym", *args, ty_args=...)`` is a Call whose callee is the
+    ExternFunc itself (no operator), as in TVM."""
+    if not args:
+        raise TypeInferenceError(f"{opdef.printed} needs the packed function's name", span)
+    func = args[0]
+    if isinstance(func, str):
+        func = ExternFunc(func)
+    extra = dict(attrs.items()) if isinstance(attrs, Attrs) else dict(attrs or {})
+    if "ty_args" in extra:
+        sinfo_args = _sinfo_list(extra.pop("ty_args"), opdef, span)
+    if extra:
+        raise TypeInferenceError(f"{opdef.printed} got unexpected keyword arguments {sorted(extra)}", span)
+    for s in sinfo_args:
+        if not isinstance(s, StructInfo):
+            raise TypeInferenceError(f"{opdef.printed}: ty_args must be types", span)
+    call = Call(func, tuple(args[1:]), None, tuple(sinfo_args), None, span)
+    return Call(call.op, call.args, None, call.sinfo_args, packed_result(call), span)
+
+
+for _name in ("relax.call_packed", "relax.call_pure_packed"):
+    define(_name, args=("func",), params=("func", "ty_args"), arg_kinds={"func": "extern"},
+           varargs=True, sinfo_key="ty_args", build=_build_packed, infer=packed_result)
+
+
+def infer_alloc_tensor(call: Call):
+    check_num_args(call, (3, 4))
+    shape = sinfo_of(call.args[0])
+    if not isinstance(shape, ShapeStructInfo):
+        fail(call, f"expects a shape as its first argument, but got {fmt_sinfo(shape)}")
+    dt = call.args[1]
+    if not isinstance(dt, DataTypeImm):
+        fail(call, "expects a dtype (R.dtype(...)) as its second argument")
+    return tensor_from_shape_expr(call.args[0], dt.value)
+
+
+define("relax.builtin.alloc_tensor", args=("shape", "dtype", "runtime_device_index", "storage_scope"),
+       arg_kinds={"shape": "shape", "dtype": "dtype_imm", "runtime_device_index": "prim",
+                  "storage_scope": "str_imm"},
+       arg_defaults={"storage_scope": "global"}, infer=infer_alloc_tensor)
+

@@ -1,0 +1,107 @@
+"""Indexing: take, strided_slice (TVM's tensor/index)."""
+
+from __future__ import annotations
+
+from byocc.ir import Call, ObjectStructInfo, PrimStructInfo, PrimValue, Tuple, TupleStructInfo, TensorStructInfo
+
+from . import dims
+from .common import check_num_args, fail, fmt_sinfo, is_int_dtype, normalize_axes, normalize_axis, sinfo_of, tensor_arg
+from .registry import AttrField, define
+
+
+def infer_take(call: Call):
+    check_num_args(call, 2)
+    data = tensor_arg(call, 0, "x")
+    isi = sinfo_of(call.args[1])
+    if isinstance(isi, PrimStructInfo):
+        isi = TensorStructInfo((), isi.dtype)
+    elif not isinstance(isi, TensorStructInfo):
+        fail(call, f"requires the indices to be a tensor or a scalar value, but they have type {fmt_sinfo(isi)}")
+    if isi.dtype is not None and not is_int_dtype(isi.dtype):
+        fail(call, f"requires integer indices, but the indices have dtype {isi.dtype}")
+    axis = call.attrs.axis
+    if axis is None and data.ndim != 1:
+        fail(call, f"expects a 1-dimensional input when axis is not given, but the input has ndim {data.ndim}")
+    if data.ndim == -1 or isi.ndim == -1:
+        return TensorStructInfo(None, data.dtype, -1)
+    a = normalize_axis(call, data.ndim, axis) if axis is not None else 0
+    if data.shape is None or isi.shape is None:
+        return TensorStructInfo(None, data.dtype, isi.ndim + data.ndim - 1)
+    out = []
+    for i, d in enumerate(data.shape):
+        if i == a:
+            out.extend(isi.shape)
+        else:
+            out.append(d)
+    return TensorStructInfo(tuple(out), data.dtype)
+
+
+define("relax.take", args=("x", "indices"),
+       attrs=(AttrField("axis", None, "opt_int"), AttrField("mode", "fast", "str")), infer=infer_take)
+
+
+def _prim_tuple(expr):
+    """Values of a tuple of PrimValues (ints or symbolic dims), or None if unknown."""
+    if isinstance(expr, Tuple):
+        out = []
+        for f in expr.fields:
+            if not isinstance(f, PrimValue):
+                return None
+            out.append(f.value)
+        return out
+    return None
+
+
+def _slice_length(begin, end, stride, dim, assume_inbound: bool):
+    """topi::GetLength for known ints (Python slice semantics, clamped); a best effort
+    for symbolic extents."""
+    if all(dims.is_int(v) for v in (begin, end, stride, dim)):
+        if stride == 0:
+            return None
+        return len(range(*slice(begin, end, stride).indices(dim)))
+    if dims.is_int(begin) and dims.is_int(end) and dims.is_int(stride) and stride == 1:
+        if begin == 0 and end >= 2**31 - 1:
+            return dim
+        if 0 <= begin <= end and assume_inbound:
+            return end - begin
+    return None
+
+
+def infer_strided_slice(call: Call):
+    check_num_args(call, (4, 5))
+    data = sinfo_of(call.args[0])
+    if not isinstance(data, TensorStructInfo):
+        fail(call, f"requires the first argument to be a tensor, but it has type {fmt_sinfo(data)}")
+    names = ("axes", "begin", "end", "strides")
+    for i in range(1, len(call.args)):
+        si = sinfo_of(call.args[i])
+        ok = isinstance(si, ObjectStructInfo) or (
+            isinstance(si, TupleStructInfo) and all(isinstance(f, PrimStructInfo) and f.dtype == "int64" for f in si.fields))
+        if not ok:
+            fail(call, f"requires the {names[i - 1]} argument to be a tuple of int64 values, "
+                       f"but it has type {fmt_sinfo(si)}")
+    axes = _prim_tuple(call.args[1])
+    begin = _prim_tuple(call.args[2])
+    end = _prim_tuple(call.args[3])
+    strides = _prim_tuple(call.args[4]) if len(call.args) > 4 else ([1] * len(axes) if axes is not None else None)
+    if data.shape is None or None in (axes, begin, end, strides):
+        return TensorStructInfo(None, data.dtype, data.ndim)
+    if not (len(axes) == len(begin) == len(end) == len(strides)):
+        fail(call, "requires axes, begin, end and strides to have the same length, but they have "
+                   f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)} elements")
+    if any(not dims.is_int(a) for a in axes):
+        return TensorStructInfo(None, data.dtype, data.ndim)
+    norm = normalize_axes(call, data.ndim, axes)
+    out = list(data.shape)
+    for i, a in enumerate(norm):
+        length = _slice_length(begin[i], end[i], strides[i], out[a], call.attrs.assume_inbound)
+        if length is None:
+            return TensorStructInfo(None, data.dtype, data.ndim)
+        out[a] = length
+    return TensorStructInfo(tuple(out), data.dtype)
+
+
+define("relax.strided_slice", args=("x", "axes", "begin", "end", "strides"),
+       attrs=(AttrField("assume_inbound", False, "bool"),),
+       arg_kinds={"axes": "prim_tuple", "begin": "prim_tuple", "end": "prim_tuple", "strides": "prim_tuple"},
+       arg_defaults={"strides": None}, infer=infer_strided_slice)

@@ -1,0 +1,471 @@
+"""Numpy references of the neural-network and linear-algebra Relax operators.
+
+Same convention and numerics as :mod:`byocc.ops.reference`: operands positionally,
+attributes as keywords, float math in float64, result cast to the op's output dtype.
+Convolutions and pools accept any plain layout (``NCHW``, ``NHWC``, ``OIHW``, ``OHWI``...):
+they are transposed to channel-first, computed, and transposed to ``out_layout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .reference import _cast, _f64, erf, is_float_dtype, np_dtype
+
+
+def _np():
+    import numpy as np
+
+    return np
+
+
+# --------------------------------------------------------------------------- activations
+def _relu(x):
+    np = _np()
+    x = np.asarray(x)
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _gelu(x):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    return _cast(0.5 * v * (1.0 + erf(v / np.sqrt(2.0))), x.dtype)
+
+
+def _gelu_tanh(x):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    inner = np.sqrt(2.0 / np.pi) * (v + 0.044715 * v ** 3)
+    return _cast(0.5 * v * (1.0 + np.tanh(inner)), x.dtype)
+
+
+def _silu(x):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    return _cast(v * (0.5 * (np.tanh(0.5 * v) + 1.0)), x.dtype)
+
+
+def _selu(x):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    alpha, lam = 1.6732632423543772, 1.0507009873554805
+    return _cast(lam * np.where(v > 0, v, alpha * np.expm1(np.minimum(v, 0))), x.dtype)
+
+
+def _softmax(x, axis=-1):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    e = np.exp(v - np.max(v, axis=axis, keepdims=True))
+    return _cast(e / np.sum(e, axis=axis, keepdims=True), x.dtype)
+
+
+def _log_softmax(x, axis=-1):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    shifted = v - np.max(v, axis=axis, keepdims=True)
+    return _cast(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)), x.dtype)
+
+
+def _leakyrelu(x, alpha=0.01):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    return _cast(np.where(v >= 0, v, v * alpha), x.dtype)
+
+
+def _softplus(x, beta=1.0, threshold=20.0):
+    np = _np()
+    x = np.asarray(x)
+    v = _f64(x)
+    with np.errstate(over="ignore"):
+        soft = np.log1p(np.exp(beta * v)) / beta
+    return _cast(np.where(beta * v > threshold, v, soft), x.dtype)
+
+
+def _prelu(x, alpha, axis=1):
+    np = _np()
+    x = np.asarray(x)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    a = _f64(np.asarray(alpha)).reshape(shape)
+    v = _f64(x)
+    return _cast(np.where(v >= 0, v, v * a), x.dtype)
+
+
+# --------------------------------------------------------------------------- normalisation
+def _norm_axes(axes, ndim):
+    return tuple(sorted(a + ndim if a < 0 else a for a in axes))
+
+
+def _layer_norm(x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=True):
+    np = _np()
+    x = np.asarray(x)
+    ax = _norm_axes(axes, x.ndim)
+    v = _f64(x)
+    mean = np.mean(v, axis=ax, keepdims=True)
+    var = np.mean(np.square(v - mean), axis=ax, keepdims=True)
+    out = (v - mean) / np.sqrt(var + epsilon)
+    if scale:
+        out = out * _f64(gamma)
+    if center:
+        out = out + _f64(beta)
+    return _cast(out, x.dtype)
+
+
+def _rms_norm(x, weight, axes=(-1,), epsilon=1e-5):
+    np = _np()
+    x = np.asarray(x)
+    ax = _norm_axes(axes, x.ndim)
+    v = _f64(x)
+    rms = np.sqrt(np.mean(np.square(v), axis=ax, keepdims=True) + epsilon)
+    return _cast(v / rms * _f64(weight), x.dtype)
+
+
+def _channel_shape(ndim: int, axis: int) -> list:
+    shape = [1] * ndim
+    shape[axis] = -1
+    return shape
+
+
+def _batch_norm(x, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5, center=True,
+                scale=True, momentum=0.1, training=True):
+    np = _np()
+    x = np.asarray(x)
+    axis = axis + x.ndim if axis < 0 else axis
+    shape = _channel_shape(x.ndim, axis)
+    v = _f64(x)
+    mm, mv = _f64(moving_mean), _f64(moving_var)
+    if training:
+        red = tuple(i for i in range(x.ndim) if i != axis)
+        mean, var = np.mean(v, axis=red), np.var(v, axis=red)
+        new_mean = mm * (1 - momentum) + mean * momentum
+        new_var = mv * (1 - momentum) + var * momentum
+    else:
+        mean, var = mm, mv
+        new_mean, new_var = mm, mv
+    out = (v - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if scale:
+        out = out * _f64(gamma).reshape(shape)
+    if center:
+        out = out + _f64(beta).reshape(shape)
+    return [_cast(out, x.dtype), _cast(new_mean, np.asarray(moving_mean).dtype),
+            _cast(new_var, np.asarray(moving_var).dtype)]
+
+
+def _group_norm(x, gamma, beta, num_groups, channel_axis, axes, epsilon=1e-5, center=True, scale=True):
+    np = _np()
+    x = np.asarray(x)
+    c_ax = channel_axis + x.ndim if channel_axis < 0 else channel_axis
+    v = np.moveaxis(_f64(x), c_ax, 1)
+    n, c = v.shape[0], v.shape[1]
+    g = v.reshape((n, num_groups, c // num_groups) + v.shape[2:])
+    red = tuple(range(2, g.ndim))
+    mean = np.mean(g, axis=red, keepdims=True)
+    var = np.var(g, axis=red, keepdims=True)
+    out = ((g - mean) / np.sqrt(var + epsilon)).reshape(v.shape)
+    shape = _channel_shape(v.ndim, 1)
+    if scale:
+        out = out * _f64(gamma).reshape(shape)
+    if center:
+        out = out + _f64(beta).reshape(shape)
+    return _cast(np.moveaxis(out, 1, c_ax), x.dtype)
+
+
+def _instance_norm(x, gamma, beta, channel_axis=1, axes=(2, 3), epsilon=1e-5, center=True, scale=True):
+    np = _np()
+    x = np.asarray(x)
+    ax = _norm_axes(axes, x.ndim)
+    v = _f64(x)
+    mean = np.mean(v, axis=ax, keepdims=True)
+    var = np.var(v, axis=ax, keepdims=True)
+    out = (v - mean) / np.sqrt(var + epsilon)
+    shape = _channel_shape(x.ndim, channel_axis)
+    if scale:
+        out = out * _f64(gamma).reshape(shape)
+    if center:
+        out = out + _f64(beta).reshape(shape)
+    return _cast(out, x.dtype)
+
+
+def _dropout(x, rate=0.5):
+    np = _np()
+    x = np.asarray(x)
+    return [x.copy(), np.ones_like(x)]
+
+
+# --------------------------------------------------------------------------- linear algebra
+def _matmul(a, b, out_dtype=None):
+    np = _np()
+    a, b = np.asarray(a), np.asarray(b)
+    dt = np_dtype(out_dtype) if out_dtype else a.dtype
+    if is_float_dtype(a.dtype) or is_float_dtype(dt):
+        out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    else:
+        out = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    return _cast(out, dt)
+
+
+# --------------------------------------------------------------------------- layouts
+def _perm(layout: str, canonical: str) -> tuple:
+    """Axes taking a tensor in ``layout`` to ``canonical`` (same letters, other order)."""
+    if sorted(layout) != sorted(canonical):
+        raise ValueError(f"layout {layout} cannot be converted to {canonical}")
+    return tuple(layout.index(c) for c in canonical)
+
+
+def _canonical(layout: str, first: str) -> str:
+    """``first`` letters (``NC`` / ``OI``) followed by the spatial letters in layout order."""
+    return first + "".join(c for c in layout if c not in first)
+
+
+def _to_first(x, layout: str, first: str):
+    np = _np()
+    return np.transpose(x, _perm(layout, _canonical(layout, first))), _canonical(layout, first)
+
+
+def _from_first(x, canonical: str, layout: str):
+    np = _np()
+    return np.transpose(x, _perm(canonical, layout))
+
+
+def _windows(x, kernel, strides, dilation):
+    """View of ``x`` (N, C, *spatial) as (N, C, *out, *kernel) windows."""
+    np = _np()
+    nsp = len(kernel)
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
+    view = np.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(2, 2 + nsp)))
+    index = [slice(None), slice(None)]
+    index += [slice(None, None, s) for s in strides]
+    index += [slice(None, None, d) for d in dilation]
+    return view[tuple(index)]
+
+
+def _conv(x, w, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout,
+          out_dtype):
+    np = _np()
+    x, w = np.asarray(x), np.asarray(w)
+    dt = np_dtype(out_dtype) if out_dtype else x.dtype
+    xc, xl = _to_first(x, data_layout, "NC")
+    wc, _ = _to_first(w, kernel_layout, "OI")
+    nsp = xc.ndim - 2
+    strides, dilation = _expand(strides, nsp), _expand(dilation, nsp)
+    pads = _pads(padding, nsp)
+    work = np.float64 if is_float_dtype(x.dtype) or is_float_dtype(dt) else np.int64
+    xp = np.pad(xc.astype(work), [(0, 0), (0, 0)] + pads)
+    win = _windows(xp, wc.shape[2:], strides, dilation)  # N, C, *out, *k
+    n, c = xp.shape[:2]
+    o = wc.shape[0]
+    g = groups
+    out_sp = win.shape[2:2 + nsp]
+    win = win.reshape((n, g, c // g) + out_sp + wc.shape[2:])
+    wg = wc.astype(work).reshape((g, o // g, c // g) + wc.shape[2:])
+    letters = "hijk"[:nsp]
+    klet = "pqrs"[:nsp]
+    spec = f"ngc{letters}{klet},goc{klet}->ngo{letters}"
+    out = np.einsum(spec, win, wg, optimize=True).reshape((n, o) + out_sp)
+    return _cast(_from_first(out, xl, out_layout or data_layout), dt)
+
+
+def _conv_transpose(x, w, strides, padding, output_padding, dilation, groups, data_layout,
+                    kernel_layout, out_layout, out_dtype):
+    """Transposed convolution: spread the input by the strides, pad by the kernel extent
+    minus the padding, and convolve with the flipped, in/out-swapped kernel."""
+    np = _np()
+    x, w = np.asarray(x), np.asarray(w)
+    dt = np_dtype(out_dtype) if out_dtype else x.dtype
+    xc, xl = _to_first(x, data_layout, "NC")
+    wc, _ = _to_first(w, kernel_layout, "IO")  # (C_in, C_out / groups, *k)
+    nsp = xc.ndim - 2
+    strides, dilation = _expand(strides, nsp), _expand(dilation, nsp)
+    opad = _expand(output_padding, nsp)
+    pads = _pads(padding, nsp)
+    n, c = xc.shape[:2]
+    up = np.zeros((n, c) + tuple((s - 1) * st + 1 for s, st in zip(xc.shape[2:], strides)))
+    up[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in strides)] = _f64(xc)
+    before, after, crop = [], [], []
+    for i in range(nsp):
+        ext = (wc.shape[2 + i] - 1) * dilation[i]
+        b, a = ext - pads[i][0], ext - pads[i][1] + opad[i]
+        crop.append(slice(max(-b, 0), up.shape[2 + i] - max(-a, 0)))
+        before.append(max(b, 0))
+        after.append(max(a, 0))
+    up = up[(slice(None), slice(None)) + tuple(crop)]
+    g, og = groups, wc.shape[1]
+    wk = wc.reshape((g, c // g, og) + wc.shape[2:]).swapaxes(1, 2)
+    wk = np.flip(wk.reshape((g * og, c // g) + wc.shape[2:]), axis=tuple(range(2, 2 + nsp)))
+    sp = "DHW"[3 - nsp:]
+    out = _conv(up, wk, (1,) * nsp, before + after, dilation, g, "NC" + sp, "OI" + sp, "NC" + sp, None)
+    return _cast(_from_first(out, xl, out_layout or data_layout), dt)
+
+
+def _expand(v, n: int) -> tuple:
+    v = tuple(v) if not isinstance(v, int) else (v,)
+    return v * n if len(v) == 1 else v
+
+
+def _pads(padding, nsp: int) -> list:
+    """TVM padding (``[before..., after...]`` or symmetric) -> numpy pad pairs."""
+    p = _expand(padding, nsp)
+    if len(p) == nsp:
+        return [(v, v) for v in p]
+    return [(p[i], p[i + nsp]) for i in range(nsp)]
+
+
+# --------------------------------------------------------------------------- pooling
+def _pool(kind: str) -> Callable:
+    def ref(x, pool_size, strides=(1,), dilation=(1,), padding=(0,), ceil_mode=False,
+            count_include_pad=False, layout="NCHW", out_layout=None):
+        np = _np()
+        x = np.asarray(x)
+        xc, xl = _to_first(x, layout, "NC")
+        nsp = xc.ndim - 2
+        ks, st, dl = _expand(pool_size, nsp), _expand(strides, nsp), _expand(dilation, nsp)
+        pads = _pads(padding, nsp)
+        extra = []
+        for i in range(nsp):
+            size = xc.shape[2 + i] + pads[i][0] + pads[i][1]
+            ext = (ks[i] - 1) * dl[i] + 1
+            n_out = (size - ext) // st[i] + 1
+            if ceil_mode:
+                n_ceil = -(-(size - ext) // st[i]) + 1
+                # the last window must start inside the input or the left padding
+                if (n_ceil - 1) * st[i] >= xc.shape[2 + i] + pads[i][0]:
+                    n_ceil -= 1
+                n_out = max(n_out, n_ceil)
+            extra.append(max((n_out - 1) * st[i] + ext - size, 0))
+        full = [(p[0], p[1] + e) for p, e in zip(pads, extra)]
+        v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(np.float64)
+        if kind == "max":
+            xp = np.pad(v, [(0, 0), (0, 0)] + full, constant_values=-np.inf)
+            out = _windows(xp, ks, st, dl).max(axis=tuple(range(-nsp, 0)))
+        else:
+            xp = np.pad(v, [(0, 0), (0, 0)] + full)
+            sums = _windows(xp, ks, st, dl).sum(axis=tuple(range(-nsp, 0)))
+            # divisor: window cells inside the input (or inside input + padding)
+            ones = np.zeros((1, 1) + xp.shape[2:])
+            inner = [slice(None), slice(None)]
+            for i in range(nsp):
+                lo = 0 if count_include_pad else full[i][0]
+                hi = xp.shape[2 + i] - (full[i][1] - pads[i][1] if count_include_pad else full[i][1])
+                inner.append(slice(lo, hi))
+            ones[tuple(inner)] = 1.0
+            counts = _windows(ones, ks, st, dl).sum(axis=tuple(range(-nsp, 0)))
+            out = sums / np.maximum(counts, 1.0)
+        return _cast(_from_first(out, xl, out_layout or layout), x.dtype)
+
+    return ref
+
+
+def _adaptive_avg_pool(x, output_size=None, layout="NCHW", out_layout=None):
+    np = _np()
+    x = np.asarray(x)
+    xc, xl = _to_first(x, layout, "NC")
+    nsp = xc.ndim - 2
+    in_sp = xc.shape[2:]
+    out_sp = in_sp if output_size is None else _expand(output_size, nsp)
+    v = _f64(xc)
+    out = np.zeros(xc.shape[:2] + tuple(out_sp))
+    for idx in np.ndindex(*out_sp):
+        sl = [slice(None), slice(None)]
+        for i, o in enumerate(idx):
+            start = (o * in_sp[i]) // out_sp[i]
+            end = -(-((o + 1) * in_sp[i]) // out_sp[i])
+            sl.append(slice(start, end))
+        out[(slice(None), slice(None)) + idx] = v[tuple(sl)].mean(axis=tuple(range(2, 2 + nsp)))
+    return _cast(_from_first(out, xl, out_layout or layout), x.dtype)
+
+
+def _pad(x, *rest, pad_width=(), pad_value=0.0, pad_mode="constant"):
+    np = _np()
+    x = np.asarray(x)
+    if rest:  # older TVM: pad_value as an operand
+        pad_value = rest[0]
+    pairs = [(int(pad_width[2 * i]), int(pad_width[2 * i + 1])) for i in range(len(pad_width) // 2)]
+    pairs += [(0, 0)] * (x.ndim - len(pairs))
+    mode = {"constant": "constant", "edge": "edge", "reflect": "reflect", "replicate": "edge"}.get(pad_mode)
+    if mode is None:
+        raise ValueError(f"unsupported pad_mode {pad_mode!r}")
+    if mode == "constant":
+        return np.pad(x, pairs, constant_values=np.asarray(pad_value).astype(x.dtype))
+    return np.pad(x, pairs, mode=mode)
+
+
+# --------------------------------------------------------------------------- attention
+def _attention(q, k, v, bias=None, scale=None, causal_mask=None, window_size=None):
+    """(B, S, N, H) x (B, Skv, N, H) x (B, Skv, N, Hv) -> (B, S, N, Hv); the bias
+    broadcasts against (B, N, S, Skv). BottomRight aligns the causal diagonal with the
+    last key (offset Skv - S); a window keeps the ``window_size`` keys ending there."""
+    np = _np()
+    q = np.asarray(q)
+    dt = q.dtype
+    qh = np.transpose(_f64(q), (0, 2, 1, 3))
+    kh = np.transpose(_f64(k), (0, 2, 1, 3))
+    vh = np.transpose(_f64(v), (0, 2, 1, 3))
+    n_q, n_kv = qh.shape[1], kh.shape[1]
+    if n_kv != n_q and n_q % n_kv == 0:  # grouped-query: share each key/value head
+        kh = np.repeat(kh, n_q // n_kv, axis=1)
+        vh = np.repeat(vh, n_q // n_kv, axis=1)
+    if scale is None:
+        scale = 1.0 / np.sqrt(qh.shape[-1])
+    p = np.matmul(qh, np.swapaxes(kh, -1, -2)) * float(scale)
+    if bias is not None:
+        p = p + _f64(bias)
+    s, skv = p.shape[-2], p.shape[-1]
+    if causal_mask is not None or window_size is not None:
+        offset = 0 if causal_mask in (None, "TopLeft") else skv - s
+        i = np.arange(s)[:, None]
+        j = np.arange(skv)[None, :]
+        keep = j <= i + offset
+        if window_size is not None:
+            keep &= j > i + offset - int(window_size)
+        p = np.where(keep, p, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(p - np.max(p, axis=-1, keepdims=True))
+        w = e / np.sum(e, axis=-1, keepdims=True)
+    out = np.matmul(w, vh)
+    return _cast(np.transpose(out, (0, 2, 1, 3)), dt)
+
+
+def _attention_var_len(queries, keys, values, seqstart_q, seqstart_k, max_seqlen_q=None, max_seqlen_k=None,
+                       scale=None, causal_mask=None, window_size=None):
+    """Packed variable-length batches: (total, N, H) tensors, sequence ``b`` at rows
+    ``seqstart[b]:seqstart[b + 1]``; each sequence is attended on its own."""
+    np = _np()
+    queries = np.asarray(queries)
+    sq, sk = np.asarray(seqstart_q).reshape(-1), np.asarray(seqstart_k).reshape(-1)
+    out = np.zeros(queries.shape[:2] + (np.asarray(values).shape[-1],), queries.dtype)
+    for b in range(len(sq) - 1):
+        q = queries[sq[b]:sq[b + 1]][None]
+        k = np.asarray(keys)[sk[b]:sk[b + 1]][None]
+        v = np.asarray(values)[sk[b]:sk[b + 1]][None]
+        if q.shape[1] == 0:
+            continue
+        out[sq[b]:sq[b + 1]] = _attention(q, k, v, None, scale, causal_mask, window_size)[0]
+    return out
+
+
+def table() -> dict[str, Callable[..., Any]]:
+    t: dict[str, Callable[..., Any]] = {
+        "nn.relu": _relu, "nn.gelu": _gelu, "nn.gelu_tanh": _gelu_tanh, "nn.silu": _silu, "nn.selu": _selu,
+        "nn.softmax": _softmax, "nn.log_softmax": _log_softmax, "nn.leakyrelu": _leakyrelu,
+        "nn.softplus": _softplus, "nn.prelu": _prelu, "nn.layer_norm": _layer_norm,
+        "nn.rms_norm": _rms_norm, "nn.batch_norm": _batch_norm, "nn.group_norm": _group_norm,
+        "nn.instance_norm": _instance_norm, "nn.dropout": _dropout, "matmul": _matmul,
+        "nn.conv1d": _conv, "nn.conv2d": _conv, "nn.conv3d": _conv,
+        "nn.conv1d_transpose": _conv_transpose, "nn.conv2d_transpose": _conv_transpose,
+        "nn.conv3d_transpose": _conv_transpose,
+        "nn.max_pool1d": _pool("max"), "nn.max_pool2d": _pool("max"), "nn.max_pool3d": _pool("max"),
+        "nn.avg_pool1d": _pool("avg"), "nn.avg_pool2d": _pool("avg"), "nn.avg_pool3d": _pool("avg"),
+        "nn.adaptive_avg_pool1d": _adaptive_avg_pool, "nn.adaptive_avg_pool2d": _adaptive_avg_pool,
+        "nn.adaptive_avg_pool3d": _adaptive_avg_pool, "nn.pad": _pad,
+        "nn.attention": _attention, "nn.attention_bias": _attention,
+        "nn.attention_var_len": _attention_var_len,
+    }
+    return {"relax." + k: v for k, v in t.items()}

@@ -1,0 +1,300 @@
+"""The op table: one :class:`OpDef` per Relax operator, looked up by name or printed callee.
+
+An OpDef knows the operator's Python call signature (operands and attributes, as TVM's
+``relax.op`` functions spell them), its attribute schema in *print order* with defaults,
+how to normalise attributes the way TVM's C++ constructors do, and its struct-info
+inference. :func:`make_call` builds a fully normalised, typed :class:`~byocc.ir.Call`;
+:meth:`OpDef.bind` maps a parsed ``R.<op>(...)`` argument list onto operands and attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from byocc.ir import (
+    Attrs, Call, Expr, ExternFunc, FuncStructInfo, ObjectStructInfo, Op, StructInfo,
+    TupleStructInfo, TypeInferenceError, UnsupportedError,
+)
+
+from . import convert
+
+
+class _Required:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+
+@dataclass(frozen=True)
+class AttrField:
+    """One attribute field: its name, default (``REQUIRED`` if none) and value kind
+    (a key of :data:`byocc.ops.convert.ATTR_KINDS`)."""
+
+    name: str
+    default: object = REQUIRED
+    kind: str = "any"
+
+
+@dataclass(eq=False)
+class OpDef:
+    """One operator. ``params`` is the Python call signature (operands and attributes);
+    ``arg_names`` the operands among them, in order; ``attrs`` the attribute fields in
+    print order. ``infer(call)`` returns the call's struct info."""
+
+    name: str
+    printed: str
+    params: tuple
+    arg_names: tuple
+    attrs: tuple
+    infer: Callable
+    reference: Optional[Callable] = None
+    # --- byocc extensions (all optional) ---
+    arg_kinds: dict = field(default_factory=dict)  # operand name -> operand kind (default tensor)
+    arg_defaults: dict = field(default_factory=dict)  # optional operands: name -> default (None = omitted)
+    normalize: Optional[Callable] = None  # (attrs dict, span) -> attrs dict, TVM constructor rules
+    sinfo_key: Optional[str] = None  # "out_ty" / "ty_args": keyword carried in sinfo_args
+    varargs: bool = False  # call_packed: positional operands after arg_names are variadic
+    prepare: Optional[Callable] = None  # (args, span) -> args, constructor-time rewrites (reshape -1)
+    build: Optional[Callable] = None  # custom builder: (opdef, args, attrs, sinfo_args, span) -> Call
+    doc: str = ""
+
+    # ------------------------------------------------------------------ binding
+    def bind(self, positional: list, keywords: dict, span=None) -> tuple:
+        """Map a parsed call's raw arguments onto ``(operands, Attrs)``.
+
+        For ``call_tir``/``call_dps_packed``/``call_packed`` the returned Attrs carries the
+        ``out_ty``/``ty_args`` struct info under that key; :func:`make_call` moves it into
+        ``sinfo_args``.
+        """
+        values: dict = {}
+        positional = list(positional)
+        extra: list = []
+        if self.varargs:
+            n_fixed = len(self.arg_names)
+            extra = positional[n_fixed:]
+            positional = positional[:n_fixed]
+        elif len(positional) > len(self.params):
+            raise TypeInferenceError(
+                f"{self.printed} takes at most {len(self.params)} positional arguments "
+                f"({', '.join(self.params)}), got {len(positional)}", span)
+        for i, value in enumerate(positional):
+            values[self.params[i]] = value
+        for key, value in keywords.items():
+            key = _KEYWORD_ALIASES.get(key, key)
+            if key not in self.params:
+                allowed = ", ".join(self.params)
+                raise TypeInferenceError(
+                    f"{self.printed} got an unexpected keyword argument {key!r} (parameters: {allowed})", span)
+            if key in values:
+                raise TypeInferenceError(f"{self.printed} got multiple values for argument {key!r}", span)
+            values[key] = value
+        args = []
+        for name in self.arg_names:
+            if name in values:
+                raw = values[name]
+            elif name in self.arg_defaults:
+                raw = self.arg_defaults[name]
+            else:
+                raise TypeInferenceError(f"{self.printed} is missing the required argument {name!r}", span)
+            if raw is None and name in self.arg_defaults:
+                continue  # optional operand left out (attention bias, strided_slice strides)
+            conv = convert.OPERAND_KINDS[self.arg_kinds.get(name, "tensor")]
+            try:
+                args.append(conv(raw))
+            except ValueError as e:
+                raise TypeInferenceError(f"{self.printed}: argument {name!r}: {e}", span) from None
+        for raw in extra:
+            try:
+                args.append(convert.to_any(raw))
+            except ValueError as e:
+                raise TypeInferenceError(f"{self.printed}: {e}", span) from None
+        attrs = {}
+        for f in self.attrs:
+            if f.name in values:
+                attrs[f.name] = values[f.name]
+            elif f.default is REQUIRED:
+                raise TypeInferenceError(f"{self.printed} is missing the required argument {f.name!r}", span)
+        if self.sinfo_key is not None and self.sinfo_key in values:
+            attrs[self.sinfo_key] = values[self.sinfo_key]
+        return tuple(args), self.make_attrs(attrs, span)
+
+    # ------------------------------------------------------------------ attributes
+    def make_attrs(self, attrs, span=None) -> Optional[Attrs]:
+        """Complete, normalised Attrs (every field, print order, defaults filled)."""
+        if isinstance(attrs, Attrs):
+            given = dict(attrs.items())
+        else:
+            given = dict(attrs or {})
+        sinfo = given.pop(self.sinfo_key, _MISSING) if self.sinfo_key else _MISSING
+        names = {f.name for f in self.attrs}
+        for key in given:
+            if key not in names:
+                raise TypeInferenceError(f"{self.name} has no attribute {key!r}", span)
+        out = {}
+        for f in self.attrs:
+            if f.name in given:
+                value = given[f.name]
+            elif f.default is REQUIRED:
+                raise TypeInferenceError(f"{self.name} requires the attribute {f.name!r}", span)
+            else:
+                value = f.default
+            try:
+                out[f.name] = convert.ATTR_KINDS[f.kind](value)
+            except ValueError as e:
+                raise TypeInferenceError(f"{self.printed}: attribute {f.name!r}: {e}", span) from None
+        if self.normalize is not None:
+            out = self.normalize(out, span)
+        items = tuple((f.name, out[f.name]) for f in self.attrs)
+        if sinfo is not _MISSING:
+            items = items + ((self.sinfo_key, sinfo),)
+        if not items:
+            return None
+        return Attrs(items)
+
+
+_MISSING = object()
+_KEYWORD_ALIASES = {"out_sinfo": "out_ty", "sinfo_args": "ty_args"}  # legacy spellings
+
+_BY_NAME: dict[str, OpDef] = {}
+_BY_PRINTED: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.name in _BY_NAME:
+        raise ValueError(f"op {opdef.name} registered twice")
+    _BY_NAME[opdef.name] = opdef
+    dotted = opdef.printed[2:] if opdef.printed.startswith("R.") else opdef.printed
+    _BY_PRINTED.setdefault(dotted, opdef)
+    Op.get(opdef.name, create=True).op_def = opdef
+    return opdef
+
+
+def get_op_def(name: str) -> OpDef:
+    """The OpDef registered as ``name`` (e.g. ``"relax.nn.conv2d"``); KeyError if unknown."""
+    return _BY_NAME[name]
+
+
+def all_op_defs() -> list[OpDef]:
+    return list(_BY_NAME.values())
+
+
+def lookup_printed(dotted: str, n_positional: int = 0, keywords=()) -> Optional[OpDef]:
+    """The OpDef for ``R.<dotted>(...)``, or None. ``nn.attention`` with a 4th positional
+    operand (or a ``bias=`` keyword that is not None) means ``relax.nn.attention_bias``."""
+    if dotted == "nn.attention":
+        kw = dict(keywords) if not isinstance(keywords, dict) else keywords
+        has_bias = n_positional >= 4 or ("bias" in kw and kw["bias"] is not None)
+        if has_bias:
+            return _BY_NAME.get("relax.nn.attention_bias")
+    opdef = _BY_PRINTED.get(dotted)
+    if opdef is None:
+        opdef = _BY_NAME.get("relax." + dotted)
+    return opdef
+
+
+def _resolve(op) -> OpDef:
+    if isinstance(op, OpDef):
+        return op
+    if isinstance(op, Op):
+        if op.op_def is None:
+            raise UnsupportedError(f"operator {op.name} is not supported by byocc")
+        return op.op_def
+    if isinstance(op, str):
+        try:
+            return _BY_NAME[op if op.startswith("relax.") else "relax." + op]
+        except KeyError:
+            raise UnsupportedError(f"operator {op} is not supported by byocc") from None
+    raise TypeError(f"make_call: op must be a name, Op or OpDef, not {type(op).__name__}")
+
+
+def make_call(op, args, attrs=None, sinfo_args=(), span=None) -> Call:
+    """Build a normalised Call with inferred struct info.
+
+    ``attrs`` may be a dict, an Attrs or None; missing fields get their defaults and TVM's
+    constructor normalisations apply. For ops with ``out_ty``/``ty_args``, the struct info
+    may come in ``sinfo_args`` or under that key in ``attrs``.
+    """
+    opdef = _resolve(op)
+    args = tuple(args)
+    if not all(isinstance(a, Expr) for a in args):
+        args = tuple(_convert_arg(opdef, i, a, span) for i, a in enumerate(args))
+    if opdef.name == "relax.nn.attention" and len(args) == 4:
+        opdef = _BY_NAME["relax.nn.attention_bias"]
+    if opdef.build is not None:
+        return opdef.build(opdef, args, attrs, tuple(sinfo_args), span)
+    if opdef.prepare is not None:
+        args = tuple(opdef.prepare(args, span))
+    full = opdef.make_attrs(attrs, span)
+    if opdef.sinfo_key is not None and full is not None and opdef.sinfo_key in full:
+        sinfo_args = _sinfo_list(full[opdef.sinfo_key], opdef, span)
+        rest = tuple(kv for kv in full.items_ if kv[0] != opdef.sinfo_key)
+        full = Attrs(rest) if rest else None
+    call = Call(Op.get(opdef.name), args, full, tuple(sinfo_args), None, span)
+    sinfo = opdef.infer(call)
+    return Call(call.op, call.args, call.attrs, call.sinfo_args, sinfo, span)
+
+
+def _convert_arg(opdef: OpDef, i: int, value, span):
+    """A raw operand (Python number, list of dims...) given to make_call, by its kind."""
+    if isinstance(value, Expr):
+        return value
+    kind = opdef.arg_kinds.get(opdef.arg_names[i], "tensor") if i < len(opdef.arg_names) else "any"
+    try:
+        return convert.OPERAND_KINDS[kind](value)
+    except ValueError as e:
+        raise TypeInferenceError(f"{opdef.printed}: argument {i}: {e}", span) from None
+
+
+def _sinfo_list(value, opdef: OpDef, span) -> tuple:
+    """``out_ty`` (one struct info; a list of several becomes one tuple struct info) or
+    ``ty_args`` (a list kept as is) as a ``sinfo_args`` tuple."""
+    if isinstance(value, StructInfo):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, StructInfo) for v in value):
+        if opdef.sinfo_key == "out_ty":
+            return (value[0],) if len(value) == 1 else (TupleStructInfo(tuple(value)),)
+        return tuple(value)
+    raise TypeInferenceError(f"{opdef.printed}: {opdef.sinfo_key} must be a type or a list of types", span)
+
+
+def infer_struct_info(call: Call) -> StructInfo:
+    """Struct info of ``call``: the op's inference rule, or the callee's return type."""
+    op = call.op
+    if isinstance(op, Op):
+        return _resolve(op).infer(call)
+    if isinstance(op, ExternFunc):
+        return packed_result(call)
+    callee = getattr(op, "struct_info", None)
+    if isinstance(callee, FuncStructInfo):
+        if callee.params is None and call.sinfo_args:
+            return packed_result(call)
+        return callee.ret
+    return ObjectStructInfo()
+
+
+def packed_result(call: Call) -> StructInfo:
+    """A call to an opaque (packed) function: its ``ty_args`` decide the result."""
+    if len(call.sinfo_args) == 1:
+        return call.sinfo_args[0]
+    if not call.sinfo_args:
+        return ObjectStructInfo()
+    return TupleStructInfo(tuple(call.sinfo_args))
+
+
+def arg_struct_info(arg: Expr):
+    return getattr(arg, "struct_info", None)
+
+
+def define(name: str, args=("x",), attrs=(), infer=None, params=None, printed=None, **kw) -> OpDef:
+    """Register an op: ``params`` defaults to operands then attribute names."""
+    attrs = tuple(attrs)
+    if params is None:
+        params = tuple(args) + tuple(f.name for f in attrs)
+    if printed is None:
+        printed = "R." + name[len("relax."):]
+    return register(OpDef(name, printed, tuple(params), tuple(args), attrs, infer, **kw))

@@ -1,0 +1,163 @@
+"""Arguments and results around the interpreter: binding named arrays to parameters,
+random inputs, and comparing two runs with per-dtype tolerances (``byocc run``/``verify``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from byocc.ir import (
+    Function,
+    InterpretError,
+    PrimStructInfo,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    TupleStructInfo,
+    struct_info_vars,
+)
+
+from .values import ShapeValue, describe
+
+#: (rtol, atol) per dtype when comparing a partitioned run with the original; float16
+#: follows TVM's 1e-2 (spec/backends.md section 15). Integers and bools compare exactly.
+TOLERANCES = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-5, 1e-5),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+_FP8_TOLERANCE = (1.25e-1, 1.25e-1)
+
+
+def tolerance(dtype: str) -> tuple[float, float]:
+    """(rtol, atol) for comparing values of ``dtype``; (0, 0) for integers and bools."""
+    if dtype in TOLERANCES:
+        return TOLERANCES[dtype]
+    if dtype.startswith(("float8", "float4")):
+        return _FP8_TOLERANCE
+    return (0.0, 0.0)
+
+
+def bind_arguments(func: Function, arrays: Mapping[str, Any], what: str = "inputs") -> list:
+    """Order ``arrays`` as ``func``'s parameters: by name when every parameter has an
+    array of its name, else by position when the counts agree and no name matches."""
+    params = func.params
+    names = [p.name_hint for p in params]
+    keys = list(arrays)
+    if all(n in arrays for n in names):
+        extra = [k for k in keys if k not in names]
+        if extra:
+            raise InterpretError(f"{what}: no parameter named {', '.join(map(repr, extra))} "
+                                 f"(parameters: {', '.join(names)})")
+        return [arrays[n] for n in names]
+    matching = [k for k in keys if k in names]
+    if len(keys) == len(names) and not matching:
+        return [arrays[k] for k in keys]
+    missing = [n for n in names if n not in arrays]
+    raise InterpretError(
+        f"{what}: cannot bind {len(keys)} arrays to {len(names)} parameters; missing "
+        f"{', '.join(map(repr, missing))}",
+        notes=(f"parameters: {', '.join(names)}; arrays: {', '.join(keys) or 'none'}",
+               ("name the arrays after the parameters, or give exactly one array per parameter "
+               "(matched by position when no name matches)")))
+
+
+def random_arguments(func: Function, seed: int, dims: Mapping[str, int] | None = None) -> dict:
+    """Random values for every parameter, keyed by parameter name.
+
+    Floats are standard normal, integers uniform in [0, 4), bools fair coins. A symbolic
+    dimension takes the value ``dims[name]`` if given, else a random value in [10, 50)
+    (the range TVM's tests draw from); one variable gets one value across parameters.
+    """
+    import numpy as np
+
+    from byocc.ops.reference import np_dtype
+
+    rng = np.random.default_rng(seed)
+    chosen: dict = {}
+    fixed = dict(dims or {})
+    out: dict = {}
+    for p in func.params:
+        si = p.struct_info
+        for v in struct_info_vars(si):
+            if v not in chosen:
+                chosen[v] = int(fixed.get(v.name, rng.integers(10, 50)))
+        out[p.name_hint] = _random_value(si, chosen, rng, np, np_dtype, p.name_hint)
+    return out
+
+
+def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
+    from .symbolic import eval_dim
+
+    if isinstance(si, TensorStructInfo):
+        if si.shape is None or si.dtype is None:
+            raise InterpretError(f"cannot make a random value for {name!r}: its shape or dtype "
+                                 "is unknown; give --inputs")
+        shape = tuple(eval_dim(d, chosen) for d in si.shape)
+        dt = np_dtype(si.dtype)
+        if dt == np.bool_:
+            return rng.integers(0, 2, size=shape).astype(bool)
+        if dt.kind in "iu":
+            return rng.integers(0, 4, size=shape).astype(dt)
+        return rng.standard_normal(shape).astype(dt)
+    if isinstance(si, TupleStructInfo):
+        return tuple(_random_value(f, chosen, rng, np, np_dtype, name) for f in si.fields)
+    if isinstance(si, ShapeStructInfo) and si.values is not None:
+        return ShapeValue(eval_dim(d, chosen) for d in si.values)
+    if isinstance(si, PrimStructInfo):
+        if isinstance(si.value, TirVar):
+            return chosen.get(si.value, int(rng.integers(10, 50)))
+        if si.value is not None:
+            return si.value
+        return float(rng.standard_normal()) if si.dtype.startswith("float") else int(rng.integers(0, 4))
+    raise InterpretError(f"cannot make a random value for {name!r} of this type; give --inputs")
+
+
+def compare(expected: Any, actual: Any) -> list[dict]:
+    """Compare two results leaf by leaf. Returns one record per output: ``index``,
+    ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol`` and ``ok``."""
+    import numpy as np
+
+    from .values import flatten_outputs
+
+    exp, act = flatten_outputs(expected), flatten_outputs(actual)
+    if len(exp) != len(act):
+        raise InterpretError(f"the results have {len(exp)} and {len(act)} outputs")
+    records = []
+    for i, (e, a) in enumerate(zip(exp, act)):
+        if not isinstance(e, np.ndarray) or not isinstance(a, np.ndarray):
+            ok = type(e) is type(a) and e == a
+            records.append({"index": i, "shape": None, "dtype": type(e).__name__, "max_abs": 0.0 if ok else float("inf"),
+                                "max_rel": 0.0 if ok else float("inf"), "rtol": 0.0, "atol": 0.0, "ok": bool(ok),
+                                "note": "" if ok else f"{describe(e)} != {describe(a)}"})
+            continue
+        from byocc.ops.reference import dtype_name
+
+        dt = dtype_name(e.dtype)
+        rtol, atol = tolerance(dt)
+        rec = {"index": i, "shape": tuple(e.shape), "dtype": dt, "rtol": rtol, "atol": atol, "note": ""}
+        if e.shape != a.shape or e.dtype != a.dtype:
+            rec.update(max_abs=float("inf"), max_rel=float("inf"), ok=False,
+                       note=f"expected {describe(e)}, got {describe(a)}")
+            records.append(rec)
+            continue
+        ef, af = e.astype(np.float64), a.astype(np.float64)
+        same_nan = np.isnan(ef) & np.isnan(af)
+        same_inf = np.isinf(ef) & (ef == af)
+        with np.errstate(invalid="ignore"):
+            diff = np.where(same_nan | same_inf, 0.0, np.abs(ef - af))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        denom = np.abs(ef)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(diff == 0, 0.0, diff / denom)
+        bad = diff > atol + rtol * denom
+        rec.update(max_abs=float(diff.max()) if diff.size else 0.0,
+                   max_rel=float(np.nan_to_num(rel, nan=np.inf).max()) if rel.size else 0.0,
+                   ok=not bool(bad.any()), mismatches=int(bad.sum()))
+        records.append(rec)
+    return records
+
+
+__all__ = ["TOLERANCES", "bind_arguments", "compare", "random_arguments", "tolerance"]

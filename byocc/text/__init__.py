@@ -1,0 +1,33 @@
+"""byocc.text: the Relax text format, as Apache TVM 0.27 prints it (spec/textual-ir.md).
+
+Facade: ``parse_module``, ``read_file`` (parser) and ``print_module``, ``print_function``,
+``print_expr`` (printer). Names load on first use, so printing never imports Lark and
+importing this package costs nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = ["parse_module", "print_expr", "print_function", "print_module", "read_file"]
+
+_HOME = {
+    "parse_module": "parser",
+    "read_file": "parser",
+    "print_module": "printer",
+    "print_function": "printer",
+    "print_expr": "printer",
+}
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'byocc.text' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,392 @@
+"""Reading expressions (spec/textual-ir.md sections 5, 7.3): variables, operator calls,
+calls of module members and local functions, tuples, items, shapes, constants, metadata.
+
+:class:`ExprReader` is a mixin of the function reader in :mod:`byocc.text.parser`.
+:meth:`ExprReader.evaluate` gives a *raw* value: an Expr, a Python literal, a Python
+tuple/list/dict of raw values, a symbolic dim or a struct info (``out_ty=R.Tensor(...)``).
+Operator calls hand raw values to :meth:`byocc.ops.OpDef.bind`, which converts them by
+operand kind; :meth:`ExprReader.to_expr` converts them everywhere else.
+
+Relax normal form: an argument that is not a leaf (``R.add(R.multiply(a, b), c)``) is bound
+to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
+"""
+
+from __future__ import annotations
+
+from byocc.ir import (
+    Call, Constant, DataTypeImm, Expr, ExternFunc, FuncStructInfo, GlobalVar, ObjectStructInfo,
+    ParseError, PrimExpr, PrimValue, ShapeExpr, StringImm, StructInfo, TensorStructInfo, Tuple,
+    TupleGetItem, TupleStructInfo, TypeInferenceError, UnsupportedError, Var, is_leaf,
+)
+
+from ._parse_types import TYPE_NAMES, dotted_name, is_valid_dtype, match_sinfo_vars, substitute_sinfo
+from .syntax import (
+    Attr, BinOp, CallExpr, DictExpr, ListExpr, Literal, Name, Neg, Node, Subscript, TensorType,
+    TupleExpr,
+)
+
+TYPE_KEYWORDS = ("out_ty", "out_sinfo", "ty_args", "sinfo_args")
+NAMESPACES = ("R", "T", "I")
+STATEMENT_CALLS = ("R.func_attr", "R.output", "R.dataflow", "I.module_attrs")
+
+
+class _Module:
+    """The value of the module's class name or an alias of it (``cls``)."""
+
+    __repr__ = lambda self: "<module>"  # noqa: E731
+
+
+MODULE = _Module()
+
+
+class _Metadata:
+    __repr__ = lambda self: "<metadata>"  # noqa: E731
+
+
+METADATA = _Metadata()
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def tuple_of(fields, span=None) -> Tuple:
+    return Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)), span)
+
+
+class ExprReader:
+    """Mixin: expressions. See the module docstring."""
+
+    # ------------------------------------------------------------------ entry points
+    def read_value(self, node: Node, hint: StructInfo | None = None) -> Expr:
+        """A binding's right-hand side, a return value, ...: an Expr."""
+        if hint is not None and isinstance(node, Subscript):
+            ref = self._metadata_ref(node)
+            if ref is not None:
+                return self.metadata.lookup(ref[0], ref[1], self.span(node), hint)
+        return self.to_expr(self.evaluate(node), node)
+
+    def to_expr(self, raw, node: Node) -> Expr:
+        if isinstance(raw, Expr):
+            return raw
+        if isinstance(raw, (tuple, list)):
+            return tuple_of([self.leaf(self.to_expr(x, node), node) for x in raw], self.span(node))
+        if isinstance(raw, bool) or _is_number(raw):
+            return self._const(raw, None, node)
+        if isinstance(raw, str):
+            return StringImm(raw, self.span(node))
+        if isinstance(raw, PrimExpr):
+            return PrimValue(raw, "int64", self.span(node))
+        if raw is None:
+            self.error("None is not a value here", node)
+        if isinstance(raw, StructInfo):
+            self.error("a type is not a value here", node)
+        if raw is MODULE:
+            self.error("the module itself is not a value; use cls.NAME for one of its functions", node)
+        self.error("this is not a value", node)
+
+    def leaf(self, expr: Expr, node: Node) -> Expr:
+        """``expr`` if it may be an argument as is, else a fresh variable bound to it."""
+        if is_leaf(expr):
+            return expr
+        if isinstance(expr, Tuple):
+            fields = [self.leaf(f, node) for f in expr.fields]
+            if all(a is b for a, b in zip(fields, expr.fields)):
+                return expr
+            return tuple_of(fields, expr.span)
+        return self.emit_temp(expr, node)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, node: Node):
+        """The raw value of an expression (see the module docstring)."""
+        t = type(node)
+        if t is Name:
+            return self._name(node)
+        if t is CallExpr:
+            return self._call(node)
+        if t is Literal:
+            return node.value
+        if t is TensorType:
+            return self.read_type(node)
+        if t is TupleExpr:
+            return tuple(self.evaluate(e) for e in node.elts)
+        if t is ListExpr:
+            return [self.evaluate(e) for e in node.elts]
+        if t is Attr:
+            return self._attr(node)
+        if t is Subscript:
+            return self._subscript(node)
+        if t is Neg:
+            inner = node.operand
+            if isinstance(inner, Literal) and _is_number(inner.value):
+                return -inner.value
+            v = self.evaluate(inner)
+            if _is_number(v):
+                return -v
+            return self.read_dim(node)
+        if t is BinOp:
+            return self.read_dim(node)
+        if t is DictExpr:
+            return {self._dict_key(k): self.evaluate(v) for k, v in node.pairs}
+        self.error("unsupported expression", node)
+
+    def _dict_key(self, node: Node):
+        v = self.evaluate(node)
+        if isinstance(v, (str, int, bool)) or v is None:
+            return v
+        self.error("dictionary keys must be strings or numbers", node)
+
+    def _name(self, node: Name):
+        name = node.id
+        v = self.lookup_value(name)
+        if v is not None:
+            return v
+        dim = self.find_dim(name)
+        if dim is not None:
+            return dim
+        if name in NAMESPACES:
+            self.error(f"'{name}' is a namespace, not a value", node)
+        if name == "metadata":
+            return METADATA
+        self.error(f"undefined variable '{name}'", node)
+
+    def _attr(self, node: Attr):
+        name = dotted_name(node)
+        root = node
+        while isinstance(root, Attr):
+            root = root.value
+        if isinstance(root, Name) and root.id in NAMESPACES and self.lookup_value(root.id) is None:
+            if name in TYPE_NAMES or (name is not None and name.startswith("T.") and name.count(".") == 1):
+                return self.read_type(node)
+            self.error(f"'{name}' is not a value", node)
+        base = self.evaluate(node.value)
+        if base is MODULE:
+            return self.module.global_var(node.attr, node)
+        self.error(f"'{dotted_name(node.value) or 'this value'}' has no attribute '{node.attr}'", node)
+
+    # ------------------------------------------------------------------ subscripts
+    def _metadata_ref(self, node: Subscript):
+        """(key, index) of ``metadata["KEY"][i]``, or None if ``node`` is something else."""
+        inner = node.value
+        if not (isinstance(inner, Subscript) and isinstance(inner.value, Name) and inner.value.id == "metadata"):
+            return None
+        if self.lookup_value("metadata") is not None:
+            return None
+        if len(inner.indices) != 1 or not isinstance(inner.indices[0], Literal) or not isinstance(inner.indices[0].value, str):
+            self.error('expected metadata["KEY"][INDEX]', inner)
+        if len(node.indices) != 1 or not isinstance(node.indices[0], Literal) or type(node.indices[0].value) is not int:
+            self.error('expected metadata["KEY"][INDEX] with an integer index', node)
+        return inner.indices[0].value, node.indices[0].value
+
+    def _subscript(self, node: Subscript):
+        ref = self._metadata_ref(node)
+        if ref is not None:
+            return self.metadata.lookup(ref[0], ref[1], self.span(node))
+        if len(node.indices) != 1:
+            self.error("expected one index", node)
+        idx_node = node.indices[0]
+        if not isinstance(idx_node, Literal) or type(idx_node.value) is not int:
+            self.error("a tuple index must be a non-negative integer", idx_node)
+        index = idx_node.value
+        base = self.evaluate(node.value)
+        if base is METADATA:
+            self.error('expected metadata["KEY"][INDEX]', node)
+        if isinstance(base, (tuple, list)):
+            base = self.to_expr(base, node.value)
+        if not isinstance(base, Expr):
+            self.error("only tuples can be indexed", node.value)
+        base = self.leaf(base, node.value)
+        si = base.struct_info
+        if isinstance(si, TupleStructInfo):
+            if index >= len(si.fields):
+                self.error(f"tuple index {index} is out of range for a tuple of {len(si.fields)} fields", idx_node,
+                           TypeInferenceError)
+            field_si = si.fields[index]
+        elif si is None or isinstance(si, ObjectStructInfo):
+            field_si = ObjectStructInfo()
+        else:
+            self.error("only tuples can be indexed", node.value, TypeInferenceError)
+        return TupleGetItem(base, index, field_si, self.span(node))
+
+    # ------------------------------------------------------------------ calls
+    def _call(self, node: CallExpr):
+        func = node.func
+        name = dotted_name(func)
+        if name is None:
+            self.error("only operators (R.op), module functions (cls.f) and local functions can be called", func)
+        root = name.split(".", 1)[0]
+        bound = self.lookup_value(root)
+        if bound is None and root in NAMESPACES:
+            return self._namespace_call(name, node)
+        if bound is MODULE:
+            if name.count(".") != 1:
+                self.error(f"'{name}' is not a function of the module", func)
+            return self._function_call(self.module.global_var(func.attr, func), node)
+        if bound is None:
+            if root == "TypeVar":
+                self.error("TypeVar(...) declares a symbolic dimension: NAME = TypeVar(\"NAME\")", node)
+            self.error(f"undefined variable '{root}'", func if isinstance(func, Name) else _root(func))
+        if "." in name:
+            self.error(f"'{root}' has no attribute '{name.split('.', 1)[1]}'", func)
+        if not isinstance(bound, Expr) or not isinstance(bound.struct_info, FuncStructInfo):
+            self.error(f"'{root}' is not a function", func)
+        return self._function_call(bound, node)
+
+    def _function_call(self, callee: Expr, node: CallExpr) -> Call:
+        if node.kwargs:
+            self.error("functions take positional arguments only", node.kwargs[0])
+        args = [self.leaf(self.to_expr(self.evaluate(a), a), a) for a in node.args]
+        fsi = callee.struct_info
+        ret = ObjectStructInfo()
+        if isinstance(fsi, FuncStructInfo):
+            ret = fsi.ret
+            if fsi.params is not None:
+                if len(fsi.params) != len(args):
+                    self.error(f"'{_callee_name(callee)}' takes {len(fsi.params)} arguments, "
+                               f"but {len(args)} were given", node, TypeInferenceError)
+                mapping: dict = {}
+                for p, a in zip(fsi.params, args):
+                    match_sinfo_vars(p, a.struct_info, mapping)
+                ret = substitute_sinfo(ret, mapping)
+        return Call(callee, tuple(args), None, (), ret, self.span(node))
+
+    def _namespace_call(self, name: str, node: CallExpr):
+        handler = _SPECIAL_CALLS.get(name)
+        if handler is not None:
+            return handler(self, node)
+        if name in TYPE_NAMES:
+            return self.read_type(node)
+        if name in STATEMENT_CALLS:
+            self.error(f"{name}(...) is a statement, not a value", node)
+        if name.startswith("T."):
+            dtype = name[2:]
+            if is_valid_dtype(dtype) and len(node.args) == 1 and not node.kwargs:
+                return self._prim_literal(node.args[0], dtype)
+            self.error(f"unsupported construct {name}(...)", node.func)
+        if not name.startswith("R."):
+            self.error(f"unsupported construct {name}(...)", node.func)
+        return self._op_call(name[2:], node)
+
+    def _op_call(self, dotted: str, node: CallExpr) -> Expr:
+        from byocc.ops import lookup_printed, make_call
+
+        positional = [self.evaluate(a) for a in node.args]
+        keywords = {}
+        for kw in node.kwargs:
+            if kw.name in keywords:
+                self.error(f"keyword argument '{kw.name}' repeated", kw)
+            if kw.name in TYPE_KEYWORDS:
+                keywords[kw.name] = self.read_types(kw.value)
+            else:
+                keywords[kw.name] = self.evaluate(kw.value)
+        opdef = lookup_printed(dotted, len(positional), keywords)
+        if opdef is None:
+            self.error(f"unknown operator R.{dotted}", node.func, UnsupportedError)
+        span = self.span(node)
+        args, attrs = opdef.bind(positional, keywords, span)
+        args = [self.leaf(a, node) for a in args]
+        return make_call(opdef, args, attrs, span=span)
+
+    # ------------------------------------------------------------------ R.* constructors
+    def _const(self, value, dtype: str | None, node: Node) -> Constant:
+        import numpy as np
+
+        if dtype is None:
+            dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+        if isinstance(value, str):
+            if value not in ("inf", "-inf", "nan"):
+                self.error(f"R.const takes a number, not the string \"{value}\"", node)
+            value = float(value)
+        try:
+            with np.errstate(all="ignore"):
+                data = np.array(value, dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            self.error(f"cannot make a {dtype} constant of {value!r}: {exc}", node, UnsupportedError)
+        if data.dtype == object:
+            self.error("R.const takes a number or a nested list of numbers", node)
+        return Constant(data, TensorStructInfo(tuple(int(d) for d in data.shape), dtype), self.span(node))
+
+    def _r_const(self, node: CallExpr) -> Constant:
+        a = self._args(node, ("value", "dtype"), "R.const")
+        if "value" not in a:
+            self.error("R.const needs a value", node)
+        value = self.evaluate(a["value"])
+        dtype = self.read_dtype(a["dtype"]) if "dtype" in a else None
+        if not (_is_number(value) or isinstance(value, (bool, str, list, tuple))):
+            self.error("R.const takes a number or a nested list of numbers", a["value"])
+        return self._const(value, dtype, a["value"])
+
+    def _r_shape(self, node: CallExpr) -> ShapeExpr:
+        if len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], (ListExpr, TupleExpr)):
+            self.error("R.shape takes one list of dimensions: R.shape([2, n])", node)
+        return ShapeExpr(tuple(self.read_dim(d) for d in node.args[0].elts), self.span(node))
+
+    def _r_tuple(self, node: CallExpr) -> Tuple:
+        if node.kwargs:
+            self.error("R.tuple takes no keyword arguments", node.kwargs[0])
+        return tuple_of([self.leaf(self.to_expr(self.evaluate(a), a), a) for a in node.args], self.span(node))
+
+    def _r_extern(self, node: CallExpr) -> ExternFunc:
+        a = self._args(node, ("global_symbol",), "R.ExternFunc")
+        sym = a.get("global_symbol")
+        if not isinstance(sym, Literal) or not isinstance(sym.value, str):
+            self.error("R.ExternFunc takes the symbol name as a string", sym or node)
+        return ExternFunc(sym.value, span=self.span(node))
+
+    def _r_prim_value(self, node: CallExpr) -> PrimValue:
+        if len(node.args) != 1 or node.kwargs:
+            self.error("R.prim_value takes one value", node)
+        return self._prim_literal(node.args[0], None)
+
+    def _prim_literal(self, arg: Node, dtype: str | None) -> PrimValue:
+        v = self.evaluate(arg)
+        if isinstance(v, bool):
+            return PrimValue(v, dtype or "bool", self.span(arg))
+        if isinstance(v, int) or isinstance(v, PrimExpr):
+            return PrimValue(v, dtype or "int64", self.span(arg))
+        if isinstance(v, float):
+            return PrimValue(v, dtype or "float64", self.span(arg))
+        self.error("expected a number", arg)
+
+    def _r_str(self, node: CallExpr) -> StringImm:
+        if len(node.args) != 1 or not isinstance(node.args[0], Literal) or not isinstance(node.args[0].value, str):
+            self.error("R.str takes one string", node)
+        return StringImm(node.args[0].value, self.span(node))
+
+    def _r_dtype(self, node: CallExpr) -> DataTypeImm:
+        if len(node.args) != 1:
+            self.error("R.dtype takes one data type string", node)
+        dtype = self.read_dtype(node.args[0])
+        return DataTypeImm(dtype or "void", self.span(node))
+
+    def _r_match_cast(self, node: CallExpr):
+        self.error("R.match_cast must be the whole right-hand side of a binding", node)
+
+    def _t_minmax(self, node: CallExpr):
+        return self.read_dim(node)
+
+
+def _root(node: Node) -> Node:
+    while isinstance(node, Attr):
+        node = node.value
+    return node
+
+
+def _callee_name(callee: Expr) -> str:
+    return getattr(callee, "name_hint", None) or type(callee).__name__
+
+
+_SPECIAL_CALLS = {
+    "R.const": ExprReader._r_const,
+    "R.shape": ExprReader._r_shape,
+    "R.tuple": ExprReader._r_tuple,
+    "R.ExternFunc": ExprReader._r_extern,
+    "R.prim_value": ExprReader._r_prim_value,
+    "R.str": ExprReader._r_str,
+    "R.dtype": ExprReader._r_dtype,
+    "R.match_cast": ExprReader._r_match_cast,
+    "T.max": ExprReader._t_minmax,
+    "T.min": ExprReader._t_minmax,
+}
+
+__all__ = ["ExprReader", "METADATA", "MODULE", "TYPE_KEYWORDS", "tuple_of"]

@@ -1,0 +1,425 @@
+"""Reading one ``@R.function``: decorator, signature, body (spec/textual-ir.md sections 2, 4, 7.3).
+
+Statements are read in a loop (a 100 000-binding body costs no recursion); only nested
+constructs recurse: a dataflow block once, a local function once per nesting level.
+
+Scoping: parameters and bindings live in ``values``; a dataflow block's non-output
+bindings leave scope when the block ends. Symbolic dimensions live in ``tirvars``: every
+function gets its own :class:`~byocc.ir.TirVar` objects even when two functions share a
+``TypeVar`` name; a local function sees its enclosing function's variables.
+"""
+
+from __future__ import annotations
+
+from byocc.ir import (
+    BindingBlock, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, SeqExpr, TirVar,
+    TypeInferenceError, UnsupportedError, Var, VarBinding,
+)
+
+from ._parse_expr import MODULE, ExprReader
+from ._parse_types import TypeReader, dotted_name, incompatible
+from .syntax import (
+    Assign, Attr, CallExpr, ClassDef, Declare, DictExpr, ExprStmt, FuncDef, IfStmt, Import, Literal, Name,
+    Node, Pass, Return, With,
+)
+
+_ABSENT = object()
+DIM_DECLARATIONS = ("T.int64", "T.int32")
+
+
+class FunctionReader(TypeReader, ExprReader):
+    """Reads one function. ``module`` is the :class:`byocc.text.parser.ModuleReader`."""
+
+    def __init__(self, module, node: FuncDef, parent: "FunctionReader | None" = None,
+                 member: bool = False):
+        self.module = module
+        self.node = node
+        self.parent = parent
+        self.member = member
+        self.source = module.source
+        self.metadata = module.metadata
+        self._static_tensor_cache = module.static_tensor_cache
+        self.values: dict[str, object] = {}
+        self.tirvars: dict[str, TirVar] = {}
+        self.declared: set[str] = set()
+        self.attrs: dict = {}
+        self.temp_names = NameSupply()
+        self._bindings: list | None = None  # where emit_temp appends
+        self._in_dataflow = False
+        self.pure, self.private = self._read_decorators(node)
+        for tp in node.type_params:
+            self.declared.add(tp.name.id)
+        self.params = self._read_params(node)
+        self.ret_sinfo = self.read_type(node.ret, in_signature=True) if node.ret is not None else None
+
+    # ------------------------------------------------------------------ signature
+    def _read_decorators(self, node: FuncDef) -> tuple[bool, bool]:
+        if not node.decorators:
+            self.error(f"function '{node.name.id}' needs the @R.function decorator", node)
+        if len(node.decorators) > 1:
+            self.error("a function takes one decorator, @R.function", node.decorators[1])
+        deco = node.decorators[0]
+        call = deco if isinstance(deco, CallExpr) else None
+        name = dotted_name(call.func if call else deco)
+        if name != "R.function":
+            self.error(f"expected @R.function, found @{name or '...'}", deco)
+        pure, private = True, False
+        if call is not None:
+            if call.args:
+                self.error("@R.function takes keyword arguments only (pure=, private=)", call.args[0])
+            for kw in call.kwargs:
+                if kw.name not in ("pure", "private", "check_well_formed"):
+                    self.error(f"@R.function got an unexpected argument '{kw.name}'", kw)
+                if not isinstance(kw.value, Literal) or not isinstance(kw.value.value, bool):
+                    self.error(f"{kw.name} must be True or False", kw.value)
+                if kw.name == "pure":
+                    pure = kw.value.value
+                elif kw.name == "private":
+                    private = kw.value.value
+        return pure, private
+
+    def _read_params(self, node: FuncDef) -> list[Var]:
+        params = []
+        seen: set[str] = set()
+        for p in node.params:
+            name = p.name.id
+            if p.annotation is None:
+                self.error(f"parameter '{name}' needs a type annotation", p.name)
+            if name in seen:
+                self.error(f"duplicate parameter '{name}'", p.name)
+            seen.add(name)
+            sinfo = self.read_type(p.annotation, in_signature=True)
+            var = Var(name, sinfo, self.span(p.name))
+            params.append(var)
+            self.values[name] = var
+        return params
+
+    def signature(self):
+        """The function's struct info, when its return type is annotated."""
+        from byocc.ir import FuncStructInfo
+
+        if self.ret_sinfo is None:
+            return None
+        return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_sinfo, self.pure)
+
+    # ------------------------------------------------------------------ names
+    def lookup_value(self, name: str):
+        f = self
+        while f is not None:
+            v = f.values.get(name)
+            if v is not None:
+                return v
+            f = f.parent
+        if name in self.module.class_names:
+            return MODULE
+        return None
+
+    def find_dim(self, name: str, create: bool = True):
+        f = self
+        while f is not None:
+            v = f.tirvars.get(name)
+            if v is not None:
+                return v
+            f = f.parent
+        if create and self._is_declared(name):
+            v = self.tirvars[name] = TirVar(name, "int64")
+            return v
+        return None
+
+    def _is_declared(self, name: str) -> bool:
+        f = self
+        while f is not None:
+            if name in f.declared:
+                return True
+            f = f.parent
+        return name in self.module.typevars
+
+    def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False):
+        v = self.find_dim(node.id)
+        if v is not None:
+            return v
+        if legacy:
+            v = self.tirvars[node.id] = TirVar(node.id, "int64", self.span(node))
+            return v
+        self.error(f"undefined symbolic dimension '{node.id}' (declare it: {node.id} = TypeVar(\"{node.id}\") "
+                   f"or {node.id} = T.int64())", node)
+
+    def parse_dim_text(self, text: str, node: Node):
+        return self.module.parse_dim_text(text, node)
+
+    def emit_temp(self, expr, node: Node):
+        if self._bindings is None:
+            self.error("this expression must be bound to a variable first", node)
+        hint = "lv" if self._in_dataflow else "gv"
+        cls = DataflowVar if self._in_dataflow else Var
+        var = cls(self.temp_names.fresh(hint), expr.struct_info, self.span(node))
+        self._bindings.append(VarBinding(var, expr, self.span(node)))
+        return var
+
+    # ------------------------------------------------------------------ body
+    def read(self) -> Function:
+        """The whole function (signature already read)."""
+        blocks, body, ret_node = self._read_statements(self.node.body)
+        if body is None:
+            self.error(f"function '{self.node.name.id}' has no return statement", self.node)
+        body_si = body.struct_info
+        ret = self.ret_sinfo
+        if ret is None:
+            ret = body_si
+        else:
+            why = incompatible(ret, body_si)
+            if why:
+                self.error(f"the returned value does not match the return type: {why}", ret_node,
+                           TypeInferenceError)
+        attrs = dict(self.attrs)
+        if self.member and not self.private and "global_symbol" not in attrs:
+            attrs["global_symbol"] = self.node.name.id
+        seq = SeqExpr(tuple(blocks), body, self.span(self.node))
+        return Function(tuple(self.params), seq, ret, self.pure, attrs, self.span(self.node))
+
+    def _read_statements(self, stmts: list):
+        """Blocks, return value and return statement of a body."""
+        blocks: list = []
+        current: list = []
+        body = None
+        ret_node = None
+        for stmt in stmts:
+            self.module.where = stmt
+            if body is not None:
+                self.error("statement after return", stmt)
+            t = type(stmt)
+            if t is With:
+                blocks.append(BindingBlock(tuple(current)))
+                current = []
+                blocks.append(DataflowBlock(tuple(self._read_dataflow(stmt))))
+            elif t is Return:
+                if stmt.value is None:
+                    self.error("a function must return a value", stmt)
+                self._bindings = current
+                body = self.leaf_body(self.read_value(stmt.value), stmt.value)
+                ret_node = stmt
+            else:
+                self._statement(stmt, current, False, None)
+        blocks.append(BindingBlock(tuple(current)))
+        self._bindings = None
+        return _normalize_blocks(blocks), body, ret_node
+
+    def leaf_body(self, expr, node):
+        return expr
+
+    def _statement(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
+        """One statement of a body or dataflow block; bindings go to ``bindings``."""
+        self._bindings = bindings
+        self._in_dataflow = in_dataflow
+        t = type(stmt)
+        if t is Assign:
+            self._assign(stmt, bindings, in_dataflow, outputs)
+        elif t is ExprStmt:
+            self._expr_statement(stmt, bindings, in_dataflow)
+        elif t is FuncDef:
+            self._local_function(stmt, bindings, in_dataflow, outputs)
+        elif t is Pass:
+            pass
+        elif t is Declare:
+            name = stmt.target.id
+            self.values[name] = Var(name, self.read_type(stmt.annotation), self.span(stmt.target))
+        elif t is With:
+            self.error("dataflow blocks cannot be nested", stmt)
+        elif t is Return:
+            self.error("return inside a dataflow block", stmt)
+        elif t is IfStmt:
+            self.error("if/else is not supported by byocc", stmt, UnsupportedError)
+        elif t is ClassDef:
+            self.error("a class cannot be defined inside a function", stmt)
+        elif t is Import:
+            self.error("imports belong at the top of the file", stmt)
+        else:
+            self.error("unsupported statement", stmt)
+
+    def _new_var(self, name_node: Name, sinfo, in_dataflow: bool, outputs) -> Var:
+        is_output = outputs is not None and outputs.get(name_node.id) is name_node
+        cls = DataflowVar if in_dataflow and not is_output else Var
+        var = cls(name_node.id, sinfo, self.span(name_node))
+        self.values[name_node.id] = var
+        return var
+
+    def _assign(self, stmt: Assign, bindings: list, in_dataflow: bool, outputs) -> None:
+        target = stmt.target
+        value = stmt.value
+        if type(value) is CallExpr:
+            func = value.func
+            special = None
+            if type(func) is Attr and type(func.value) is Name and func.value.id in ("R", "T"):
+                special = f"{func.value.id}.{func.attr}"
+            elif type(func) is Name:
+                special = func.id
+            if special in DIM_DECLARATIONS and not value.args and not value.kwargs:
+                if stmt.annotation is not None:
+                    self.error("a symbolic dimension declaration takes no annotation", stmt.annotation)
+                if target.id not in self.tirvars:
+                    self.tirvars[target.id] = TirVar(target.id, "int64", self.span(target))
+                return
+            if special == "TypeVar" and self.lookup_value("TypeVar") is None:
+                self._typevar(stmt)
+                return
+            if special == "R.match_cast" and self.lookup_value("R") is None:
+                self._match_cast(stmt, bindings, in_dataflow, outputs)
+                return
+        elif type(value) is Name and self.lookup_value(value.id) is MODULE:
+            self.values[target.id] = MODULE  # cls = Module
+            return
+        ann = self.read_type(stmt.annotation) if stmt.annotation is not None else None
+        expr = self.read_value(value, ann)
+        sinfo = expr.struct_info
+        if ann is not None:
+            why = incompatible(ann, sinfo)
+            if why:
+                self.error(f"the annotation of '{target.id}' does not match its value: {why}",
+                           stmt.annotation, TypeInferenceError)
+            sinfo = ann
+        var = self._new_var(target, sinfo, in_dataflow, outputs)
+        bindings.append(VarBinding(var, expr, self.span(stmt)))
+
+    def _typevar(self, stmt: Assign) -> None:
+        call = stmt.value
+        if (len(call.args) != 1 or not isinstance(call.args[0], Literal)
+                or not isinstance(call.args[0].value, str)):
+            self.error('expected NAME = TypeVar("NAME")', call)
+        self.declared.add(stmt.target.id)
+
+    def _match_cast(self, stmt: Assign, bindings: list, in_dataflow: bool, outputs) -> None:
+        call = stmt.value
+        a = self._args(call, ("value", "struct_info"), "R.match_cast")
+        if "value" not in a or "struct_info" not in a:
+            self.error("R.match_cast takes a value and a type", call)
+        value = self.leaf(self.read_value(a["value"]), a["value"])
+        cast = self.read_type(a["struct_info"])
+        sinfo = cast
+        if stmt.annotation is not None:
+            ann = self.read_type(stmt.annotation)
+            why = incompatible(ann, cast)
+            if why:
+                self.error(f"the annotation of '{stmt.target.id}' does not match the cast type: {why}",
+                           stmt.annotation, TypeInferenceError)
+            sinfo = ann
+        var = self._new_var(stmt.target, sinfo, in_dataflow, outputs)
+        bindings.append(MatchCast(var, value, cast, self.span(stmt)))
+
+    def _expr_statement(self, stmt: ExprStmt, bindings: list, in_dataflow: bool) -> None:
+        value = stmt.value
+        if type(value) is CallExpr and self.lookup_value("R") is None:
+            callee = dotted_name(value.func)
+            if callee == "R.func_attr":
+                self._func_attr(value)
+                return
+            if callee == "R.output":
+                self.error("R.output(...) outside a dataflow block" if not in_dataflow
+                           else "R.output(...) must be the last statement of its dataflow block", value)
+        expr = self.read_value(value)
+        cls = DataflowVar if in_dataflow else Var
+        var = cls("_", expr.struct_info, self.span(stmt))
+        bindings.append(VarBinding(var, expr, self.span(stmt)))
+
+    def _func_attr(self, call: CallExpr) -> None:
+        if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], DictExpr):
+            self.error("R.func_attr takes one dictionary", call)
+        attrs = self.module.read_attr_value(call.args[0], self)
+        for key in attrs:
+            if not isinstance(key, str):
+                self.error("function attribute names must be strings", call.args[0])
+        self.attrs.update(attrs)
+
+    def _local_function(self, stmt: FuncDef, bindings: list, in_dataflow: bool, outputs) -> None:
+        reader = FunctionReader(self.module, stmt, parent=self)
+        func = reader.read()
+        self.module.where = stmt
+        self._bindings = bindings
+        self._in_dataflow = in_dataflow
+        var = self._new_var(stmt.name, func.struct_info, in_dataflow, outputs)
+        bindings.append(VarBinding(var, func, self.span(stmt)))
+
+    # ------------------------------------------------------------------ dataflow blocks
+    def _read_dataflow(self, stmt: With) -> list:
+        ctx = stmt.context
+        if not (isinstance(ctx, CallExpr) and dotted_name(ctx.func) == "R.dataflow"):
+            self.error("only `with R.dataflow():` blocks are supported", ctx)
+        if ctx.args or ctx.kwargs:
+            self.error("R.dataflow() takes no arguments", ctx)
+        body = stmt.body
+        outputs, output_call = self._outputs(body)
+        bindings: list = []
+        saved: dict = {}
+        for i, s in enumerate(body):
+            self.module.where = s
+            if s is output_call:
+                continue
+            name = _bound_name(s)
+            if name is not None and name not in saved:
+                saved[name] = self.values.get(name, _ABSENT)
+            self._statement(s, bindings, True, outputs)
+        # names bound in the block that are not outputs leave scope
+        for name, prev in saved.items():
+            if isinstance(self.values.get(name), DataflowVar):
+                if prev is _ABSENT:
+                    del self.values[name]
+                else:
+                    self.values[name] = prev
+        self._in_dataflow = False
+        return bindings
+
+    def _outputs(self, body: list):
+        """``{name: the Name node of its last binding}`` for the names in ``R.output``."""
+        last = body[-1] if body else None
+        output_call = None
+        names: list = []
+        if (isinstance(last, ExprStmt) and isinstance(last.value, CallExpr)
+                and dotted_name(last.value.func) == "R.output"):
+            output_call = last
+            call = last.value
+            if call.kwargs:
+                self.error("R.output takes variable names only", call.kwargs[0])
+            for arg in call.args:
+                if not isinstance(arg, Name):
+                    self.error("R.output takes variable names only", arg)
+                names.append(arg)
+        last_binding: dict = {}
+        for s in body:
+            if s is output_call:
+                continue
+            if isinstance(s, Assign):
+                last_binding[s.target.id] = s.target
+            elif isinstance(s, FuncDef):
+                last_binding[s.name.id] = s.name
+        outputs = {}
+        for n in names:
+            target = last_binding.get(n.id)
+            if target is None:
+                self.error(f"R.output: '{n.id}' is not bound in this dataflow block", n)
+            outputs[n.id] = target
+        return outputs, output_call
+
+
+def _bound_name(stmt: Node) -> str | None:
+    if isinstance(stmt, Assign):
+        return stmt.target.id
+    if isinstance(stmt, FuncDef):
+        return stmt.name.id
+    return None
+
+
+def _normalize_blocks(blocks: list) -> list:
+    """Drop empty blocks and merge neighbours of the same kind (TVM's block normalisation:
+    two adjacent dataflow blocks become one)."""
+    out: list = []
+    for b in blocks:
+        if not b.bindings:
+            continue
+        if out and type(out[-1]) is type(b):
+            prev = out[-1]
+            out[-1] = type(b)(prev.bindings + b.bindings, prev.span)
+        else:
+            out.append(b)
+    return out
+
+
+__all__ = ["FunctionReader"]

@@ -1,0 +1,419 @@
+"""The Relax grammar (``grammars/relax.lark``), its lexer and indenter, and the Lark parser.
+
+spec/textual-ir.md section 7.2. The grammar file is the one authority on syntax: the LALR
+tables come from it, and the lexer below derives its punctuation and keyword tables from its
+terminals. The lexer is byocc's own (a single compiled regular expression) only because Lark's
+generic lexer costs several microseconds per token; it behaves as Lark's contextual lexer does
+for this grammar: a word is a keyword only where the parser state accepts that keyword, so
+``as``, ``from`` or ``if`` stay ordinary names elsewhere (a parameter may be called ``if``).
+
+Input normalisation (section 7.1): CRLF and CR become LF, and a final newline is added.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+from lark.indenter import PythonIndenter
+from lark.lexer import Lexer
+
+from byocc.ir import ParseError, Span
+
+GRAMMAR_RESOURCE = "grammars/relax.lark"
+
+
+def load_grammar_text() -> str:
+    """The grammar: package data ``byocc/grammars/relax.lark`` if installed, else the file in
+    the source tree's top-level ``grammars/`` folder."""
+    try:
+        from importlib import resources
+
+        res = resources.files("byocc").joinpath(GRAMMAR_RESOURCE)
+        if res.is_file():
+            return res.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError):
+        pass
+    path = Path(__file__).resolve().parents[2] / GRAMMAR_RESOURCE
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:  # a broken installation, not bad input
+        from byocc.ir import InternalError
+
+        raise InternalError(f"cannot read the Relax grammar ({GRAMMAR_RESOURCE}): {exc}") from exc
+
+
+def normalize_source(text: str) -> str:
+    """CRLF/CR to LF, and a final newline (the indenter needs one to close the last line)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.endswith("\n"):
+        text += "\n"
+    return text
+
+
+class RelaxIndenter(PythonIndenter):
+    """Python-style INDENT/DEDENT for the ``_NL`` terminal; newlines inside brackets vanish.
+
+    Differs from Lark's :class:`PythonIndenter` only in its errors: a dedent to a column
+    that opens no block raises a located :class:`ParseError` ("inconsistent indentation"),
+    and a stray closing bracket is left for the parser to reject.
+    """
+
+    NL_type = "_NL"
+    source = "<string>"
+
+    def handle_NL(self, token: Token) -> Iterator[Token]:
+        if self.paren_level > 0:
+            return
+        yield token
+        indent_str = token.rsplit("\n", 1)[1]
+        indent = indent_str.count(" ") + indent_str.count("\t") * self.tab_len
+        levels = self.indent_level
+        if indent > levels[-1]:
+            levels.append(indent)
+            yield self._at_line_start(self.INDENT_type, indent_str, token)
+        else:
+            while indent < levels[-1]:
+                levels.pop()
+                yield self._at_line_start(self.DEDENT_type, indent_str, token)
+            if indent != levels[-1]:
+                line = token.end_line or token.line or 1
+                raise ParseError(
+                    "inconsistent indentation: this line's indentation matches no enclosing block",
+                    Span(self.source, line, len(indent_str) + 1, line, len(indent_str) + 2),
+                )
+
+    @staticmethod
+    def _at_line_start(ttype: str, indent_str: str, nl: Token) -> Token:
+        """An INDENT/DEDENT token placed where the new line's first token starts."""
+        line = nl.end_line or nl.line or 1
+        col = len(indent_str) + 1
+        return Token(ttype, indent_str, nl.end_pos, line, col, line, col + 1, nl.end_pos)
+
+    def process(self, stream):
+        self.paren_level = 0
+        self.indent_level = [0]
+        self.open_brackets: list[Token] = []
+        return self._process(stream)
+
+    def _process(self, stream):
+        token = None
+        open_types = self.OPEN_PAREN_types
+        close_types = self.CLOSE_PAREN_types
+        nl_type = self.NL_type
+        brackets = self.open_brackets
+        for token in stream:
+            ttype = token.type
+            if ttype == nl_type:
+                yield from self.handle_NL(token)
+                continue
+            yield token
+            if ttype in open_types:
+                self.paren_level += 1
+                brackets.append(token)
+            elif ttype in close_types and self.paren_level > 0:
+                self.paren_level -= 1
+                brackets.pop()
+        while len(self.indent_level) > 1:
+            self.indent_level.pop()
+            if token is not None:
+                yield Token.new_borrow_pos(self.DEDENT_type, "", token)
+            else:
+                yield Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
+
+
+# --------------------------------------------------------------------------- lexer
+_TOKEN_RE = re.compile(
+    r"""
+    [ \t\f]*
+    (?:
+    (?P<WS>\\[ \t\f]*\n)
+  | (?P<NL>(?:\n[ \t\f]*|\#[^\n]*)+)
+  | (?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<NUMBER>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)
+  | (?P<STRING>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<OP>->|//|[-+*/%()\[\]{},:.=@])
+  | (?P<EOF>\Z)
+    )
+    """,
+    re.VERBOSE,
+)
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class RelaxLexer(Lexer):
+    """Contextual lexer for ``relax.lark`` (Lark custom-lexer interface, version 2)."""
+
+    __future_interface__ = 2
+
+    def __init__(self, lexer_conf) -> None:
+        self.keywords: dict[str, str] = {}
+        self.punct: dict[str, str] = {}
+        self.tensor_re = None
+        for term in lexer_conf.terminals:
+            pattern = term.pattern
+            if term.name == "TENSOR_TYPE":
+                self.tensor_re = re.compile(pattern.to_regexp())
+            if pattern.type != "str":
+                continue
+            if _WORD_RE.match(pattern.value):
+                self.keywords[pattern.value] = term.name
+            else:
+                self.punct[pattern.value] = term.name
+
+    def lex(self, lexer_state, parser_state) -> Iterator[Token]:
+        text = lexer_state.text
+        if not isinstance(text, str):  # a lark TextSlice
+            text = text.text
+        states = parser_state.parse_conf.states
+        state_stack = parser_state.state_stack
+        keywords = self.keywords
+        punct = self.punct
+        tensor_match = self.tensor_re.match if self.tensor_re is not None else None
+        startswith = text.startswith
+        new = str.__new__
+        match = _TOKEN_RE.match
+        line = 1
+        line_start = 0
+        pos = 0
+        n = len(text)
+        while pos < n:
+            m = match(text, pos)
+            if m is None:
+                pos = len(text) - len(text[pos:].lstrip(" \t\f"))
+                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)
+            kind = m.lastgroup
+            if kind == "EOF":
+                break
+            pos = m.start(kind)
+            value = m.group(kind)
+            end = m.end()
+            if kind == "WS":  # a backslash line continuation
+                line += 1
+                line_start = end
+                pos = end
+                continue
+            if kind == "NAME":
+                ttype = "NAME"
+                if value == "R" and tensor_match is not None and startswith(".Tensor((", end):
+                    tm = tensor_match(text, pos)
+                    if tm is not None and "TENSOR_TYPE" in states[state_stack[-1]]:
+                        ttype = "TENSOR_TYPE"
+                        value = tm.group()
+                        end = tm.end()
+                else:
+                    kw = keywords.get(value)
+                    if kw is not None and kw in states[state_stack[-1]]:
+                        ttype = kw
+            elif kind == "OP":
+                ttype = punct.get(value)
+                if ttype is None:  # punctuation the grammar does not use
+                    raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)
+            elif kind == "NL":
+                ttype = "_NL"
+            else:
+                ttype = kind
+            tok = new(Token, value)
+            tok.type = ttype
+            tok.value = value
+            tok.start_pos = pos
+            tok.line = line
+            tok.column = pos - line_start + 1
+            tok.end_pos = end
+            if kind == "NL":
+                nls = value.count("\n")
+                if nls:
+                    line += nls
+                    line_start = pos + value.rindex("\n") + 1
+                tok.end_line = line
+                tok.end_column = end - line_start + 1
+            else:
+                tok.end_line = line
+                tok.end_column = end - line_start + 1
+            pos = end
+            yield tok
+
+
+# --------------------------------------------------------------------------- LALR driver
+class _ParserState:
+    """What the contextual lexer reads while the driver runs (Lark's ParserState shape)."""
+
+    __slots__ = ("parse_conf", "states", "state_stack")
+
+    def __init__(self, states, state_stack):
+        self.parse_conf = self
+        self.states = states
+        self.state_stack = state_stack
+
+
+class _LexerState:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class LalrDriver:
+    """Runs Lark's LALR(1) tables and tree-shaping callbacks over byocc's token stream.
+
+    Equivalent to ``Lark.parse`` for this grammar (same tables, same callbacks, same
+    errors), with a tighter loop: Lark's general loop spends most of its time on
+    bookkeeping this grammar does not need (about 40% of a parse).
+    """
+
+    def __init__(self, lark: Lark):
+        from lark.parse_tree_builder import ExpandSingleChild
+
+        frontend = lark.parser
+        lalr = frontend.parser
+        table = lalr._parse_table
+        callbacks = lalr.parser.callbacks
+        self.lark = lark
+        self.lexer = RelaxLexer(frontend.lexer_conf)
+        self.indenter = RelaxIndenter()
+        self.start_states = dict(table.start_states)
+        self.end_states = dict(table.end_states)
+        # row[symbol] = next state (int) for a shift or a goto, or (size, callback, origin)
+        # for a reduction; callback None marks a `?rule` unit reduction that passes its one
+        # child through unchanged.
+        self.states: dict[int, dict] = {}
+        rule_info: dict = {}
+        for state, actions in table.states.items():
+            row = {}
+            for key, (action, arg) in actions.items():
+                if action.name == "Shift":
+                    row[str(key)] = arg
+                    continue
+                info = rule_info.get(arg)
+                if info is None:
+                    cb = callbacks[arg]
+                    size = len(arg.expansion)
+                    if (size == 1 and isinstance(cb, ExpandSingleChild)
+                            and not getattr(arg.expansion[0], "filter_out", False)):
+                        cb = None
+                    info = rule_info[arg] = (size, cb, str(arg.origin.name))
+                row[str(key)] = info
+            self.states[state] = row
+
+    def parse(self, text: str, start: str = "start"):
+        states = self.states
+        state = self.start_states[start]
+        state_stack = [state]
+        end_state = self.end_states[start]
+        value_stack: list = []
+        push_state = state_stack.append
+        push_value = value_stack.append
+        pstate = _ParserState(states, state_stack)
+        tokens = self.indenter.process(self.lexer.lex(_LexerState(text), pstate))
+        token = None
+        for token in tokens:
+            ttype = token.type
+            while True:
+                action = states[state].get(ttype)
+                if action.__class__ is int:
+                    state = action
+                    push_state(state)
+                    push_value(token)
+                    break
+                if action is None:
+                    raise UnexpectedToken(token, _expected(states[state]))
+                size, callback, origin = action
+                if callback is None:  # unit reduction: the value stays
+                    del state_stack[-1]
+                else:
+                    if size:
+                        children = value_stack[-size:]
+                        del state_stack[-size:]
+                        del value_stack[-size:]
+                    else:
+                        children = []
+                    push_value(callback(children))
+                state = states[state_stack[-1]][origin]
+                push_state(state)
+        if token is not None:
+            end = Token.new_borrow_pos("$END", "", token)
+        else:
+            end = Token("$END", "", 0, 1, 1, 1, 1, 0)
+        while True:
+            action = states[state].get("$END")
+            if action is None or action.__class__ is int:
+                raise UnexpectedToken(end, _expected(states[state]))
+            size, callback, origin = action
+            if callback is None:
+                del state_stack[-1]
+            else:
+                if size:
+                    children = value_stack[-size:]
+                    del state_stack[-size:]
+                    del value_stack[-size:]
+                else:
+                    children = []
+                push_value(callback(children))
+            state = states[state_stack[-1]][origin]
+            push_state(state)
+            if state == end_state:
+                return value_stack[-1]
+
+
+def _expected(row: dict) -> set:
+    return {k for k in row if k.isupper() or k.startswith("_") or k == "$END"}
+
+
+def _cache_path():
+    """Where Lark keeps the analysed grammar between runs (it checks a hash of the grammar
+    before use): the user's cache folder; False (no cache) if that is not writable."""
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "byocc")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    import sys
+
+    import lark
+
+    py = "%d%d" % sys.version_info[:2]
+    return os.path.join(folder, f"relax-grammar-lark{lark.__version__}-py{py}.cache")
+
+
+@lru_cache(maxsize=None)
+def get_driver(transformer_factory) -> LalrDriver:
+    """The process-wide :class:`LalrDriver` for ``transformer_factory``'s inline transformer."""
+    return LalrDriver(get_lark(transformer_factory))
+
+
+@lru_cache(maxsize=None)
+def get_lark(transformer_factory=None) -> Lark:
+    """The process-wide Lark LALR parser (start symbols ``start`` and ``expr``).
+
+    With ``transformer_factory`` the parser builds values through that inline transformer
+    instead of a parse tree.
+    """
+    kwargs = {}
+    if transformer_factory is not None:
+        kwargs["transformer"] = transformer_factory()
+    return Lark(
+        load_grammar_text(),
+        parser="lalr",
+        lexer=RelaxLexer,
+        postlex=RelaxIndenter(),
+        start=["start", "expr"],
+        maybe_placeholders=True,
+        cache=_cache_path(),
+        **kwargs,
+    )
+
+
+__all__ = [
+    "LalrDriver", "RelaxIndenter", "RelaxLexer", "get_driver", "get_lark", "load_grammar_text",
+    "normalize_source",
+]

@@ -1,0 +1,382 @@
+"""Relax text -> byocc IR (spec/textual-ir.md section 7).
+
+Two phases: the Lark LALR parser (:mod:`byocc.text.grammar`) builds a syntax tree
+(:mod:`byocc.text.syntax`), then readers give it meaning: :class:`ModuleReader` here for
+the file and the module, :class:`~byocc.text._parse_function.FunctionReader` for each
+function, with the expression and type readers as mixins.
+
+Public API::
+
+    parse_module(text, source="<string>", constants=None) -> IRModule
+    read_file(path) -> IRModule          # "-" is stdin; reads <stem>.npz beside the file
+
+Every error is a located :class:`~byocc.ir.ByoccError` (ParseError, TypeInferenceError,
+UnsupportedError); no other exception escapes :func:`parse_module`, whatever the input.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from pathlib import Path
+
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from byocc.ir import (
+    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, ParseError, Span,
+)
+
+from ._parse_expr import METADATA, MODULE
+from ._parse_function import FunctionReader
+from ._parse_metadata import MetadataTable, load_sidecar
+from ._parse_types import dotted_name
+from .grammar import get_driver, get_lark, normalize_source
+from .syntax import (
+    Assign, ClassDef, DictExpr, ExprStmt, FuncDef, Import, ListExpr, Literal, Name, Neg, Node, Pass,
+    Subscript, SyntaxBuilder, TupleExpr,
+)
+
+__all__ = ["parse_module", "read_file"]
+
+
+# --------------------------------------------------------------------------- public API
+def parse_module(text: str, source: str = "<string>", constants: dict | None = None) -> IRModule:
+    """Parse a module (``@I.ir_module class ...``) or one stand-alone ``@R.function``.
+
+    ``constants`` holds the values of ``metadata[...]`` references, keyed
+    ``"<metadata key>/<index>"`` (``"ir.GenericConst/0"``); without it such constants have
+    ``data=None``. A stand-alone function becomes a module holding it under its name.
+    """
+    if not isinstance(text, str):
+        raise InputError(f"expected text, got {type(text).__name__}")
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the parse allocates many long-lived objects and no cycles
+    reader = None
+    try:
+        stmts = parse_syntax(text, source)
+        reader = ModuleReader(source, constants)
+        return reader.read(stmts)
+    except ByoccError:
+        raise
+    except RecursionError:
+        raise ParseError("expression nested too deeply", _where(reader, source)) from None
+    except Exception as exc:  # noqa: BLE001  (a bug must still surface as a located error)
+        raise ParseError(f"cannot read this input (internal error: {type(exc).__name__}: {exc})",
+                         _where(reader, source)) from exc
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def read_file(path: str) -> IRModule:
+    """Parse a ``.relax`` file (``"-"``: standard input), with the constants of the sidecar
+    ``<stem>.npz`` beside it, if there is one. OSError propagates (the file is missing...)."""
+    if path == "-":
+        return parse_module(sys.stdin.read(), "<stdin>")
+    p = Path(path)
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})",
+                         Span(str(path), 1, 1)) from None
+    constants = load_sidecar(p.with_name(p.stem + ".npz"))
+    return parse_module(text, str(path), constants)
+
+
+def _where(reader, source: str) -> Span:
+    node = getattr(reader, "where", None)
+    if node is not None:
+        return Span(source, node.line, node.col, node.end_line, node.end_col)
+    return Span(source, 1, 1)
+
+
+# --------------------------------------------------------------------------- syntax
+def parse_syntax(text: str, source: str = "<string>", start: str = "start"):
+    """Syntax tree of ``text``; Lark's errors become one-line located ParseErrors."""
+    driver = get_driver(SyntaxBuilder)
+    src = normalize_source(text) if start == "start" else text
+    try:
+        return driver.parse(src, start)
+    except ParseError as err:  # from the indenter
+        span = err.span
+        raise ParseError(err.message, Span(source, span.line, span.column, span.end_line, span.end_column)
+                         if span else None) from None
+    except UnexpectedInput as err:
+        raise _syntax_error(err, src, source) from None
+    except LarkError as err:
+        raise ParseError(f"syntax error: {err}", Span(source, 1, 1)) from None
+
+
+_TOKEN_NAMES = {
+    "_NL": "end of line", "_INDENT": "an indented block", "_DEDENT": "end of block",
+    "$END": "end of input", "NAME": "a name", "NUMBER": "a number", "STRING": "a string",
+    "TENSOR_TYPE": "a type",
+}
+
+
+def _describe_expected(names, lark) -> list[str]:
+    patterns = {t.name: t.pattern for t in lark.terminals}
+    out = []
+    for n in sorted(names):
+        if n in _TOKEN_NAMES:
+            out.append(_TOKEN_NAMES[n])
+        elif n in patterns and patterns[n].type == "str":
+            out.append(f"'{patterns[n].value}'")
+    return sorted(set(out))
+
+
+def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
+    line = getattr(err, "line", None) or 1
+    column = getattr(err, "column", None) or 1
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        what = "an unclosed string" if ch in "\"'" else f"unexpected character {ch!r}"
+        return ParseError(what, Span(source, line, column, line, column + 1))
+    if isinstance(err, UnexpectedEOF):
+        return ParseError("unexpected end of input", Span(source, line, column))
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    ttype = tok.type
+    unclosed = ""
+    brackets = getattr(get_driver(SyntaxBuilder).indenter, "open_brackets", None)
+    if brackets:
+        b = brackets[-1]
+        if tok.line != b.line or ttype == "$END" or (ttype == "_DEDENT" and not str(tok)):
+            unclosed = f" (the '{b}' at line {b.line}, column {b.column} is never closed)"
+    if ttype == "$END" or ttype == "_DEDENT" and not str(tok):
+        lines = text.rstrip("\n").count("\n") + 1
+        return ParseError("unexpected end of input" + unclosed, Span(source, lines, 1))
+    if ttype == "_INDENT":
+        found, bare = "an indented line", "indentation"
+    elif ttype == "_DEDENT":
+        found, bare = "the end of the block", "end of block"
+    elif ttype == "_NL":
+        found, bare = "the end of the line", "end of line"
+    else:
+        found = bare = f"'{tok}'"
+    expected = _describe_expected(err.expected, get_lark(SyntaxBuilder))
+    if 0 < len(expected) <= 3:
+        msg = f"expected {' or '.join(expected)} but found {found}"
+    else:
+        msg = f"unexpected {bare}"
+    msg += unclosed
+    end_col = (tok.end_column or column + 1) if tok.line == tok.end_line else column + 1
+    return ParseError(msg, Span(source, line, column, line, end_col))
+
+
+# --------------------------------------------------------------------------- module
+class ModuleReader:
+    """Reads a file's top-level statements: the module (or the one function)."""
+
+    def __init__(self, source: str, constants: dict | None):
+        self.source = source
+        self.metadata = MetadataTable(constants)
+        self.static_tensor_cache: dict = {}
+        self.class_names: set[str] = set()
+        self.typevars: set[str] = set()
+        self.members: dict[str, FunctionReader] = {}
+        self.externs: dict[str, ExternFunc] = {}
+        self.gvars: dict[str, GlobalVar] = {}
+        self.funcs: dict = {}
+        self.in_progress: set[str] = set()
+        self.attrs: dict = {}
+        self.where: Node | None = None
+        self._dim_cache: dict[str, Node] = {}
+
+    # ------------------------------------------------------------------ errors
+    def span(self, node) -> Span:
+        return Span(self.source, node.line, node.col, node.end_line, node.end_col)
+
+    def error(self, message: str, node, cls=ParseError):
+        raise cls(message, self.span(node) if node is not None else Span(self.source, 1, 1))
+
+    # ------------------------------------------------------------------ top level
+    def read(self, stmts: list) -> IRModule:
+        main = None
+        for stmt in stmts:
+            self.where = stmt
+            if isinstance(stmt, Import) or isinstance(stmt, Pass):
+                continue
+            if isinstance(stmt, Assign) and _is_typevar(stmt):
+                self.typevars.add(stmt.target.id)
+                continue
+            if isinstance(stmt, (ClassDef, FuncDef)):
+                if main is not None:
+                    self.error("a file holds one module (or one function); this is a second one", stmt)
+                main = stmt
+                continue
+            self.error("unexpected statement at the top level (expected @I.ir_module class or @R.function)",
+                       stmt)
+        if main is None:
+            self.error("no module or function found (expected @I.ir_module class or @R.function)", None)
+        if isinstance(main, FuncDef):
+            reader = FunctionReader(self, main, member=True)
+            name = main.name.id
+            self.members[name] = reader
+            self._read_member(name)
+            return IRModule({self.gvars[name]: self.funcs[name]})
+        return self._read_class(main)
+
+    def _read_class(self, node: ClassDef) -> IRModule:
+        if len(node.decorators) != 1 or dotted_name(_decorator_callee(node.decorators[0])) != "I.ir_module":
+            self.error("a module class needs the @I.ir_module decorator", node)
+        self.class_names.add(node.name.id)
+        order: list[str] = []
+        funcdefs: list[FuncDef] = []
+        for stmt in node.body:
+            self.where = stmt
+            if isinstance(stmt, Pass):
+                continue
+            if isinstance(stmt, Assign) and _is_typevar(stmt):
+                self.typevars.add(stmt.target.id)
+                continue
+            if isinstance(stmt, FuncDef):
+                self._check_new_member(stmt.name)
+                funcdefs.append(stmt)
+                order.append(stmt.name.id)
+                self.members[stmt.name.id] = None  # reserved; read below
+                continue
+            if isinstance(stmt, Assign) and stmt.annotation is None:
+                ext = self._extern_member(stmt)
+                self._check_new_member(stmt.target)
+                self.externs[stmt.target.id] = ext
+                self.gvars[stmt.target.id] = GlobalVar(stmt.target.id, ext.struct_info, ext.span)
+                order.append(stmt.target.id)
+                continue
+            if isinstance(stmt, ExprStmt) and dotted_name(getattr(stmt.value, "func", None)) == "I.module_attrs":
+                self._module_attrs(stmt.value)
+                continue
+            self.error("unexpected statement in the module (expected functions, NAME = R.ExternFunc(...) "
+                       "or I.module_attrs(...))", stmt)
+        # signatures first, so calls can be typed whatever the order of definition
+        for fd in funcdefs:
+            self.where = fd
+            reader = FunctionReader(self, fd, member=True)
+            self.members[fd.name.id] = reader
+            sig = reader.signature()
+            if sig is not None:
+                self.gvars[fd.name.id] = GlobalVar(fd.name.id, sig, reader.span(fd.name))
+        for fd in funcdefs:
+            self._read_member(fd.name.id)
+        functions = {}
+        for name in order:
+            functions[self.gvars[name]] = self.funcs[name] if name in self.funcs else self.externs[name]
+        return IRModule(functions, attrs=self.attrs)
+
+    def _check_new_member(self, name: Name) -> None:
+        if name.id in self.members or name.id in self.externs:
+            self.error(f"the module already has a member named '{name.id}'", name)
+
+    def _extern_member(self, stmt: Assign) -> ExternFunc:
+        value = stmt.value
+        call_name = dotted_name(getattr(value, "func", None))
+        if call_name != "R.ExternFunc":
+            self.error("expected NAME = R.ExternFunc(\"symbol\") in the module", value)
+        if (len(value.args) != 1 or value.kwargs or not isinstance(value.args[0], Literal)
+                or not isinstance(value.args[0].value, str)):
+            self.error("R.ExternFunc takes the symbol name as a string", value)
+        return ExternFunc(value.args[0].value, span=self.span(value))
+
+    def _module_attrs(self, call) -> None:
+        if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], DictExpr):
+            self.error("I.module_attrs takes one dictionary", call)
+        attrs = self.read_attr_value(call.args[0], None)
+        for key in attrs:
+            if not isinstance(key, str):
+                self.error("module attribute names must be strings", call.args[0])
+        self.attrs.update(attrs)
+
+    # ------------------------------------------------------------------ members
+    def _read_member(self, name: str) -> None:
+        if name in self.funcs:
+            return
+        reader = self.members[name]
+        self.in_progress.add(name)
+        saved = self.where
+        func = reader.read()
+        self.where = saved
+        self.in_progress.discard(name)
+        self.funcs[name] = func
+        if name not in self.gvars:
+            self.gvars[name] = GlobalVar(name, func.struct_info, reader.span(reader.node.name))
+
+    def global_var(self, name: str, node: Node) -> GlobalVar:
+        """The GlobalVar of member ``name`` (``cls.name``)."""
+        gv = self.gvars.get(name)
+        if gv is not None:
+            return gv
+        if self.members.get(name) is None:
+            if name in self.members:  # a member whose signature is still being read
+                self.error(f"'{name}' is used before its signature is known", node)
+            self.error(f"the module has no function '{name}'", node)
+        if name in self.in_progress:
+            self.error(f"'{name}' calls itself (or is called back) before its return type is known; "
+                       "annotate its return type", node)
+        self._read_member(name)
+        return self.gvars[name]
+
+    # ------------------------------------------------------------------ shared helpers
+    def parse_dim_text(self, text: str, node: Node) -> Node:
+        """A quoted dimension (``"n * 2"``) parsed as an expression; positions are relative
+        to the string's content (the caller moves them)."""
+        cached = self._dim_cache.get(text)
+        if cached is not None:
+            return _copy_tree(cached)
+        try:
+            tree = parse_syntax(text, self.source, start="expr")
+        except ParseError as err:
+            raise ParseError(f"in the quoted dimension \"{text}\": {err.message}", self.span(node)) from None
+        self._dim_cache[text] = tree
+        return _copy_tree(tree)
+
+    def read_attr_value(self, node: Node, func_reader):
+        """A dictionary/attribute value: Python literals, lists (as tuples), dictionaries and
+        metadata references."""
+        t = type(node)
+        if t is Literal:
+            return node.value
+        if t is Neg:
+            v = self.read_attr_value(node.operand, func_reader)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v
+            self.error("expected a number after '-'", node)
+        if t is ListExpr or t is TupleExpr:
+            return tuple(self.read_attr_value(e, func_reader) for e in node.elts)
+        if t is DictExpr:
+            out = {}
+            for k, v in node.pairs:
+                key = self.read_attr_value(k, func_reader)
+                if isinstance(key, (tuple, dict)):
+                    self.error("dictionary keys must be strings or numbers", k)
+                out[key] = self.read_attr_value(v, func_reader)
+            return out
+        if t is Subscript:
+            inner = node.value
+            if (isinstance(inner, Subscript) and isinstance(inner.value, Name) and inner.value.id == "metadata"
+                    and len(inner.indices) == 1 and isinstance(inner.indices[0], Literal)
+                    and isinstance(inner.indices[0].value, str) and len(node.indices) == 1
+                    and isinstance(node.indices[0], Literal) and type(node.indices[0].value) is int):
+                return self.metadata.lookup(inner.indices[0].value, node.indices[0].value, self.span(node))
+        if func_reader is not None:
+            v = func_reader.evaluate(node)
+            if v is not MODULE and v is not METADATA:
+                return v
+        self.error("expected a literal value (string, number, True/False, None, list or dictionary)", node)
+
+
+def _is_typevar(stmt: Assign) -> bool:
+    v = stmt.value
+    return (getattr(v, "func", None) is not None and isinstance(v.func, Name) and v.func.id == "TypeVar"
+            and stmt.annotation is None)
+
+
+def _decorator_callee(node):
+    return getattr(node, "func", node) if type(node).__name__ == "CallExpr" else node
+
+
+def _copy_tree(node):
+    """A deep copy of a small syntax tree (quoted dims are relocated in place)."""
+    import copy
+
+    return copy.deepcopy(node)

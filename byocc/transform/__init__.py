@@ -1,0 +1,30 @@
+"""byocc.transform: passes, the pass manager and the partitioning pipeline (facade).
+
+Passes (TVM names): CanonicalizeBindings, FuseOpsByPattern, MergeCompositeFunctions,
+RunCodegen, DeadCodeElimination; :class:`Sequential` and :class:`PassContext` with the
+instruments; :func:`partition` runs one of the two BYOC paths.
+"""
+
+from .canonicalize_bindings import CanonicalizeBindings, canonicalize_bindings
+from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
+from .fuse_ops_by_pattern import FuseOpsByPattern
+from .merge_composite_functions import MergeCompositeFunctions, merge_composite_functions
+from .pass_manager import (
+    DumpIR, ModulePass, Pass, PassContext, PassInfo, PassInstrument, PassTimingInstrument,
+    PrintAfterAll, PrintBeforeAll, Sequential, WellFormedInstrument, pass_instrument,
+)
+from .pipeline import partition, partition_passes
+from .run_codegen import (
+    CodegenModule, RunCodegen, call_dps_packed, get_codegen, register_codegen,
+    registered_codegens, run_codegen, stub_codegen, unregister_codegen,
+)
+
+__all__ = [
+    "CanonicalizeBindings", "CodegenModule", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
+    "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
+    "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RunCodegen", "Sequential",
+    "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",
+    "get_codegen", "merge_composite_functions", "partition", "partition_passes",
+    "pass_instrument", "register_codegen", "registered_codegens", "run_codegen", "stub_codegen",
+    "unregister_codegen",
+]

@@ -1,0 +1,253 @@
+"""FuseOpsByPattern (spec/partitioning.md section 5) and its ``annotate_codegen`` step (5.6).
+
+Driver (5.1): for each pattern entry in list order, one complete pass over the module left by
+the previous entry: partition every visited function (``pattern_partition``), then
+materialise the groups (``materialize``) with one name supply shared by the functions, which
+are visited by name (or in ``entry_functions`` order). A function where the pattern formed no
+group is not rewritten.
+
+Where TVM 0.27 fails, byocc stays correct: a match whose groups would depend on each other
+in a cycle (TVM raises ``InternalError`` for 2-cycles, E22, and emits ill-formed IR for
+longer ones, E34) is backed out, latest accepted match first, and the function partitioned
+again without it; the output is well formed.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Optional
+
+from byocc.dpl import as_fusion_pattern, backend_of
+from byocc.ir import (
+    Call, Function, GlobalVar, IRModule, NameSupply, PassError, PatternError, SeqExpr, BindingBlock,
+    Var, VarBinding,
+)
+
+from .function_table import FunctionTable
+from .materialize import Materializer, plan_function
+from .pass_manager import Pass
+from .pattern_partition import FunctionIndex, partition
+
+
+def _skip_function(func: Any) -> bool:
+    """Functions a pattern pass never visits: non-Relax, primitive, composite, external."""
+    if not isinstance(func, Function):
+        return True
+    attrs = func.attrs
+    return bool(attrs.get("Primitive")) or "Composite" in attrs or "Codegen" in attrs
+
+
+def visited_functions(mod: IRModule, entry_functions: Optional[Sequence[str]]) -> list[str]:
+    """Names of the functions one pattern pass rewrites, in visiting order (5.1)."""
+    if entry_functions is not None and len(entry_functions):
+        names = []
+        for name in entry_functions:
+            if name not in mod:
+                raise PassError(f"FuseOpsByPattern: entry function {name!r} is not in the module")
+            if not isinstance(mod[name], Function):
+                raise PassError(f"FuseOpsByPattern: entry function {name!r} is not a Relax function")
+            if not _skip_function(mod[name]):
+                names.append(name)
+        return names
+    return [name for name in sorted(mod.names()) if not _skip_function(mod[name])]
+
+
+def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
+                entry_functions: Optional[Sequence[str]] = None,
+                indexes: Optional[dict] = None,
+                warn: Optional[Callable[[str], None]] = None) -> IRModule:
+    """One complete pass of one pattern entry over ``mod`` (partition + rewrite).
+
+    ``indexes`` caches :class:`FunctionIndex` per function name across calls (an entry is
+    rebuilt when the function object changed)."""
+    entry = as_fusion_pattern(entry)
+    indexes = indexes if indexes is not None else {}
+    planned = []
+    for name in visited_functions(mod, entry_functions):
+        func = mod[name]
+        index = indexes.get(name)
+        if index is None or index.func is not func:
+            index = indexes[name] = FunctionIndex(func)
+        skip: set = set()
+        while True:
+            part = partition(index, entry, frozenset(skip))
+            if not part.accepted:
+                plan = None
+                break
+            group_of, group_attrs = part.resolve()
+            plan = plan_function(func, group_of, group_attrs)
+            if plan.cycle is None:
+                break
+            # back out the latest accepted match among the groups on the cycle
+            roots = [g for g in plan.cycle_groups if getattr(g, "attrs", None)]
+            if not roots:
+                raise PassError("FuseOpsByPattern: cyclic dependency between groups that no "
+                                "match formed")
+            skip.add(max(roots, key=lambda g: g.accepted).var)
+        if plan is not None and plan.changes:
+            planned.append((name, func, plan, group_attrs, index.var2val))
+    if not planned:
+        return mod
+    table = FunctionTable(mod)
+    supply = NameSupply()
+    for name, func, plan, group_attrs, var2val in planned:
+        mat = Materializer(table, group_attrs, lift_constants=not bind_constants, supply=supply,
+                           warn=warn)
+        new = mat.rewrite(func, plan, var2val)
+        if new is not func:
+            table.update(name, new)
+    return table.module()
+
+
+# ============================================================================ annotate
+def annotate_codegen(mod: IRModule) -> IRModule:
+    """Wrap every called composite in a public ``Codegen`` function (section 5.6).
+
+    For each Relax function without ``Composite``/``Codegen`` (name order), a call of a
+    global carrying ``Composite`` is redirected to a wrapper named
+    ``<composite name>_<backend>`` (added with de-duplication), whose body binds
+    ``local_func`` to the composite (``Primitive`` removed) and returns ``output =
+    local_func(params...)``. The composite global is removed. Idempotent.
+    """
+    table = FunctionTable(mod)
+    supply = NameSupply()
+    redirected: dict[str, GlobalVar] = {}
+    for name in sorted(mod.names()):
+        func = table.get(name)
+        if not isinstance(func, Function) or "Composite" in func.attrs or "Codegen" in func.attrs:
+            continue
+        new = _Redirect(table, supply, redirected).function(func)
+        if new is not func:
+            table.update(name, new)
+    return table.module()
+
+
+class _Redirect:
+    def __init__(self, table: FunctionTable, supply: NameSupply, redirected: dict):
+        self.table = table
+        self.supply = supply
+        self.redirected = redirected
+
+    def function(self, func: Function) -> Function:
+        body = self.seq(func.body)
+        if body is func.body:
+            return func
+        return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs),
+                        func.span)
+
+    def seq(self, seq: SeqExpr) -> SeqExpr:
+        blocks = []
+        changed = False
+        for block in seq.blocks:
+            out = []
+            block_changed = False
+            for b in block.bindings:
+                value = self.expr(b.value)
+                if value is not b.value:
+                    block_changed = True
+                    b = VarBinding(b.var, value, b.span) if isinstance(b, VarBinding) \
+                        else type(b)(b.var, value, b.struct_info, b.span)
+                out.append(b)
+            blocks.append(type(block)(tuple(out), block.span) if block_changed else block)
+            changed |= block_changed
+        body = self.expr(seq.body)
+        if not changed and body is seq.body:
+            return seq
+        return SeqExpr(tuple(blocks), body, seq.span)
+
+    def expr(self, e: Any) -> Any:
+        from byocc.ir import If
+
+        if isinstance(e, Call):
+            if isinstance(e.op, GlobalVar):
+                gv = self.wrapper(e.op)
+                if gv is not None:
+                    return Call(gv, e.args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+            return e
+        if isinstance(e, Function):
+            return self.function(e)
+        if isinstance(e, SeqExpr):
+            return self.seq(e)
+        if isinstance(e, If):
+            a, b = self.expr(e.true_branch), self.expr(e.false_branch)
+            if a is e.true_branch and b is e.false_branch:
+                return e
+            return If(e.cond, a, b, e.struct_info, e.span)
+        return e
+
+    def wrapper(self, gvar: GlobalVar) -> Optional[GlobalVar]:
+        name = gvar.name_hint
+        hit = self.redirected.get(name)
+        if hit is not None:
+            return hit
+        func = self.table.get(name)
+        if not isinstance(func, Function):
+            return None
+        composite = func.attrs.get("Composite")
+        if not isinstance(composite, str):
+            return None
+        codegen = backend_of(composite)
+        if codegen is None:
+            raise PatternError(f"pattern name {composite!r} has no backend prefix: expected "
+                               "'<backend>.<name>', e.g. 'cutlass.matmul'")
+        symbol = f"{name}_{codegen}"
+        inner = func.with_attrs(Primitive=None)
+        params = tuple(Var(p.name_hint, p.struct_info) for p in func.params)
+        local = Var("local_func", inner.struct_info)
+        output = Var("output", inner.ret_struct_info)
+        call = Call(local, params, None, (), inner.ret_struct_info)
+        body = SeqExpr((BindingBlock((VarBinding(local, inner), VarBinding(output, call))),), output)
+        wrapper = Function(params, body, func.ret_struct_info, inner.is_pure,
+                           {"Codegen": codegen, "global_symbol": symbol})
+        self.table.remove(name)
+        new_name = self.table.add(wrapper, symbol, self.supply)
+        if new_name != symbol and self.table.get(new_name) is wrapper:
+            # a taken name: keep the module well formed (global_symbol == global name)
+            self.table.update(new_name, wrapper.with_attrs(global_symbol=new_name))
+        gv = self.table.global_var(new_name)
+        self.redirected[name] = gv
+        return gv
+
+
+# ============================================================================ the pass
+@dataclass(frozen=True)
+class FuseOpsByPattern(Pass):
+    """TVM ``relax.transform.FuseOpsByPattern`` (spec/partitioning.md section 5).
+
+    ``patterns``: FusionPattern entries or 2-5 element tuples, highest priority first.
+    ``bind_constants``: keep tensor constants inside the composites (False: ``param_<k>``).
+    ``annotate_codegen``: wrap composites in ``Codegen`` functions (5.6).
+    ``entry_functions``: names of the functions to partition (default: all, by name).
+    ``warn``: receives warnings (default: written to stderr).
+    """
+
+    name: ClassVar[str] = "FuseOpsByPattern"
+    opt_level: ClassVar[int] = 0
+
+    patterns: Sequence[Any] = ()
+    bind_constants: bool = True
+    annotate_codegen: bool = False
+    entry_functions: Optional[Sequence[str]] = None
+    warn: Optional[Callable[[str], None]] = field(default=None, compare=False)
+
+    def run(self, mod: IRModule) -> IRModule:
+        entries = [as_fusion_pattern(p) for p in self.patterns]
+        indexes: dict = {}
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # many small long-lived objects, no reference cycles: collections only cost
+        try:
+            for entry in entries:
+                mod = run_pattern(mod, entry, bind_constants=self.bind_constants,
+                                  entry_functions=self.entry_functions, indexes=indexes,
+                                  warn=self.warn)
+            if self.annotate_codegen:
+                mod = annotate_codegen(mod)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return mod
+
+
+__all__ = ["FuseOpsByPattern", "annotate_codegen", "run_pattern", "visited_functions"]

@@ -1,0 +1,411 @@
+"""The partition walk of FuseOpsByPattern: one pattern, one function
+(spec/partitioning.md section 5.2, quirk Q1).
+
+Steps, per call binding in program order (blocks in order, nested blocks at the position of
+the binding holding them): match the pattern at the binding's value, call ``check``, run the
+overlap test against earlier groups, then move every fusible matched binding (call and
+tuple-get-item pattern entries) into the root binding's group.
+
+Groups are TVM's union-find records: each variable gets its own group when first needed;
+``members`` is the list of variables *added directly* to a group (the overlap test reads the
+touched variable's original group, not its root: Q1). ``num_nodes`` counts as TVM does.
+
+Cost: a :class:`FunctionIndex` (built once per function object, reused by every pattern)
+lists call bindings by operator, so a pattern only visits bindings whose operator can be its
+root (``byocc.dpl.pattern_root_ops``); ``var2val``, ``value_to_bound_var`` and block use
+lists are dicts keyed by identity, block use lists are computed on first need.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from byocc.dpl import (
+    AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
+    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, match_expr,
+    pattern_root_ops,
+)
+from byocc.ir import (
+    Call, DataflowBlock, DataflowVar, Function, If, Op, PatternError, SeqExpr, Tuple, TupleGetItem,
+    Var, VarBinding,
+)
+
+
+class Group:
+    """TVM's ``GraphPartitioner::Group``: parent pointer, node count, attributes."""
+
+    __slots__ = ("parent", "num_nodes", "attrs", "members", "var", "accepted")
+
+    def __init__(self, var: Var):
+        self.parent: Optional[Group] = None
+        self.num_nodes = 1
+        self.attrs: dict = {}
+        self.members: list = [var]
+        self.var = var
+        self.accepted = -1  # order of the match that made this group a root with attributes
+
+    def find_root(self) -> "Group":
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        node = self
+        while node is not root:  # path compression
+            nxt = node.parent
+            node.parent = root
+            node = nxt
+        return root
+
+
+class FunctionIndex:
+    """Facts about one function every pattern pass reads (built once per function object).
+
+    ``calls``: ``(binding, block)`` for every call binding in TVM's visiting order, ``block``
+    being the dataflow block whose use lists a check sees (None outside dataflow blocks);
+    ``by_op``: op name -> positions in ``calls`` (``None`` key: callees that are not operators);
+    ``var2val`` and ``value_to_bound_var`` over every ``VarBinding``.
+    """
+
+    def __init__(self, func: Function):
+        self.func = func
+        self.calls: list[tuple[VarBinding, Optional[DataflowBlock]]] = []
+        self.by_op: dict[Optional[str], list[int]] = {}
+        self.var2val: dict = {}
+        self.value_to_bound_var: dict = {}
+        self._usages: dict[int, tuple[DataflowBlock, dict]] = {}
+        self._walk(func)
+
+    def _walk(self, func: Function) -> None:
+        current: Optional[DataflowBlock] = None  # TVM: entering a dataflow block sets it,
+        stack = [_events(func.body)]             # leaving one clears it
+        while stack:
+            ev = next(stack[-1], None)
+            if ev is None:
+                stack.pop()
+                continue
+            kind, x = ev
+            if kind == "enter":
+                current = x
+                continue
+            if kind == "leave":
+                current = None
+                continue
+            b = x
+            if not isinstance(b, VarBinding):
+                continue
+            v = b.value
+            self.var2val[b.var] = v
+            self.value_to_bound_var[v] = b.var
+            if type(v) is Call:
+                op = v.op
+                key = op.name if isinstance(op, Op) else None
+                self.by_op.setdefault(key, []).append(len(self.calls))
+                self.calls.append((b, current))
+                continue
+            for s in reversed(_nested(v)):  # visited at the position of their binding
+                stack.append(_events(s))
+
+    def usages(self, block: Optional[DataflowBlock]) -> dict:
+        """TVM ``DataflowBlockUseDef`` of ``block`` ({} outside dataflow blocks)."""
+        if block is None:
+            return {}
+        hit = self._usages.get(id(block))
+        if hit is None or hit[0] is not block:
+            hit = self._usages[id(block)] = (block, block_usages(block))
+        return hit[1]
+
+    def candidates(self, pattern: Any) -> list[int]:
+        """Positions in ``calls`` whose binding may match ``pattern`` at the root, in order."""
+        ops = pattern_root_ops(pattern)
+        if ops is None:
+            return list(range(len(self.calls)))
+        lists = [self.by_op.get(op.name if isinstance(op, Op) else op, ()) for op in ops]
+        lists = [lst for lst in lists if lst]
+        if not lists:
+            return []
+        if len(lists) == 1:
+            return list(lists[0])
+        return list(heapq.merge(*lists))
+
+
+def _uses(e: Any, out: list) -> None:
+    """Variables used by ``e`` outside nested functions (whose uses have no user in TVM's
+    use-def chains), left to right."""
+    t = type(e)
+    if t is Var or t is DataflowVar:
+        out.append(e)
+    elif t is Call:
+        _uses(e.op, out)
+        for a in e.args:
+            _uses(a, out)
+    elif t is Tuple:
+        for f in e.fields:
+            _uses(f, out)
+    elif t is TupleGetItem:
+        _uses(e.tuple_value, out)
+    elif t is If:
+        _uses(e.cond, out)
+        _uses(e.true_branch, out)
+        _uses(e.false_branch, out)
+    elif t is SeqExpr:
+        for block in e.blocks:
+            for b in block.bindings:
+                _uses(b.value, out)
+        _uses(e.body, out)
+
+
+def block_usages(block: DataflowBlock) -> dict:
+    """TVM ``DataflowBlockUseDef``: every variable used or defined in ``block`` -> the
+    block variables whose binding uses it (first-use order, once each); variables used only
+    by the block's outputs get ``[]``. ``match_cast`` values and nested functions record no
+    user (TVM's use-def chains treat them as outputs)."""
+    users: dict = {}
+    for b in block.bindings:
+        var = b.var
+        if isinstance(b, VarBinding) and type(b.value) is not Function:
+            uses: list = []
+            _uses(b.value, uses)
+            for v in uses:
+                u = users.get(v)
+                if u is None:
+                    users[v] = {var: None}
+                else:
+                    u[var] = None
+        if var not in users:
+            users[var] = {}
+    return {v: list(u) for v, u in users.items()}
+
+
+def _events(seq: SeqExpr):
+    for block in seq.blocks:
+        is_df = isinstance(block, DataflowBlock)
+        if is_df:
+            yield ("enter", block)
+        for b in block.bindings:
+            yield ("bind", b)
+        if is_df:
+            yield ("leave", None)
+
+
+def _nested(v: Any) -> list:
+    if isinstance(v, Function):
+        return [v.body]
+    if isinstance(v, If):
+        out = []
+        for br in (v.true_branch, v.false_branch):
+            if isinstance(br, SeqExpr):
+                out.append(br)
+        return out
+    return []
+
+
+class Partition:
+    """The groups one pattern formed in one function."""
+
+    def __init__(self) -> None:
+        self.group_of_var: dict[Var, Group] = {}
+        self.accepted = 0
+
+    def group(self, var: Var) -> Group:
+        g = self.group_of_var.get(var)
+        if g is None:
+            g = self.group_of_var[var] = Group(var)
+        return g
+
+    def add_to_group(self, var: Var, to: Group) -> None:
+        g = self.group(var)
+        if g is not to:
+            g.num_nodes -= 1
+            g.parent = to
+            to.members.append(var)
+            to.num_nodes += 1
+
+    def resolve(self) -> tuple[dict, dict]:
+        """``group_of`` (var -> root group) and ``group_attrs`` (root -> attrs) for
+        materialisation; variables never touched are left out (singletons)."""
+        group_of: dict = {}
+        attrs: dict = {}
+        for var, g in self.group_of_var.items():
+            root = g.find_root()
+            group_of[var] = root
+            if root.attrs:
+                attrs[root] = root.attrs
+        return group_of, attrs
+
+
+# ---------------------------------------------------------------------------- pre-filter
+_WRAPPERS = (AttrPattern, DataTypePattern, ShapePattern, StructInfoPattern)
+_COMMUTATIVE = frozenset({"relax.add", "relax.multiply"})
+_REASSOCIATING = frozenset({"relax.multiply", "relax.divide"})
+
+
+def _call_only(p: Any) -> bool:
+    """Whether ``p`` can only match a call (so an argument bound to anything else fails)."""
+    while isinstance(p, _WRAPPERS):
+        p = p.pattern
+    if isinstance(p, CallPattern):
+        return True
+    if isinstance(p, OrPattern):
+        return _call_only(p.left) and _call_only(p.right)
+    if isinstance(p, AndPattern):
+        return _call_only(p.left) or _call_only(p.right)
+    return False
+
+
+def _unwrap(e: Any, var2val: Mapping) -> Any:
+    while isinstance(e, Var):
+        v = var2val.get(e)
+        if v is None:
+            break
+        e = v
+    return e
+
+
+def prefilter(pattern: Any):
+    """A cheap necessary condition for ``pattern`` to match a call, or None.
+
+    For a call pattern with a fixed operator, each argument pattern that only matches calls
+    of known operators (``pattern_root_ops``) requires the argument's bound value to be such
+    a call, in the given order or, for ``relax.add``/``relax.multiply``, reversed (the
+    matcher's commutative retry). Multiply/divide roots are left to the matcher (TVM's
+    re-association rewrites them). Never rejects a call the matcher would accept.
+    """
+    while isinstance(pattern, _WRAPPERS):
+        pattern = pattern.pattern
+    if isinstance(pattern, OrPattern):
+        left, right = prefilter(pattern.left), prefilter(pattern.right)
+        if left is None or right is None:
+            return None
+        return lambda call, var2val: left(call, var2val) or right(call, var2val)
+    if isinstance(pattern, AndPattern):
+        left, right = prefilter(pattern.left), prefilter(pattern.right)
+        if left is None or right is None:
+            return left or right
+        return lambda call, var2val: left(call, var2val) and right(call, var2val)
+    if not isinstance(pattern, CallPattern):
+        return None
+    op = pattern.op
+    if not (isinstance(op, ExprPattern) and isinstance(op.expr, Op)) or op.expr.name in _REASSOCIATING:
+        return None
+    n_pat = len(pattern.args)
+    varg = pattern.varg_default_wildcard
+    needs = []
+    for i, a in enumerate(pattern.args):
+        ops = pattern_root_ops(a) if _call_only(a) else None
+        if ops is not None:
+            needs.append((i, frozenset(ops)))
+    commutative = op.expr.name in _COMMUTATIVE
+
+    def arg_ok(arg: Any, ops: frozenset, var2val: Mapping) -> bool:
+        v = _unwrap(arg, var2val)
+        return type(v) is Call and v.op in ops
+
+    def check(call: Call, var2val: Mapping) -> bool:
+        args = call.args
+        n = len(args)
+        if (n < n_pat) if varg else (n != n_pat):
+            return False
+        if all(arg_ok(args[i], ops, var2val) for i, ops in needs):
+            return True
+        if commutative:
+            rev = args[::-1]
+            return all(arg_ok(rev[i], ops, var2val) for i, ops in needs)
+        return False
+
+    return check
+
+
+def _is_fusible(pat: Any) -> bool:
+    return isinstance(pat, (CallPattern, TupleGetItemPattern))
+
+
+def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = frozenset()) -> Partition:
+    """Run ``entry`` over the function of ``index`` (section 5.2). ``skip``: root variables
+    whose match is not taken (used to back out matches that would create a cycle)."""
+    part = Partition()
+    pattern = entry.pattern
+    var2val = index.var2val
+    v2b = index.value_to_bound_var
+    calls = index.calls
+    quick = prefilter(pattern)
+    for pos in index.candidates(pattern):
+        binding, block = calls[pos]
+        root_var = binding.var
+        if root_var in skip:
+            continue
+        call = binding.value
+        if quick is not None and not quick(call, var2val):
+            continue
+        memo = match_expr(pattern, call, var2val)
+        if memo is None:
+            continue
+        ctx = _context(index, entry, call, memo, block)
+        if entry.check is not None and not _run_check(entry, ctx):
+            continue
+        fusible = [v2b.get(m) for p, m in memo.items()
+                   if (isinstance(p, CallPattern) and m is not call) or isinstance(p, TupleGetItemPattern)]
+        fusible = [v for v in fusible if v is not None]
+        matched = set(ctx.matched_bindings)
+        if not _subsumes(part, fusible, matched):
+            continue
+        parent = part.group(root_var).find_root()
+        parent.attrs["Composite"] = entry.name
+        if entry.attrs_getter is not None:
+            parent.attrs.update(_run_attrs_getter(entry, ctx.annotated_expr))
+        parent.accepted = part.accepted
+        part.accepted += 1
+        for v in fusible:
+            part.add_to_group(v, parent)
+    return part
+
+
+def _subsumes(part: Partition, fusible: list, matched: set) -> bool:
+    """TVM's overlap test (Q1): a touched variable whose root group has several nodes must
+    have every variable recorded on its *own original* group matched."""
+    for v in fusible:
+        g = part.group_of_var.get(v)
+        if g is None or g.find_root().num_nodes <= 1:
+            continue
+        for m in g.members:
+            if m not in matched:
+                return False
+    return True
+
+
+def _context(index: FunctionIndex, entry: FusionPattern, call: Call, memo: Mapping,
+             block: Optional[DataflowBlock]) -> PatternCheckContext:
+    annotated = {key: memo[sub] for key, sub in entry.annotation_patterns.items() if sub in memo}
+    v2b = index.value_to_bound_var
+    bindings: dict = {}
+    for p, m in memo.items():
+        if _is_fusible(p):
+            var = v2b.get(m)
+            if var is not None:
+                bindings[var] = m
+    usages = index.usages(block) if entry.check is not None else {}
+    return PatternCheckContext(call, annotated, bindings, usages, v2b)
+
+
+def _run_check(entry: FusionPattern, ctx: PatternCheckContext) -> bool:
+    try:
+        return bool(entry.check(ctx))
+    except PatternError:
+        raise
+    except Exception as err:  # a user's check function failed: report it as a pattern error
+        raise PatternError(f"the check function of pattern {entry.name!r} raised "
+                           f"{type(err).__name__}: {err}") from err
+
+
+def _run_attrs_getter(entry: FusionPattern, annotated: Mapping) -> dict:
+    try:
+        out = entry.attrs_getter(dict(annotated))
+        return dict(out or {})
+    except PatternError:
+        raise
+    except Exception as err:
+        raise PatternError(f"the attrs_getter of pattern {entry.name!r} raised "
+                           f"{type(err).__name__}: {err}") from err
+
+
+__all__ = ["FunctionIndex", "Group", "Partition", "partition"]

@@ -1,0 +1,74 @@
+"""The two BYOC partitioning paths as one call (design.md; spec/partitioning.md introduction).
+
+* ``path="annotate"``: FuseOpsByPattern(patterns, bind_constants, annotate_codegen=True)
+  [-> RunCodegen]
+* ``path="merge"``: FuseOpsByPattern(patterns, bind_constants, annotate_codegen=False)
+  -> MergeCompositeFunctions [-> RunCodegen]
+
+With ``canonicalize=True`` CanonicalizeBindings runs first (the spec's seed example E01 does;
+the conformance oracle does not, so it is off by default). The passes run as one
+:class:`Sequential` named ``partition`` under a :class:`PassContext` carrying
+``instruments`` (plus a :class:`WellFormedInstrument` with ``verify_each``); without
+instruments the current context is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Literal, Mapping, Optional, Sequence
+
+from byocc.ir import IRModule, PassError
+
+from .canonicalize_bindings import CanonicalizeBindings
+from .fuse_ops_by_pattern import FuseOpsByPattern
+from .merge_composite_functions import MergeCompositeFunctions
+from .pass_manager import Pass, PassContext, PassInstrument, Sequential, WellFormedInstrument
+from .run_codegen import CodegenFn, RunCodegen
+
+PathName = Literal["annotate", "merge"]
+
+
+def partition_passes(patterns: Sequence, path: PathName = "annotate", bind_constants: bool = True,
+                     entry_functions: Optional[Sequence[str]] = None, run_codegen: bool = False,
+                     canonicalize: bool = False,
+                     target_options: Optional[Mapping[str, Mapping]] = None,
+                     codegens: Optional[Mapping[str, CodegenFn]] = None) -> list[Pass]:
+    """The pass list of one path (see :func:`partition`)."""
+    if path not in ("annotate", "merge"):
+        raise PassError(f"unknown partitioning path '{path}' (expected 'annotate' or 'merge')")
+    passes: list[Pass] = []
+    if canonicalize:
+        passes.append(CanonicalizeBindings())
+    passes.append(FuseOpsByPattern(patterns, bind_constants=bind_constants,
+                                   annotate_codegen=(path == "annotate"),
+                                   entry_functions=entry_functions))
+    if path == "merge":
+        passes.append(MergeCompositeFunctions())
+    if run_codegen:
+        passes.append(RunCodegen(target_options, codegens=codegens))
+    return passes
+
+
+def partition(mod: IRModule, patterns: Sequence, path: PathName = "annotate",
+              bind_constants: bool = True, entry_functions: Optional[Sequence[str]] = None,
+              run_codegen: bool = False, instruments: Sequence[PassInstrument] = (), *,
+              canonicalize: bool = False, verify_each: bool = False,
+              target_options: Optional[Mapping[str, Mapping]] = None,
+              codegens: Optional[Mapping[str, CodegenFn]] = None) -> IRModule:
+    """Partition ``mod`` for the backends named by ``patterns`` along ``path``.
+
+    ``patterns``: FusionPattern entries or TVM-style tuples, highest priority first.
+    ``run_codegen`` appends RunCodegen (``target_options`` / ``codegens`` are passed to it).
+    ``verify_each`` checks well-formedness after every pass (raising a WellFormedError).
+    """
+    passes = partition_passes(patterns, path, bind_constants, entry_functions, run_codegen,
+                              canonicalize, target_options, codegens)
+    insts = list(instruments)
+    if verify_each:
+        insts.append(WellFormedInstrument())
+    ctx = PassContext(instruments=insts) if insts else contextlib.nullcontext()
+    with ctx:
+        return Sequential(passes, name="partition")(mod)
+
+
+__all__ = ["partition", "partition_passes"]

@@ -1,0 +1,267 @@
+"""RunCodegen and the codegen registry (spec/partitioning.md section 7).
+
+``RunCodegen(target_options=None, entry_functions=None)``:
+
+1. Entry functions: the given names, then every public Relax function without ``Codegen`` in
+   *descending* name order (TVM's order).
+2. In each entry function every call ``f(args)`` of a global ``f`` carrying ``Codegen`` becomes
+   ``R.call_dps_packed("<f's global_symbol>", (args...), out_ty=<the call's type>)``;
+   ``f`` loses ``global_symbol`` and ``Codegen`` (private and unreferenced afterwards). The
+   constants inside ``f`` are named ``<global_symbol>_<backend>_const_<k>`` (``k`` from 0 per
+   function, post-order).
+3. Every function of the *input* module carrying ``Codegen`` (top-level or nested) is handed,
+   grouped by backend (backends in order of first appearance, functions by global name), to
+   the backend's registered codegen: ``fn(functions, options, constant_names)`` where
+   ``functions`` is a list of ``(symbol, Function)``, ``options`` is ``target_options[backend]``
+   (or ``{}``) and ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name.
+   It returns a list of runtime-module-like objects (``is_runtime_module = True``, e.g.
+   :class:`CodegenModule`); a backend without a registered codegen is a :class:`PassError`.
+4. Module attributes: ``external_mods`` = existing list + the returned modules (if any);
+   ``const_name_to_constant`` = ``{name: Constant}`` (if any constant was named).
+   ``mod.extras["offloaded"]`` maps each symbol to its offloaded function (for interpreters).
+5. DeadCodeElimination with the given entry functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence, Union
+
+from byocc.ir import (
+    Call, Constant, ExprMutator, ExternFunc, Function, GlobalVar, IRModule, Op, PassError, Tuple,
+    TupleStructInfo,
+)
+from byocc.ir.analysis import post_order_visit
+
+from .dead_code_elimination import dead_code_elimination, is_public
+from .pass_manager import Pass
+
+CodegenFn = Callable[[list, dict, dict], list]
+
+_CODEGENS: dict[str, Union[CodegenFn, str]] = {}
+
+
+def register_codegen(backend: str, fn: Union[CodegenFn, str, None] = None, override: bool = False):
+    """Register the codegen of ``backend``: a callable ``fn(functions, options, constant_names)
+    -> list of runtime modules``, or a lazy ``"package.module:function"`` string imported on
+    first use. Usable as a decorator (``@register_codegen("cutlass")``). Registering a name twice
+    without ``override`` is an error."""
+
+    def _register(f):
+        if backend in _CODEGENS and not override:
+            raise ValueError(f"a codegen for backend '{backend}' is already registered")
+        _CODEGENS[backend] = f
+        return f
+
+    if fn is None:
+        return _register
+    return _register(fn)
+
+
+def unregister_codegen(backend: str) -> None:
+    _CODEGENS.pop(backend, None)
+
+
+def registered_codegens() -> list[str]:
+    return sorted(_CODEGENS)
+
+
+def get_codegen(backend: str) -> CodegenFn:
+    """The codegen of ``backend``; :class:`PassError` if none is registered."""
+    fn = _CODEGENS.get(backend)
+    if fn is None:
+        raise PassError(f"no codegen registered for backend '{backend}'")
+    if isinstance(fn, str):
+        module, _, attr = fn.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        _CODEGENS[backend] = fn
+    return fn
+
+
+@dataclass(frozen=True)
+class CodegenModule:
+    """A runtime-module stand-in: what a codegen produced for some external symbols.
+
+    ``sources`` maps a file name to its text (empty for stand-ins); printed as
+    ``metadata["ffi.Module"][i]`` in ``external_mods``.
+    """
+
+    backend: str
+    symbols: tuple[str, ...]
+    sources: tuple[tuple[str, str], ...] = ()
+    kind: str = "cc"
+
+    is_runtime_module: ClassVar[bool] = True
+
+
+def stub_codegen(backend: str, per_function: bool = False) -> CodegenFn:
+    """A codegen that produces no code: one :class:`CodegenModule` for all the functions of a
+    call, or one per function (``per_function``, like TVM's cuBLAS). Used for the golden
+    tests and for backends that only need partitioning."""
+
+    def codegen(functions, options, constant_names):
+        symbols = [sym for sym, _ in functions]
+        if per_function:
+            return [CodegenModule(backend, (s,), ((f"{s}.cc", f"// {s}\n"),)) for s in symbols]
+        return [CodegenModule(backend, tuple(symbols), (("module.cc", "// " + ",".join(symbols) + "\n"),))]
+
+    return codegen
+
+
+def _ext_symbol(name: str, func: Function) -> str:
+    sym = func.attrs.get("global_symbol")
+    if not isinstance(sym, str):
+        raise PassError(f"RunCodegen: function '{name}' has a Codegen attribute but no global_symbol",
+                        func.span)
+    return sym
+
+
+def call_dps_packed(symbol: str, args: Sequence, out_ty, span=None) -> Call:
+    """``R.call_dps_packed("symbol", (args...), out_ty=out_ty)`` as TVM builds it: one
+    ``sinfo_args`` entry (a tuple type for several outputs)."""
+    arg_tuple = Tuple(tuple(args), TupleStructInfo(tuple(a.struct_info for a in args)))
+    op = Op.get("relax.call_dps_packed", create=True)
+    return Call(op, (ExternFunc(symbol), arg_tuple), None, (out_ty,), out_ty, span)
+
+
+class _CallRewriter(ExprMutator):
+    def __init__(self, runner: "_Runner"):
+        super().__init__()
+        self.runner = runner
+
+    def visit_call_(self, e: Call):
+        new = super().visit_call_(e)
+        op = e.op
+        if isinstance(op, GlobalVar):
+            sym = self.runner.extern_symbol(op.name_hint)
+            if sym is not None:
+                return call_dps_packed(sym, new.args, e.struct_info, e.span)
+        return new
+
+
+class _Runner:
+    def __init__(self, mod: IRModule):
+        self.original = mod
+        self.mod = mod
+        self.externs: dict[str, str] = {}       # global name -> external symbol
+        self.constant_names: dict = {}          # Constant -> name
+        self.offloaded: dict[str, Function] = {}
+
+    def extern_symbol(self, name: str) -> Optional[str]:
+        if name in self.externs:
+            return self.externs[name]
+        if name not in self.mod:
+            return None
+        func = self.mod[name]
+        if not isinstance(func, Function) or "Codegen" not in func.attrs:
+            return None
+        backend = func.attrs["Codegen"]
+        sym = _ext_symbol(name, func)
+        count = 0
+
+        def name_constant(e):
+            nonlocal count
+            if isinstance(e, Constant):
+                self.constant_names[e] = f"{sym}_{backend}_const_{count}"
+                count += 1
+
+        post_order_visit(func.body, name_constant)
+        self.externs[name] = sym
+        self.offloaded[sym] = func
+        stripped = func.with_attrs(global_symbol=None, Codegen=None)
+        self.mod = self.mod.with_function(name, stripped, self.mod.get_global_var(name))
+        return sym
+
+
+def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
+    """Every function carrying ``Codegen`` (top-level or nested), by backend."""
+    by_backend: dict[str, list[tuple[str, Function]]] = {}
+    for name in sorted(mod.names()):
+        func = mod[name]
+        if not isinstance(func, Function):
+            continue
+        found: list[Function] = []
+        post_order_visit(func, lambda e: found.append(e) if isinstance(e, Function) else None)
+        for f in found:
+            backend = f.attrs.get("Codegen")
+            if isinstance(backend, str):
+                sym = f.attrs.get("global_symbol", name if f is func else None)
+                by_backend.setdefault(backend, []).append((sym, f))
+    return by_backend
+
+
+def run_codegen(mod: IRModule, target_options: Optional[Mapping[str, Mapping]] = None,
+                entry_functions: Sequence[str] = (),
+                codegens: Optional[Mapping[str, CodegenFn]] = None) -> IRModule:
+    """Functional form of :class:`RunCodegen`; ``codegens`` overrides the registry per backend."""
+    runner = _Runner(mod)
+    entries: list[str] = []
+    for name in entry_functions:
+        if name not in mod:
+            raise PassError(f"RunCodegen: entry function '{name}' is not in the module")
+        entries.append(name)
+    publics = [n for n, f in mod.items()
+               if isinstance(f, Function) and is_public(f) and "Codegen" not in f.attrs]
+    for name in sorted(publics, reverse=True):
+        if name not in entries:
+            entries.append(name)
+    for name in entries:
+        func = runner.mod[name]
+        if not isinstance(func, Function):
+            continue
+        new = _CallRewriter(runner).visit_expr(func)
+        if new is not func:
+            runner.mod = runner.mod.with_function(name, new, runner.mod.get_global_var(name))
+
+    ext_mods: list = []
+    options = dict(target_options or {})
+    for backend, functions in _codegen_functions(mod).items():
+        fn = (codegens or {}).get(backend) or get_codegen(backend)
+        produced = fn(list(functions), dict(options.get(backend, {})), dict(runner.constant_names))
+        for m in produced or ():
+            if not getattr(m, "is_runtime_module", False):
+                raise PassError(f"the codegen of backend '{backend}' returned {type(m).__name__}, "
+                                "not a runtime module")
+            ext_mods.append(m)
+
+    out = runner.mod
+    attrs = dict(out.attrs)
+    if ext_mods:
+        attrs["external_mods"] = list(attrs.get("external_mods", [])) + ext_mods
+    if runner.constant_names:
+        consts: dict[str, Constant] = {}
+        for const, cname in runner.constant_names.items():
+            if cname in consts:
+                raise PassError(f"RunCodegen: more than one constant with the name {cname}")
+            consts[cname] = const
+        attrs["const_name_to_constant"] = consts
+    if attrs != out.attrs:
+        out = out.with_attrs(attrs)
+    if runner.offloaded:
+        out = out.with_extras(offloaded={**out.extras.get("offloaded", {}), **runner.offloaded})
+    return dead_code_elimination(out, entries[:len(entry_functions)])
+
+
+@dataclass(frozen=True)
+class RunCodegen(Pass):
+    """Offload every ``Codegen`` function to its backend (module docstring)."""
+
+    target_options: Optional[Mapping[str, Mapping[str, Any]]] = field(default=None, hash=False, compare=False)
+    entry_functions: tuple[str, ...] = ()
+    codegens: Optional[Mapping[str, CodegenFn]] = field(default=None, hash=False, compare=False)
+
+    name: ClassVar[str] = "RunCodegen"
+    opt_level: ClassVar[int] = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "entry_functions", tuple(self.entry_functions or ()))
+
+    def run(self, mod: IRModule) -> IRModule:
+        return run_codegen(mod, self.target_options, self.entry_functions, self.codegens)
+
+
+__all__ = [
+    "CodegenModule", "RunCodegen", "call_dps_packed", "get_codegen", "register_codegen",
+    "registered_codegens", "run_codegen", "stub_codegen", "unregister_codegen",
+]

@@ -1,0 +1,88 @@
+"""Packaging: the wheel carries the grammar and the console script, and an installed byocc
+works from any directory (no source tree on the path)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import byocc
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "byocc", "grammars")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """Build the wheel from a copy of the sources (no build/ litter in the checkout)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        origin = ROOT / name
+        if origin.is_dir():
+            shutil.copytree(origin, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(origin, src / name)
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(out), str(src)],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (whl,) = out.glob("byocc-*.whl")
+    return whl
+
+
+def test_wheel_ships_grammar_and_entry_point(wheel: Path):
+    assert wheel.name == f"byocc-{byocc.__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert zf.read("byocc/grammars/relax.lark") == (ROOT / "grammars/relax.lark").read_bytes()
+        info = f"byocc-{byocc.__version__}.dist-info"
+        entry_points = zf.read(f"{info}/entry_points.txt").decode()
+        metadata = zf.read(f"{info}/METADATA").decode()
+    assert "byocc/__main__.py" in names and "byocc/cli/main.py" in names
+    assert "[console_scripts]\nbyocc = byocc.cli:main" in entry_points
+    requires = {line.split(":", 1)[1].strip() for line in metadata.splitlines()
+                if line.startswith("Requires-Dist:")}
+    for dep in ("click", "numpy", "lark", "rich", "onnx"):
+        assert any(r.startswith(dep) for r in requires), (dep, requires)
+    assert any(r.startswith("pytest") and 'extra == "test"' in r for r in requires)
+    assert any(r.startswith("nvidia-cutlass") and 'extra == "cuda"' in r for r in requires)
+    assert not any(n.startswith(("tests/", "samples/", "bench/")) for n in names)
+
+
+def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path):
+    env_dir = tmp_path / "venv"
+    # System site-packages provide the dependencies; byocc itself comes only from the wheel.
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+         "--no-index", "-q", str(wheel)],
+        capture_output=True, text=True, check=False,
+    )
+    if install.returncode != 0 and "no such option: --python" in install.stderr:
+        pytest.skip("pip too old for --python")
+    assert install.returncode == 0, install.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sample = ROOT / "samples" / "seed.relax"
+    where = subprocess.run(
+        [str(python), "-c", "import byocc, sys; sys.stdout.write(byocc.__file__)"],
+        cwd=elsewhere, capture_output=True, text=True, check=True,
+    )
+    assert where.stdout.startswith(str(env_dir)), where.stdout
+    show = subprocess.run([str(env_dir / "bin" / "byocc"), "show", str(sample)],
+                          cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert show.returncode == 0, show.stderr
+    assert show.stdout == sample.read_text()
+    version = subprocess.run([str(env_dir / "bin" / "byocc"), "--version"],
+                             cwd=elsewhere, capture_output=True, text=True, check=True)
+    assert version.stdout == f"byocc {byocc.__version__}\n"

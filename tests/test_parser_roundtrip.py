@@ -1,0 +1,44 @@
+"""Parse then print gives back TVM's text, for every module text of the shared corpora: each
+conformance case's ``input.relax`` and every ``.txt`` of spec/partitioning-examples
+(normalised: trailing whitespace per line and trailing blank lines dropped). Skipped where
+/work/shared is absent; tests/test_printer_roundtrip.py covers the copies under tests/data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byocc.text import parse_module, print_module
+
+SHARED = Path("/work/shared")
+
+
+def _files() -> list[Path]:
+    files = sorted((SHARED / "conformance" / "cases").glob("*/input.relax"))
+    files += sorted(p for p in (SHARED / "spec" / "partitioning-examples").glob("*/*.txt") if p.name != "notes.txt")
+    return [f for f in files if f.read_text().startswith("# from")]
+
+
+def _norm(text: str) -> str:
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+@pytest.mark.skipif(not (SHARED / "conformance").is_dir(), reason="/work/shared is not available")
+def test_shared_corpus_round_trips():
+    files = _files()
+    assert len(files) > 300
+    failures = []
+    for path in files:
+        text = path.read_text()
+        try:
+            out = print_module(parse_module(text, str(path)))
+        except Exception as exc:  # noqa: BLE001  (collect every failure, report them together)
+            failures.append(f"{path}: {exc}")
+            continue
+        if _norm(out) != _norm(text):
+            failures.append(f"{path}: printed text differs")
+    assert failures == [], f"{len(failures)} of {len(files)} files fail:\n" + "\n".join(failures[:20])
