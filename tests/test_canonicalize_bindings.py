@@ -15,7 +15,7 @@ text = pytest.importorskip("byocc.text")
 if not hasattr(text, "parse_module"):
     pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
 
-from byocc.text import parse_module, print_module  # noqa: E402
+from byocc.text import parse_module, print_module
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"

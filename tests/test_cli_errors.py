@@ -164,3 +164,41 @@ def test_format_error_lists_every_problem_of_multiple_errors():
 
 def test_format_error_without_span_names_the_file():
     assert format_error(PassError("no main"), default_source="m.relax") == [("location", "m.relax: error: no main")]
+
+
+TWO_PROBLEMS = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def f(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        R.func_attr({"global_symbol": "g"})
+        return x
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        R.func_attr({"global_symbol": "other"})
+        return x
+'''
+
+
+def test_check_reports_every_problem_located(tmp_path):
+    path = tmp_path / "two.relax"
+    path.write_text(TWO_PROBLEMS)
+    result = run("check", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{path}:7:9: error: ") and "g" in lines[0]
+    assert lines[1] == TWO_PROBLEMS.splitlines()[6]
+    assert lines[3].startswith(f"{path}:12:9: error: ") and "other" in lines[3]
+    assert lines[4] == TWO_PROBLEMS.splitlines()[11]
+    assert lines[-1] == "2 errors"
+    assert len(lines) == 7
+
+
+def test_check_from_stdin_ok():
+    result = run("check", "-", input=SEED.read_text())
+    assert result.exit_code == 0
+    assert result.stderr == "ok: 1 function\n"

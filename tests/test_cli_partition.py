@@ -146,3 +146,109 @@ def test_output_folder_holds_partitioned_codegen_and_manifest(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["byocc_version"] == "0.1.0"
     assert SEED.read_text() == (ROOT / "samples" / "seed.relax").read_text()  # input untouched
+
+
+SOFTMAXES = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((8, 16), dtype="float32")) -> R.Tensor((8, 16), dtype="float32"):
+        with R.dataflow():
+            a: R.Tensor((8, 16), dtype="float32") = R.nn.softmax(x, axis=-1)
+            b: R.Tensor((8, 16), dtype="float32") = R.nn.softmax(x, axis=0)
+            y: R.Tensor((8, 16), dtype="float32") = R.add(a, b)
+            R.output(y)
+        return y
+'''
+LAST_AXIS = '''def last_axis(ctx):
+    call = ctx.matched_expr
+    return call.attrs.axis in (-1, call.ty.ndim - 1)
+
+
+patterns = [("sm.softmax", is_op("relax.nn.softmax")(wildcard()), {}, last_axis)]
+'''
+
+
+def test_explain_says_what_was_offloaded_and_why_the_rest_was_not(tmp_path):
+    model = tmp_path / "softmaxes.relax"
+    model.write_text(SOFTMAXES)
+    patterns = tmp_path / "last_axis.py"
+    patterns.write_text(LAST_AXIS)
+    report_file = tmp_path / "explain.json"
+    plain = run("partition", model, "--patterns", patterns)
+    result = run("partition", model, "--patterns", patterns, "--explain", "--explain-json", report_file)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == plain.stdout  # the explanation never goes to stdout
+    import json
+
+    report = json.loads(report_file.read_text())
+    assert report["path"] == "annotate" and report["patterns"] == 1
+    assert report["offloaded"] == [{"function": "fused_relax_nn_softmax_sm", "backend": "sm",
+                                    "composites": ["sm.softmax"], "calls": 1}]
+    assert report["host"] == [
+        {"function": "main", "binding": "b", "op": "relax.nn.softmax", "location": f"{model}:10:13",
+         "pattern": "sm.softmax", "reason": "check function last_axis returned False"},
+        {"function": "main", "binding": "y", "op": "relax.add", "location": f"{model}:11:13",
+         "pattern": None, "reason": "no pattern has R.add at its root"},
+    ]
+    assert result.stderr.splitlines() == [
+        "offloaded:",
+        "  fused_relax_nn_softmax_sm -> sm (sm.softmax), called once",
+        "kept on the host:",
+        f"  {model}:10:13: main.b = relax.nn.softmax: [sm.softmax] check function last_axis returned False",
+        f"  {model}:11:13: main.y = relax.add: no pattern has R.add at its root",
+    ]
+
+
+@pytest.fixture
+def stub_backend():
+    """A backend "stubbed" whose codegen writes one placeholder source per function."""
+    from byocc.transform import register_codegen, stub_codegen, unregister_codegen
+
+    register_codegen("stubbed", stub_codegen("stubbed", per_function=True))
+    yield "stubbed"
+    unregister_codegen("stubbed")
+
+
+def test_output_folder_with_a_codegen(tmp_path, stub_backend):
+    patterns = tmp_path / "stub.py"
+    patterns.write_text('patterns = [("stubbed.multiply", is_op("relax.multiply")(wildcard(), wildcard()))]\n')
+    model = tmp_path / "seed.relax"
+    model.write_text(SEED.read_text())
+    out = tmp_path / "out"
+    printed = run("partition", model, "--path", "merge", "--patterns", patterns)
+    result = run("partition", model, "--path", "merge", "--patterns", patterns, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == f"wrote 4 files to {out}\n"
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
+        "manifest.json", "seed.codegen.relax", "seed.partitioned.relax",
+        "src/fused_relax_multiply1_stubbed.cc",
+    ]
+    assert (out / "seed.partitioned.relax").read_text() == printed.stdout
+    codegen = (out / "seed.codegen.relax").read_text()
+    assert ('gv = R.call_dps_packed("fused_relax_multiply1_stubbed", (x, y), '
+            'out_ty=R.Tensor((10, 10), dtype="float32"))') in codegen
+    assert 'I.module_attrs({"external_mods": [metadata["ffi.Module"][0]]})' in codegen
+    import json
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest == {
+        "abi_version": 1, "byocc_version": "0.1.0",
+        "functions": [{
+            "symbol": "fused_relax_multiply1_stubbed", "backend": "stubbed",
+            "composites": ["stubbed.multiply"],
+            "args": [{"name": "x", "dtype": "float32", "shape": [10, 10]},
+                     {"name": "y", "dtype": "float32", "shape": [10, 10]}],
+            "outputs": [{"dtype": "float32", "shape": [10, 10]}],
+            "source_files": ["src/fused_relax_multiply1_stubbed.cc"],
+        }],
+    }
+    # a second run into the same folder replaces the files in place, byte-identical
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    again = run("partition", model, "--path", "merge", "--patterns", patterns, "-o", out)
+    assert again.exit_code == 0
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "seed.relax", "stub.py"]

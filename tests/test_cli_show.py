@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from byocc.cli import cli
+from test_cli_partition import spec_example  # the spec's example texts
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.relax"))
@@ -103,3 +104,14 @@ def test_closed_stdout_pipe_is_quiet():
     _, err = proc.communicate(timeout=60)
     assert err.decode() == ""
     assert proc.returncode == 0
+
+
+def test_pep695_prints_type_parameters(tmp_path):
+    e8 = tmp_path / "e8.relax"
+    e8.write_text(spec_example("E8"))
+    plain = run("show", str(e8))
+    assert plain.exit_code == 0, plain.stderr
+    assert plain.stdout == spec_example("E8")
+    pep695 = run("show", "--pep695", str(e8))
+    assert pep695.exit_code == 0, pep695.stderr
+    assert pep695.stdout == spec_example("E9")

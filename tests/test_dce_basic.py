@@ -7,11 +7,25 @@ import time
 import pytest
 
 from byocc.ir import (
-    BindingBlock, Call, DataflowBlock, DataflowVar, Function, GlobalVar, IRModule, Op, PassError,
-    SeqExpr, Var, VarBinding, tensor,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    IRModule,
+    Op,
+    PassError,
+    SeqExpr,
+    Var,
+    VarBinding,
+    tensor,
 )
 from byocc.ir.well_formed import well_formed
-from byocc.transform.dead_code_elimination import DeadCodeElimination, dead_code_elimination
+from byocc.transform.dead_code_elimination import (
+    DeadCodeElimination,
+    dead_code_elimination,
+)
 
 T4 = tensor((4, 4), "float32")
 

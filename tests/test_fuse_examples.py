@@ -16,8 +16,8 @@ text = pytest.importorskip("byocc.text")
 if not hasattr(text, "parse_module"):
     pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
 
-from byocc.backends import load_pattern_file  # noqa: E402
-from byocc.text import parse_module, print_module  # noqa: E402
+from byocc.backends import load_pattern_file
+from byocc.text import parse_module, print_module
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 

@@ -28,6 +28,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "frontend": frozenset({"ir", "ops"}),
     "runtime": frozenset({"ir", "ops", "backends"}),
     "cli": frozenset({"ir", "ops", "text", "dpl", "transform", "backends", "frontend", "runtime"}),
+    # the Python API facades (byocc.relax, byocc.script): top layers with the CLI's rights
+    "relax": frozenset({"ir", "ops", "text", "dpl", "transform", "backends", "frontend", "runtime"}),
+    "script": frozenset({"ir", "ops", "text", "dpl", "transform", "backends", "frontend", "runtime"}),
 }
 LAYERS = frozenset(ALLOWED)
 EXCEPTION_TARGET = "byocc.text.printer"  # importable from a function body in byocc/ir

@@ -9,7 +9,16 @@ import random
 import time
 
 from byocc.ir import (
-    Call, DataflowBlock, DataflowVar, Function, GlobalVar, IRModule, Op, SeqExpr, Var, VarBinding,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    IRModule,
+    Op,
+    SeqExpr,
+    Var,
+    VarBinding,
     tensor,
 )
 from byocc.ir.well_formed import well_formed

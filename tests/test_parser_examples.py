@@ -12,7 +12,7 @@ import pytest
 from byocc.ir import (
     BindingBlock, Call, Constant, DataflowBlock, DataflowVar, ExternFunc, FuncStructInfo,
     Function, GlobalVar, MatchCast, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-    TensorStructInfo, TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    TensorStructInfo, TirVar, Tuple, TupleGetItem, TupleStructInfo, Var,
 )
 from byocc.ir.prim import PrimBinary
 from byocc.text import parse_module, print_module

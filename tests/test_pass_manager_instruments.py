@@ -8,12 +8,32 @@ from typing import ClassVar
 import pytest
 
 from byocc.ir import (
-    DataflowBlock, DataflowVar, Call, Function, IRModule, MultipleErrors, Op, PassError, SeqExpr,
-    Var, VarBinding, WellFormedError, tensor,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    IRModule,
+    MultipleErrors,
+    Op,
+    PassError,
+    SeqExpr,
+    Var,
+    VarBinding,
+    WellFormedError,
+    tensor,
 )
 from byocc.transform import (
-    DeadCodeElimination, DumpIR, Pass, PassContext, PassInstrument, PassTimingInstrument,
-    PrintAfterAll, PrintBeforeAll, Sequential, WellFormedInstrument, pass_instrument,
+    DeadCodeElimination,
+    DumpIR,
+    Pass,
+    PassContext,
+    PassInstrument,
+    PassTimingInstrument,
+    PrintAfterAll,
+    PrintBeforeAll,
+    Sequential,
+    WellFormedInstrument,
+    pass_instrument,
 )
 
 T4 = tensor((4, 4), "float32")

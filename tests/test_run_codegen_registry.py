@@ -6,12 +6,29 @@ import numpy as np
 import pytest
 
 from byocc.ir import (
-    BindingBlock, Call, Constant, DataflowBlock, Function, GlobalVar, IRModule, Op, PassError,
-    SeqExpr, TupleStructInfo, Var, VarBinding, tensor,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    Function,
+    GlobalVar,
+    IRModule,
+    Op,
+    PassError,
+    SeqExpr,
+    TupleStructInfo,
+    Var,
+    VarBinding,
+    tensor,
 )
 from byocc.ir.well_formed import well_formed
 from byocc.transform import (
-    CodegenModule, RunCodegen, get_codegen, register_codegen, run_codegen, stub_codegen,
+    CodegenModule,
+    RunCodegen,
+    get_codegen,
+    register_codegen,
+    run_codegen,
+    stub_codegen,
     unregister_codegen,
 )
 

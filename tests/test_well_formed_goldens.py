@@ -4,11 +4,10 @@ FuseOpsByPattern output, which TVM itself produces ill formed (spec section 9)."
 from __future__ import annotations
 
 import pytest
+from test_merge_goldens import EXAMPLES, constants
 
 from byocc.ir.well_formed import check_well_formed, well_formed
 from byocc.text import parse_module
-
-from test_merge_goldens import EXAMPLES, constants
 
 TEXTS = [(d.name, f.name) for d in sorted(EXAMPLES.iterdir()) if d.is_dir()
          for f in sorted(d.glob("*.txt")) if f.name != "notes.txt"

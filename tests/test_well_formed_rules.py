@@ -4,9 +4,26 @@ located by the binding or node at fault."""
 from __future__ import annotations
 
 from byocc.ir import (
-    BindingBlock, Call, DataflowBlock, DataflowVar, Function, GlobalVar, If, IRModule, Op,
-    SeqExpr, ShapeExpr, Span, TirVar, Tuple, TupleGetItem, Var, VarBinding, WellFormedError,
-    TupleStructInfo, tensor,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Op,
+    SeqExpr,
+    ShapeExpr,
+    Span,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
+    WellFormedError,
+    tensor,
 )
 from byocc.ir.well_formed import check_well_formed, well_formed
 

@@ -3,7 +3,7 @@
 The report is a plain dict (also written by ``--explain-json``)::
 
     {"path": "merge", "patterns": 3,
-     "offloaded": [{"function", "backend", "composites", "called_from"}],
+     "offloaded": [{"function", "backend", "composites", "calls"}],
      "host": [{"function", "binding", "op", "location", "pattern", "reason"}]}
 
 ``host`` lists every operator call the partitioned module still computes itself, in the
@@ -48,10 +48,9 @@ def render_explanation(report: dict[str, Any]) -> None:
     if report["offloaded"]:
         echo("offloaded:")
         for item in report["offloaded"]:
-            callers = ", ".join(f"{c['function']}.{c['binding']}" for c in item["called_from"])
+            times = "once" if item["calls"] == 1 else f"{item['calls']} times"
             echo(f"  {item['function']} -> {item['backend']} "
-                 f"({', '.join(item['composites']) or 'no composite'})"
-                 + (f", called by {callers}" if callers else ""))
+                 f"({', '.join(item['composites']) or 'no composite'}), called {times}")
     else:
         echo("offloaded: nothing")
     if report["host"]:
@@ -71,7 +70,7 @@ def _is_outlined(func: Function) -> bool:
 
 
 def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
-    callers: dict[str, list[dict[str, str]]] = {}
+    calls: dict[str, int] = {}
     for name in sorted(mod.names()):
         func = mod[name]
         if not isinstance(func, Function) or _is_outlined(func):
@@ -82,8 +81,7 @@ def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
                 if isinstance(value, Call) and not isinstance(value.op, (Op, Var, Function)):
                     target = getattr(value.op, "name_hint", None)
                     if target is not None:
-                        callers.setdefault(target, []).append(
-                            {"function": name, "binding": binding.var.name_hint})
+                        calls[target] = calls.get(target, 0) + 1
     out = []
     for name in sorted(mod.names()):
         func = mod[name]
@@ -91,7 +89,7 @@ def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
             composites = [str(b.value.attrs["Composite"]) for blk in func.body.blocks for b in blk.bindings
                           if isinstance(b.value, Function) and "Composite" in b.value.attrs]
             out.append({"function": name, "backend": str(func.attrs["Codegen"]),
-                        "composites": composites, "called_from": callers.get(name, [])})
+                        "composites": composites, "calls": calls.get(name, 0)})
     return out
 
 
@@ -113,13 +111,14 @@ def _host_calls(name: str, func: Function, source: Optional[Function], patterns:
             value = binding.value
             if not isinstance(value, Call) or not isinstance(value.op, Op) or value.op.name in _NOT_OPS:
                 continue
-            origin, in_dataflow = by_name.get(binding.var.name_hint, (binding, isinstance(block, DataflowBlock)))
+            found = by_name.get(binding.var.name_hint)
+            origin, in_dataflow = found or (binding, isinstance(block, DataflowBlock))
             call = origin.value if isinstance(origin.value, Call) else value
             if not in_dataflow:
                 pattern, reason = None, "outside a dataflow block, where nothing is partitioned"
             elif not patterns:
                 pattern, reason = None, "the pattern table is empty"
-            elif origin is binding:  # no input binding of that name: explain on the output
+            elif found is None:  # no input binding of that name: explain on the output
                 pattern, reason = explain_no_match(patterns, call, None)
             else:
                 pattern, reason = explain_no_match(patterns, call, var2val,

@@ -71,14 +71,15 @@ def summary_tables(summary) -> list:
 
     functions = Table(title="functions", title_justify="left")
     for column in ("name", "kind", "params", "bindings", "backend", "composites"):
-        functions.add_column(column, justify="right" if column in ("params", "bindings") else "left")
+        functions.add_column(column, justify="right" if column in ("params", "bindings") else "left",
+                             overflow="fold")  # long fused names wrap instead of being cut
     for row in summary.functions:
         functions.add_row(row.name, row.kind, str(row.params), str(row.bindings),
                           row.backend or "", ", ".join(row.composites))
     tables = [functions]
     if summary.op_counts:
         ops = Table(title="operators", title_justify="left")
-        ops.add_column("op")
+        ops.add_column("op", overflow="fold")
         ops.add_column("calls", justify="right")
         for name, count in sorted(summary.op_counts.items(), key=lambda kv: (-kv[1], kv[0])):
             ops.add_row(name, str(count))
@@ -86,7 +87,7 @@ def summary_tables(summary) -> list:
     offloaded = Table(title="offloaded", title_justify="left")
     offloaded.add_column("backend")
     offloaded.add_column("functions", justify="right")
-    offloaded.add_column("composites")
+    offloaded.add_column("composites", overflow="fold")
     by_backend: dict[str, list] = {}
     for row in summary.offloaded:
         by_backend.setdefault(row.backend, []).append(row)

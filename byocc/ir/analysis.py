@@ -9,11 +9,20 @@ derived from them is deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from .expr import (
-    Binding, Call, DataflowBlock, Expr, Function, GlobalVar, MatchCast, Op, SeqExpr, Var,
+    Binding,
+    Call,
+    DataflowBlock,
+    Expr,
+    Function,
+    GlobalVar,
+    MatchCast,
+    Op,
+    SeqExpr,
+    Var,
     VarBinding,
 )
 from .functor import ExprVisitor
@@ -52,7 +61,7 @@ def is_impure_call(call: Call) -> bool:
     return False
 
 
-def find_impure_call(expr: Expr) -> Optional[Call]:
+def find_impure_call(expr: Expr) -> Call | None:
     """The first impure call in ``expr`` (the body, for a function), not entering nested
     functions (an impure call inside a local function does not make the caller impure)."""
     finder = _ImpureFinder()
@@ -67,7 +76,7 @@ def contains_impure_call(expr: Expr) -> bool:
 
 class _ImpureFinder(ExprVisitor):
     def __init__(self) -> None:
-        self.found: Optional[Call] = None
+        self.found: Call | None = None
 
     def visit_expr(self, expr):
         if self.found is None:
@@ -164,7 +173,7 @@ class _UseDef(ExprVisitor):
         self.bound: dict[Var, Expr] = {}
         self.users: dict[Var, dict[Var, None]] = {}
         self.outputs: dict[Var, None] = {}
-        self.user: Optional[Var] = None
+        self.user: Var | None = None
 
     def _define(self, var: Var) -> None:
         self.users.setdefault(var, {})

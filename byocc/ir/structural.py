@@ -20,14 +20,35 @@ from __future__ import annotations
 from typing import Any
 
 from .expr import (
-    Attrs, Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, ExternFunc, Function,
-    GlobalVar, If, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Attrs,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 from .module import IRModule
 from .prim import PrimBinary, PrimMinMax, TirVar
 from .struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    TensorStructInfo,
     TupleStructInfo,
 )
 
@@ -35,7 +56,7 @@ from .struct_info import (
 class _Canon:
     """Builds canonical forms; one instance numbers the definitions of one comparison side."""
 
-    __slots__ = ("vars", "tirvars", "map_free_vars", "free")
+    __slots__ = ("free", "map_free_vars", "tirvars", "vars")
 
     def __init__(self, map_free_vars: bool):
         self.vars: dict[int, tuple[Var, int]] = {}

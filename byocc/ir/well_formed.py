@@ -21,20 +21,41 @@ linear in the number of nodes.
 
 from __future__ import annotations
 
-from typing import Optional, Union
-
+from .analysis import find_impure_call, is_impure_call
 from .diagnostics import Span, WellFormedError
 from .expr import (
-    Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, Expr, ExternFunc, Function,
-    GlobalVar, If, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
-from .analysis import find_impure_call, is_impure_call
 from .module import IRModule
 from .prim import TirVar, dim_vars
 from .struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
-    TensorStructInfo, TupleStructInfo, struct_info_vars,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    struct_info_vars,
 )
 
 _LEAVES = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Op, Tuple)
@@ -72,7 +93,7 @@ def _dim_text(d) -> str:
     return str(d)
 
 
-def sinfo_text(si: Optional[StructInfo]) -> str:
+def sinfo_text(si: StructInfo | None) -> str:
     """TVMScript-like text of a struct info, for messages."""
     if si is None:
         return "None"
@@ -97,7 +118,7 @@ def sinfo_text(si: Optional[StructInfo]) -> str:
     return "R.Object"
 
 
-def _conflicts(base: Optional[StructInfo], derived: Optional[StructInfo]) -> bool:
+def _conflicts(base: StructInfo | None, derived: StructInfo | None) -> bool:
     """True only when ``derived`` can provably not be a value of type ``base``."""
     if base is None or derived is None or isinstance(base, ObjectStructInfo):
         return False
@@ -128,7 +149,7 @@ def _conflicts(base: Optional[StructInfo], derived: Optional[StructInfo]) -> boo
 
 
 class _Checker:
-    def __init__(self, mod: Optional[IRModule], check_ty: bool):
+    def __init__(self, mod: IRModule | None, check_ty: bool):
         self.mod = mod
         self.check_ty = check_ty
         self.problems: list[WellFormedError] = []
@@ -142,7 +163,7 @@ class _Checker:
         self.recur: set = set()            # local functions being defined (may self-call)
         self.param_owner: dict = {}        # parameter Var -> top-level function name
         self.func_name = "(anonymous function)"
-        self.spans: list[Optional[Span]] = []
+        self.spans: list[Span | None] = []
 
     # ---------------------------------------------------------------- reporting
     def report(self, message: str, *nodes, key=None) -> None:
@@ -170,7 +191,7 @@ class _Checker:
         while len(self.dims_log) > m:
             self.dims.discard(self.dims_log.pop())
 
-    def _define_dims(self, si: Optional[StructInfo]) -> None:
+    def _define_dims(self, si: StructInfo | None) -> None:
         if si is None:
             return
         for d in struct_info_vars(si):
@@ -362,7 +383,7 @@ class _Checker:
             self._undo(mark)
 
 
-def well_formed(obj: Union[IRModule, Function], check_ty: bool = True) -> list[WellFormedError]:
+def well_formed(obj: IRModule | Function, check_ty: bool = True) -> list[WellFormedError]:
     """Every well-formedness problem of a module or a function, in walk order (empty: fine)."""
     if isinstance(obj, IRModule):
         checker = _Checker(obj, check_ty)
@@ -373,7 +394,7 @@ def well_formed(obj: Union[IRModule, Function], check_ty: bool = True) -> list[W
     return checker.problems
 
 
-def check_well_formed(obj: Union[IRModule, Function], check_ty: bool = True) -> bool:
+def check_well_formed(obj: IRModule | Function, check_ty: bool = True) -> bool:
     """True when :func:`well_formed` finds no problem (TVM ``check_well_formed``)."""
     return not well_formed(obj, check_ty)
 

@@ -61,6 +61,8 @@ class FunctionReader(TypeReader, ExprReader):
         deco = node.decorators[0]
         call = deco if isinstance(deco, CallExpr) else None
         name = dotted_name(call.func if call else deco)
+        if name == "T.prim_func":
+            self.error("TIR functions (@T.prim_func) are not supported by byocc", deco, UnsupportedError)
         if name != "R.function":
             self.error(f"expected @R.function, found @{name or '...'}", deco)
         pure, private = True, False
@@ -196,16 +198,13 @@ class FunctionReader(TypeReader, ExprReader):
                 if stmt.value is None:
                     self.error("a function must return a value", stmt)
                 self._bindings = current
-                body = self.leaf_body(self.read_value(stmt.value), stmt.value)
+                body = self.read_value(stmt.value)
                 ret_node = stmt
             else:
                 self._statement(stmt, current, False, None)
         blocks.append(BindingBlock(tuple(current)))
         self._bindings = None
         return _normalize_blocks(blocks), body, ret_node
-
-    def leaf_body(self, expr, node):
-        return expr
 
     def _statement(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
         """One statement of a body or dataflow block; bindings go to ``bindings``."""

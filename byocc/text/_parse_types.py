@@ -176,7 +176,8 @@ class TypeReader:
             if type(d) is int:
                 shape.append(d)
             else:
-                offset = node.text.find(d, 10)
+                found = re.search(rf"\b{d}\b", node.text[10:])
+                offset = 10 + found.start() if found else 0
                 shape.append(self.dim_name(Name(_FakeToken(node, offset, len(d), d)), in_signature))
         return TensorStructInfo(tuple(shape), dtype)
 

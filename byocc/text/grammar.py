@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.indenter import PythonIndenter
 from lark.lexer import Lexer
 
@@ -275,7 +275,6 @@ class LalrDriver:
         callbacks = lalr.parser.callbacks
         self.lark = lark
         self.lexer = RelaxLexer(frontend.lexer_conf)
-        self.indenter = RelaxIndenter()
         self.start_states = dict(table.start_states)
         self.end_states = dict(table.end_states)
         # row[symbol] = next state (int) for a shift or a goto, or (size, callback, origin)
@@ -306,10 +305,19 @@ class LalrDriver:
         state_stack = [state]
         end_state = self.end_states[start]
         value_stack: list = []
+        pstate = _ParserState(states, state_stack)
+        indenter = RelaxIndenter()  # per parse: it holds state
+        tokens = indenter.process(self.lexer.lex(_LexerState(text), pstate))
+        try:
+            return self._run(tokens, states, state, state_stack, value_stack, end_state)
+        except UnexpectedInput as err:
+            err.open_brackets = list(indenter.open_brackets)  # for the error message
+            raise
+
+    @staticmethod
+    def _run(tokens, states, state, state_stack, value_stack, end_state):
         push_state = state_stack.append
         push_value = value_stack.append
-        pstate = _ParserState(states, state_stack)
-        tokens = self.indenter.process(self.lexer.lex(_LexerState(text), pstate))
         token = None
         for token in tokens:
             ttype = token.type

@@ -139,7 +139,7 @@ def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
     tok = err.token
     ttype = tok.type
     unclosed = ""
-    brackets = getattr(get_driver(SyntaxBuilder).indenter, "open_brackets", None)
+    brackets = getattr(err, "open_brackets", None)
     if brackets:
         b = brackets[-1]
         if tok.line != b.line or ttype == "$END" or (ttype == "_DEDENT" and not str(tok)):

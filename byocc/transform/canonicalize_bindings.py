@@ -25,15 +25,33 @@ are walked in loops, recursion only follows nested functions and ``if`` branches
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from byocc.ir import (
-    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, If, IRModule,
-    MatchCast, PassError, PrimStructInfo, PrimValue, SeqExpr, ShapeExpr, ShapeStructInfo,
-    TensorStructInfo, TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    IRModule,
+    MatchCast,
+    PassError,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
 from byocc.ir.analysis import free_vars
-from byocc.ir.prim import substitute_dim
 from byocc.ir.structural import structural_equal
 
 from .pass_manager import Pass
@@ -178,7 +196,7 @@ class _Planner:
     """Collects the canonicalisation plan of one function (TVM CanonicalizePlanner)."""
 
     def __init__(self) -> None:
-        self.block: Optional[BindingBlock] = None
+        self.block: BindingBlock | None = None
         self.def_block: dict = {}
         self.trivial: dict = {}
         self.known: dict = {}

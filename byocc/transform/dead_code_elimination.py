@@ -15,11 +15,18 @@ Steps, each linear in the size of the module:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 from byocc.ir import (
-    BindingBlock, DataflowBlock, ExprMutator, ExternFunc, Function, IRModule, PassError,
+    BindingBlock,
+    DataflowBlock,
+    ExprMutator,
+    ExternFunc,
+    Function,
+    IRModule,
+    PassError,
     VarBinding,
 )
 from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impure_call

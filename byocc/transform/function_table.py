@@ -12,13 +12,13 @@ and cached until the function is replaced, so a 100 000-binding ``main`` is neve
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import Function, GlobalVar, IRModule, NameSupply
 from byocc.ir.structural import canonical_form
 
 
-def _signature(func: Any) -> Optional[tuple]:
+def _signature(func: Any) -> tuple | None:
     if not isinstance(func, Function):
         return None
     attrs = tuple(sorted((k, repr(v)) for k, v in func.attrs.items()))
@@ -33,7 +33,7 @@ class FunctionTable:
         self._source = mod
         self._funcs: dict[str, Any] = dict(mod.items())
         self._gvars: dict[str, GlobalVar] = {name: mod.get_global_var(name) for name in self._funcs}
-        self._buckets: Optional[dict[tuple, list[str]]] = None
+        self._buckets: dict[tuple, list[str]] | None = None
         self._canon: dict[str, tuple[Any, Any]] = {}  # name -> (function, canonical form)
 
     # ------------------------------------------------------------------ reading
@@ -70,7 +70,7 @@ class FunctionTable:
             hit = self._canon[name] = (func, canonical_form(func))
         return hit[1]
 
-    def find_equal(self, func: Function) -> Optional[str]:
+    def find_equal(self, func: Function) -> str | None:
         """The smallest name of a function structurally equal to ``func``, or None."""
         sig = _signature(func)
         names = self._index().get(sig, ()) if sig is not None else ()

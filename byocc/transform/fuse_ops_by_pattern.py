@@ -17,12 +17,21 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from byocc.dpl import as_fusion_pattern, backend_of
 from byocc.ir import (
-    Call, Function, GlobalVar, IRModule, NameSupply, PassError, PatternError, SeqExpr, BindingBlock,
-    Var, VarBinding,
+    BindingBlock,
+    Call,
+    Function,
+    GlobalVar,
+    IRModule,
+    NameSupply,
+    PassError,
+    PatternError,
+    SeqExpr,
+    Var,
+    VarBinding,
 )
 
 from .function_table import FunctionTable
@@ -39,7 +48,7 @@ def _skip_function(func: Any) -> bool:
     return bool(attrs.get("Primitive")) or "Composite" in attrs or "Codegen" in attrs
 
 
-def visited_functions(mod: IRModule, entry_functions: Optional[Sequence[str]]) -> list[str]:
+def visited_functions(mod: IRModule, entry_functions: Sequence[str] | None) -> list[str]:
     """Names of the functions one pattern pass rewrites, in visiting order (5.1)."""
     if entry_functions is not None and len(entry_functions):
         names = []
@@ -55,9 +64,9 @@ def visited_functions(mod: IRModule, entry_functions: Optional[Sequence[str]]) -
 
 
 def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
-                entry_functions: Optional[Sequence[str]] = None,
-                indexes: Optional[dict] = None,
-                warn: Optional[Callable[[str], None]] = None) -> IRModule:
+                entry_functions: Sequence[str] | None = None,
+                indexes: dict | None = None,
+                warn: Callable[[str], None] | None = None) -> IRModule:
     """One complete pass of one pattern entry over ``mod`` (partition + rewrite).
 
     ``indexes`` caches :class:`FunctionIndex` per function name across calls (an entry is
@@ -177,7 +186,7 @@ class _Redirect:
             return If(e.cond, a, b, e.struct_info, e.span)
         return e
 
-    def wrapper(self, gvar: GlobalVar) -> Optional[GlobalVar]:
+    def wrapper(self, gvar: GlobalVar) -> GlobalVar | None:
         name = gvar.name_hint
         hit = self.redirected.get(name)
         if hit is not None:
@@ -229,8 +238,8 @@ class FuseOpsByPattern(Pass):
     patterns: Sequence[Any] = ()
     bind_constants: bool = True
     annotate_codegen: bool = False
-    entry_functions: Optional[Sequence[str]] = None
-    warn: Optional[Callable[[str], None]] = field(default=None, compare=False)
+    entry_functions: Sequence[str] | None = None
+    warn: Callable[[str], None] | None = field(default=None, compare=False)
 
     def run(self, mod: IRModule) -> IRModule:
         entries = [as_fusion_pattern(p) for p in self.patterns]

@@ -65,12 +65,32 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import (
-    Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar,
-    If, IRModule, MatchCast, NameSupply, Op, PassError, PrimValue, SeqExpr, ShapeExpr,
-    ShapeStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    Binding,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    MatchCast,
+    NameSupply,
+    Op,
+    PassError,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
 from byocc.ir.analysis import analyze_var2value
 
@@ -100,7 +120,7 @@ class FunctionPlan:
     dependency cycle found: ``(binding var, used var)``."""
 
     blocks: dict = field(default_factory=dict)
-    cycle: Optional[tuple] = None
+    cycle: tuple | None = None
     cycle_groups: tuple = ()
 
     @property
@@ -206,7 +226,7 @@ def plan_function(func: Function, group_of: Mapping[Var, Hashable],
 
 
 def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,
-                multi_block: bool, plan: FunctionPlan) -> Optional[BlockPlan]:
+                multi_block: bool, plan: FunctionPlan) -> BlockPlan | None:
     bindings = block.bindings
     groups = [group_of.get(b.var, b.var) for b in bindings]
     members: dict = {}
@@ -308,7 +328,7 @@ def fused_name_hint(bindings: Sequence[Binding]) -> str:
                 hint += "_" + op.name
         elif isinstance(op, GlobalVar):
             name = op.name_hint
-            hint += "_" + (name[len("fused_"):] if name.startswith("fused_") else name)
+            hint += "_" + (name.removeprefix("fused_"))
     return hint
 
 
@@ -462,12 +482,14 @@ class _GroupFunction:
         fattrs = dict(attrs)
         fattrs["Primitive"] = True
         func = Function(tuple(params), SeqExpr(blocks, body_expr), ret, True, fattrs)
-        free = free_symbolic_vars(func) if has_symbolic(func) else ()
+        if not has_symbolic(func):
+            return func, args, ret
+        free = free_symbolic_vars(func)
         if free:
             params.append(Var("tir_vars", ShapeStructInfo(tuple(free))))
             args.append(ShapeExpr(tuple(free)))
             func = Function(tuple(params), func.body, ret, True, fattrs)
-        return renew_symbolic_vars(func), args, ret
+        return renew_symbolic_vars(func, check=False), args, ret
 
     def _visit(self, e: Expr) -> Expr:
         pos = self.arg_pos.get(id(e))
@@ -502,16 +524,19 @@ class Materializer:
     groups' bindings by calls. One instance per TVM OperatorFusor run (one ``supply``)."""
 
     def __init__(self, table: FunctionTable, group_attrs: Mapping[Hashable, Mapping[str, Any]],
-                 *, lift_constants: bool, supply: Optional[NameSupply] = None,
-                 warn: Optional[Callable[[str], None]] = None):
+                 *, lift_constants: bool, supply: NameSupply | None = None,
+                 warn: Callable[[str], None] | None = None):
         self.table = table
         self.group_attrs = group_attrs
         self.lift = lift_constants
         self.supply = supply if supply is not None else NameSupply()
         self.warn = warn if warn is not None else _warn_stderr
+        # group shape -> (function name, return struct info): a group shaped like an earlier
+        # one yields a structurally equal function, which add_function would de-duplicate
+        self._shapes: dict = {}
 
     def rewrite(self, func: Function, plan: FunctionPlan,
-                var2val: Optional[Mapping[Var, Expr]] = None) -> Function:
+                var2val: Mapping[Var, Expr] | None = None) -> Function:
         """``func`` with every planned dataflow block materialised (``plan`` from
         :func:`plan_function` on the same ``func``, without a cycle). ``var2val``: every
         ``VarBinding`` of ``func`` (computed when not given)."""
@@ -616,10 +641,58 @@ class Materializer:
                              pending.get(g, []), out)
         return DataflowBlock(tuple(out), bp.block.span)
 
+    def _shape_key(self, g: Hashable, members: list, outputs: list) -> tuple | None:
+        """``(key, arguments)`` of a *simple* group (operator calls on variables only, no
+        parameter that would be inlined), or None. Equal keys give structurally equal
+        functions: same operators, attributes, types, wiring, outputs and parameter types."""
+        index: dict = {}
+        ext: dict = {}
+        args: list = []
+        parts = []
+        outer = self.outer
+        for j, b in enumerate(members):
+            v = b.value
+            if type(v) is not Call or type(v.op) is not Op or v.op.name in _CALL_TIR:
+                return None
+            refs = []
+            for a in v.args:
+                t = type(a)
+                if t is not Var and t is not DataflowVar:
+                    return None
+                k = index.get(a)
+                if k is None:
+                    k = ext.get(a)
+                    if k is None:
+                        bound = outer.get(a)
+                        if bound is not None and type(bound) is not Call:
+                            return None  # may be inlined (shape literal) or an alias
+                        k = ext[a] = -1 - len(args)
+                        args.append(a)
+                refs.append(k)
+            parts.append((v.op, v.attrs, v.sinfo_args, type(b.var), b.var.struct_info, tuple(refs)))
+            index[b.var] = j
+        try:
+            attrs = tuple(sorted(self.group_attrs[g].items()))
+            key = (tuple(parts), tuple(index[o] for o in outputs),
+                   tuple(a.struct_info for a in args), attrs)
+            hash(key)
+        except (TypeError, KeyError):
+            return None
+        return key, args
+
     def _emit_group(self, g: Hashable, members: list, outputs: list, pending: list, out: list) -> None:
-        creator = _GroupFunction(members, outputs, self.outer, self.lift)
-        func, args, ret = creator.build(self.group_attrs[g])
-        name = self.table.add(func, fused_name_hint(members), self.supply)
+        shape = self._shape_key(g, members, outputs)
+        hit = self._shapes.get(shape[0]) if shape is not None else None
+        if hit is not None:
+            name, ret = hit
+            args = list(shape[1])
+        else:
+            creator = _GroupFunction(members, outputs, self.outer, self.lift)
+            func, args, ret = creator.build(self.group_attrs[g])
+            name = self.table.add(func, fused_name_hint(members), self.supply)
+            if shape is not None and len(args) == len(shape[1]) and \
+                    all(a is b for a, b in zip(args, shape[1])):
+                self._shapes[shape[0]] = (name, ret)
         gvar = self.table.global_var(name)
         call_args = []
         for a in args:
@@ -667,7 +740,7 @@ def _cycle_message(cycle: tuple) -> str:
 
 # ============================================================================ the API
 def find_group_cycle(func: Function, group_of: Mapping[Var, Hashable],
-                     group_attrs: Mapping[Hashable, Any]) -> Optional[tuple]:
+                     group_attrs: Mapping[Hashable, Any]) -> tuple | None:
     """``(binding var, used var)`` of the first group dependency cycle materialising ``func``
     would meet (any length; TVM 0.27 only catches 2-cycles), or None."""
     return plan_function(func, group_of, group_attrs).cycle
@@ -675,8 +748,8 @@ def find_group_cycle(func: Function, group_of: Mapping[Var, Hashable],
 
 def materialize_groups(mod: IRModule, func_names: Sequence[str], group_of: Mapping[Var, Hashable],
                        group_attrs: Mapping[Hashable, Mapping[str, Any]], *, lift_constants: bool,
-                       supply: Optional[NameSupply] = None,
-                       table: Optional[FunctionTable] = None) -> IRModule:
+                       supply: NameSupply | None = None,
+                       table: FunctionTable | None = None) -> IRModule:
     """Materialise the groups of ``func_names`` (see the module docstring). Raises
     :class:`PassError` on a cyclic group dependency."""
     table = table if table is not None else FunctionTable(mod)

@@ -32,11 +32,25 @@ On modules TVM accepts the result is TVM's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 from byocc.ir import (
-    BindingBlock, Call, DataflowVar, ExprMutator, Function, GlobalVar, IRModule, MatchCast,
-    NameSupply, PassError, SeqExpr, TensorStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var,
+    BindingBlock,
+    Call,
+    DataflowVar,
+    ExprMutator,
+    Function,
+    GlobalVar,
+    IRModule,
+    MatchCast,
+    NameSupply,
+    PassError,
+    SeqExpr,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
     VarBinding,
 )
 from byocc.ir.analysis import collect_var_usage, has_dataflow_block
@@ -68,7 +82,7 @@ class GroupBuilder:
         self.mod = mod
         self.func = func
         self.parent: list[int] = []
-        self.backend: list[Optional[str]] = []
+        self.backend: list[str | None] = []
         self.deps: dict[int, int] = {}      # root -> bitset of group ids it depends on
         self.members: dict[int, int] = {}   # root -> bitset of group ids merged into it
         self.memo: dict = {}                # expr (identity) -> group id
@@ -77,10 +91,10 @@ class GroupBuilder:
         for var, value in self.usage.bound_values.items():
             self.value_to_vars.setdefault(value, []).append(var)
         self._tgi_only: dict = {}
-        self._backend_of_gvar: dict[str, Optional[str]] = {}
+        self._backend_of_gvar: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ groups
-    def new_group(self, backend: Optional[str] = None) -> int:
+    def new_group(self, backend: str | None = None) -> int:
         gid = len(self.parent)
         self.parent.append(gid)
         self.backend.append(backend)
@@ -126,7 +140,7 @@ class GroupBuilder:
                 self.deps[root] |= (1 << ar) | self.deps[ar]
 
     # ------------------------------------------------------------------ analysis
-    def composite_backend(self, op) -> Optional[str]:
+    def composite_backend(self, op) -> str | None:
         if not isinstance(op, GlobalVar):
             return None
         name = op.name_hint
@@ -371,7 +385,7 @@ def inline_composites(func: Function, mod: IRModule, supply: NameSupply) -> Func
 class _Annotator(ExprMutator):
     """Redirect calls of ``Codegen`` functions to their renamed, inlined versions."""
 
-    def __init__(self, state: "_AnnotateState"):
+    def __init__(self, state: _AnnotateState):
         super().__init__()
         self.state = state
 
@@ -392,7 +406,7 @@ class _AnnotateState:
         self.inline_supply = inline_supply  # pass-wide supply of local-function variables
         self.done: dict[str, GlobalVar] = {}
 
-    def redirect(self, gv: GlobalVar) -> Optional[GlobalVar]:
+    def redirect(self, gv: GlobalVar) -> GlobalVar | None:
         name = gv.name_hint
         if name in self.done:
             return self.done[name]

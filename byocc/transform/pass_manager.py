@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, ClassVar, Iterable, Optional, Sequence
+from typing import IO, ClassVar
 
 from byocc.ir import ByoccError, IRModule, MultipleErrors
 
@@ -129,11 +130,11 @@ class PassContext:
     A :class:`ByoccError` raised inside a pass gets a note naming the pass.
     """
 
-    _stack: ClassVar[list["PassContext"]] = []
+    _stack: ClassVar[list[PassContext]] = []
 
     def __init__(self, opt_level: int = 2, required_pass: Iterable[str] = (),
                  disabled_pass: Iterable[str] = (), instruments: Iterable[PassInstrument] = (),
-                 config: Optional[dict] = None):
+                 config: dict | None = None):
         self.opt_level = opt_level
         self.required_pass = tuple(required_pass)
         self.disabled_pass = tuple(disabled_pass)
@@ -142,12 +143,12 @@ class PassContext:
 
     # ------------------------------------------------------------------ scope
     @classmethod
-    def current(cls) -> "PassContext":
+    def current(cls) -> PassContext:
         if not cls._stack:
             cls._stack.append(PassContext())  # the default, outermost context
         return cls._stack[-1]
 
-    def __enter__(self) -> "PassContext":
+    def __enter__(self) -> PassContext:
         entered: list[PassInstrument] = []
         try:
             for inst in self.instruments:
@@ -191,7 +192,7 @@ class PassContext:
         return out
 
 
-def _stream(file: Optional[IO[str]]) -> IO[str]:
+def _stream(file: IO[str] | None) -> IO[str]:
     return file if file is not None else sys.stderr  # looked up late: pytest's capsys swaps it
 
 
@@ -200,7 +201,7 @@ class PassTimingInstrument(PassInstrument):
     ``<name>: <ms>ms [<ms spent in nested passes>ms]``. Profiles are cleared on entering a
     context; with ``file`` given the report is written there on leaving it."""
 
-    def __init__(self, file: Optional[IO[str]] = None):
+    def __init__(self, file: IO[str] | None = None):
         self.file = file
         self._rows: list[list] = []  # [depth, name, seconds, nested seconds]
         self._open: list[tuple[int, float]] = []
@@ -240,7 +241,7 @@ class PassTimingInstrument(PassInstrument):
 class PrintBeforeAll(PassInstrument):
     """Print the pass name and the module before every pass (to stderr by default)."""
 
-    def __init__(self, file: Optional[IO[str]] = None):
+    def __init__(self, file: IO[str] | None = None):
         self.file = file
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
@@ -251,7 +252,7 @@ class PrintBeforeAll(PassInstrument):
 class PrintAfterAll(PassInstrument):
     """Print the pass name and the module after every pass (to stderr by default)."""
 
-    def __init__(self, file: Optional[IO[str]] = None):
+    def __init__(self, file: IO[str] | None = None):
         self.file = file
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:

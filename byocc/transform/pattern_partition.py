@@ -20,33 +20,53 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from byocc.dpl import (
-    AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
-    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, match_expr,
+    AndPattern,
+    AttrPattern,
+    CallPattern,
+    DataTypePattern,
+    ExprPattern,
+    FusionPattern,
+    OrPattern,
+    PatternCheckContext,
+    ShapePattern,
+    StructInfoPattern,
+    TupleGetItemPattern,
+    match_expr,
     pattern_root_ops,
 )
 from byocc.ir import (
-    Call, DataflowBlock, DataflowVar, Function, If, Op, PatternError, SeqExpr, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    Op,
+    PatternError,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 
 
 class Group:
     """TVM's ``GraphPartitioner::Group``: parent pointer, node count, attributes."""
 
-    __slots__ = ("parent", "num_nodes", "attrs", "members", "var", "accepted")
+    __slots__ = ("accepted", "attrs", "members", "num_nodes", "parent", "var")
 
     def __init__(self, var: Var):
-        self.parent: Optional[Group] = None
+        self.parent: Group | None = None
         self.num_nodes = 1
         self.attrs: dict = {}
         self.members: list = [var]
         self.var = var
         self.accepted = -1  # order of the match that made this group a root with attributes
 
-    def find_root(self) -> "Group":
+    def find_root(self) -> Group:
         root = self
         while root.parent is not None:
             root = root.parent
@@ -69,15 +89,16 @@ class FunctionIndex:
 
     def __init__(self, func: Function):
         self.func = func
-        self.calls: list[tuple[VarBinding, Optional[DataflowBlock]]] = []
-        self.by_op: dict[Optional[str], list[int]] = {}
+        self.calls: list[tuple[VarBinding, DataflowBlock | None]] = []
+        self.by_op: dict[str | None, list[int]] = {}
         self.var2val: dict = {}
         self.value_to_bound_var: dict = {}
         self._usages: dict[int, tuple[DataflowBlock, dict]] = {}
         self._walk(func)
+        self._sigs: list = [None] * len(self.calls)
 
     def _walk(self, func: Function) -> None:
-        current: Optional[DataflowBlock] = None  # TVM: entering a dataflow block sets it,
+        current: DataflowBlock | None = None  # TVM: entering a dataflow block sets it,
         stack = [_events(func.body)]             # leaving one clears it
         while stack:
             ev = next(stack[-1], None)
@@ -106,7 +127,21 @@ class FunctionIndex:
             for s in reversed(_nested(v)):  # visited at the position of their binding
                 stack.append(_events(s))
 
-    def usages(self, block: Optional[DataflowBlock]) -> dict:
+    def signature(self, pos: int) -> tuple:
+        """For the call at ``pos``: per argument, the operator of the call it is bound to
+        (following variables through ``var2val``), or None."""
+        sigs = self._sigs
+        sig = sigs[pos]
+        if sig is None:
+            var2val = self.var2val
+            out = []
+            for a in self.calls[pos][0].value.args:
+                v = _unwrap(a, var2val)
+                out.append(v.op if type(v) is Call and type(v.op) is Op else None)
+            sig = sigs[pos] = tuple(out)
+        return sig
+
+    def usages(self, block: DataflowBlock | None) -> dict:
         """TVM ``DataflowBlockUseDef`` of ``block`` ({} outside dataflow blocks)."""
         if block is None:
             return {}
@@ -263,7 +298,9 @@ def _unwrap(e: Any, var2val: Mapping) -> Any:
 
 
 def prefilter(pattern: Any):
-    """A cheap necessary condition for ``pattern`` to match a call, or None.
+    """A cheap necessary condition for ``pattern`` to match a call, or None. The condition
+    reads the call's *argument signature* (:meth:`FunctionIndex.signature`: the operator of
+    each argument's bound value).
 
     For a call pattern with a fixed operator, each argument pattern that only matches calls
     of known operators (``pattern_root_ops``) requires the argument's bound value to be such
@@ -277,12 +314,12 @@ def prefilter(pattern: Any):
         left, right = prefilter(pattern.left), prefilter(pattern.right)
         if left is None or right is None:
             return None
-        return lambda call, var2val: left(call, var2val) or right(call, var2val)
+        return lambda sig: left(sig) or right(sig)
     if isinstance(pattern, AndPattern):
         left, right = prefilter(pattern.left), prefilter(pattern.right)
         if left is None or right is None:
             return left or right
-        return lambda call, var2val: left(call, var2val) and right(call, var2val)
+        return lambda sig: left(sig) and right(sig)
     if not isinstance(pattern, CallPattern):
         return None
     op = pattern.op
@@ -295,22 +332,24 @@ def prefilter(pattern: Any):
         ops = pattern_root_ops(a) if _call_only(a) else None
         if ops is not None:
             needs.append((i, frozenset(ops)))
+    needs_t = tuple(needs)
     commutative = op.expr.name in _COMMUTATIVE
 
-    def arg_ok(arg: Any, ops: frozenset, var2val: Mapping) -> bool:
-        v = _unwrap(arg, var2val)
-        return type(v) is Call and v.op in ops
-
-    def check(call: Call, var2val: Mapping) -> bool:
-        args = call.args
-        n = len(args)
+    def check(sig: tuple) -> bool:
+        n = len(sig)
         if (n < n_pat) if varg else (n != n_pat):
             return False
-        if all(arg_ok(args[i], ops, var2val) for i, ops in needs):
+        for i, ops in needs_t:
+            if sig[i] not in ops:
+                break
+        else:
             return True
         if commutative:
-            rev = args[::-1]
-            return all(arg_ok(rev[i], ops, var2val) for i, ops in needs)
+            last = n - 1
+            for i, ops in needs_t:
+                if sig[last - i] not in ops:
+                    return False
+            return True
         return False
 
     return check
@@ -335,7 +374,7 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
         if root_var in skip:
             continue
         call = binding.value
-        if quick is not None and not quick(call, var2val):
+        if quick is not None and not quick(index.signature(pos)):
             continue
         memo = match_expr(pattern, call, var2val)
         if memo is None:
@@ -374,7 +413,7 @@ def _subsumes(part: Partition, fusible: list, matched: set) -> bool:
 
 
 def _context(index: FunctionIndex, entry: FusionPattern, call: Call, memo: Mapping,
-             block: Optional[DataflowBlock]) -> PatternCheckContext:
+             block: DataflowBlock | None) -> PatternCheckContext:
     annotated = {key: memo[sub] for key, sub in entry.annotation_patterns.items() if sub in memo}
     v2b = index.value_to_bound_var
     bindings: dict = {}

@@ -15,24 +15,31 @@ instruments the current context is used.
 from __future__ import annotations
 
 import contextlib
-from typing import Literal, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from byocc.ir import IRModule, PassError
 
 from .canonicalize_bindings import CanonicalizeBindings
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions
-from .pass_manager import Pass, PassContext, PassInstrument, Sequential, WellFormedInstrument
+from .pass_manager import (
+    Pass,
+    PassContext,
+    PassInstrument,
+    Sequential,
+    WellFormedInstrument,
+)
 from .run_codegen import CodegenFn, RunCodegen
 
 PathName = Literal["annotate", "merge"]
 
 
 def partition_passes(patterns: Sequence, path: PathName = "annotate", bind_constants: bool = True,
-                     entry_functions: Optional[Sequence[str]] = None, run_codegen: bool = False,
+                     entry_functions: Sequence[str] | None = None, run_codegen: bool = False,
                      canonicalize: bool = False,
-                     target_options: Optional[Mapping[str, Mapping]] = None,
-                     codegens: Optional[Mapping[str, CodegenFn]] = None) -> list[Pass]:
+                     target_options: Mapping[str, Mapping] | None = None,
+                     codegens: Mapping[str, CodegenFn] | None = None) -> list[Pass]:
     """The pass list of one path (see :func:`partition`)."""
     if path not in ("annotate", "merge"):
         raise PassError(f"unknown partitioning path '{path}' (expected 'annotate' or 'merge')")
@@ -50,11 +57,11 @@ def partition_passes(patterns: Sequence, path: PathName = "annotate", bind_const
 
 
 def partition(mod: IRModule, patterns: Sequence, path: PathName = "annotate",
-              bind_constants: bool = True, entry_functions: Optional[Sequence[str]] = None,
+              bind_constants: bool = True, entry_functions: Sequence[str] | None = None,
               run_codegen: bool = False, instruments: Sequence[PassInstrument] = (), *,
               canonicalize: bool = False, verify_each: bool = False,
-              target_options: Optional[Mapping[str, Mapping]] = None,
-              codegens: Optional[Mapping[str, CodegenFn]] = None) -> IRModule:
+              target_options: Mapping[str, Mapping] | None = None,
+              codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
     """Partition ``mod`` for the backends named by ``patterns`` along ``path``.
 
     ``patterns``: FusionPattern entries or TVM-style tuples, highest priority first.

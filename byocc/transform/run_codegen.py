@@ -25,11 +25,21 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence, Union
+from typing import Any, ClassVar
 
 from byocc.ir import (
-    Call, Constant, ExprMutator, ExternFunc, Function, GlobalVar, IRModule, Op, PassError, Tuple,
+    Call,
+    Constant,
+    ExprMutator,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    IRModule,
+    Op,
+    PassError,
+    Tuple,
     TupleStructInfo,
 )
 from byocc.ir.analysis import post_order_visit
@@ -39,10 +49,10 @@ from .pass_manager import Pass
 
 CodegenFn = Callable[[list, dict, dict], list]
 
-_CODEGENS: dict[str, Union[CodegenFn, str]] = {}
+_CODEGENS: dict[str, CodegenFn | str] = {}
 
 
-def register_codegen(backend: str, fn: Union[CodegenFn, str, None] = None, override: bool = False):
+def register_codegen(backend: str, fn: CodegenFn | str | None = None, override: bool = False):
     """Register the codegen of ``backend``: a callable ``fn(functions, options, constant_names)
     -> list of runtime modules``, or a lazy ``"package.module:function"`` string imported on
     first use. Usable as a decorator (``@register_codegen("cutlass")``). Registering a name twice
@@ -126,7 +136,7 @@ def call_dps_packed(symbol: str, args: Sequence, out_ty, span=None) -> Call:
 
 
 class _CallRewriter(ExprMutator):
-    def __init__(self, runner: "_Runner"):
+    def __init__(self, runner: _Runner):
         super().__init__()
         self.runner = runner
 
@@ -148,7 +158,7 @@ class _Runner:
         self.constant_names: dict = {}          # Constant -> name
         self.offloaded: dict[str, Function] = {}
 
-    def extern_symbol(self, name: str) -> Optional[str]:
+    def extern_symbol(self, name: str) -> str | None:
         if name in self.externs:
             return self.externs[name]
         if name not in self.mod:
@@ -174,6 +184,18 @@ class _Runner:
         return sym
 
 
+def _functions_in(func: Function) -> list[Function]:
+    """``func`` and the functions nested in it, in post-order."""
+    found: list[Function] = []
+
+    def collect(e) -> None:
+        if isinstance(e, Function):
+            found.append(e)
+
+    post_order_visit(func, collect)
+    return found
+
+
 def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
     """Every function carrying ``Codegen`` (top-level or nested), by backend."""
     by_backend: dict[str, list[tuple[str, Function]]] = {}
@@ -181,9 +203,7 @@ def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
         func = mod[name]
         if not isinstance(func, Function):
             continue
-        found: list[Function] = []
-        post_order_visit(func, lambda e: found.append(e) if isinstance(e, Function) else None)
-        for f in found:
+        for f in _functions_in(func):
             backend = f.attrs.get("Codegen")
             if isinstance(backend, str):
                 sym = f.attrs.get("global_symbol", name if f is func else None)
@@ -191,9 +211,9 @@ def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
     return by_backend
 
 
-def run_codegen(mod: IRModule, target_options: Optional[Mapping[str, Mapping]] = None,
+def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping] | None = None,
                 entry_functions: Sequence[str] = (),
-                codegens: Optional[Mapping[str, CodegenFn]] = None) -> IRModule:
+                codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
     """Functional form of :class:`RunCodegen`; ``codegens`` overrides the registry per backend."""
     runner = _Runner(mod)
     entries: list[str] = []
@@ -247,9 +267,9 @@ def run_codegen(mod: IRModule, target_options: Optional[Mapping[str, Mapping]] =
 class RunCodegen(Pass):
     """Offload every ``Codegen`` function to its backend (module docstring)."""
 
-    target_options: Optional[Mapping[str, Mapping[str, Any]]] = field(default=None, hash=False, compare=False)
+    target_options: Mapping[str, Mapping[str, Any]] | None = field(default=None, hash=False, compare=False)
     entry_functions: tuple[str, ...] = ()
-    codegens: Optional[Mapping[str, CodegenFn]] = field(default=None, hash=False, compare=False)
+    codegens: Mapping[str, CodegenFn] | None = field(default=None, hash=False, compare=False)
 
     name: ClassVar[str] = "RunCodegen"
     opt_level: ClassVar[int] = 0

@@ -11,9 +11,29 @@ from __future__ import annotations
 from typing import Any
 
 from byocc.ir import (
-    Call, Constant, Expr, FuncStructInfo, Function, If, MatchCast, PrimBinary,
-    PrimMinMax, PrimStructInfo, PrimValue, SeqExpr, ShapeExpr, ShapeStructInfo, TensorStructInfo,
-    TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding, dim_vars, struct_info_vars,
+    Call,
+    Constant,
+    Expr,
+    FuncStructInfo,
+    Function,
+    If,
+    MatchCast,
+    PrimBinary,
+    PrimMinMax,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
+    dim_vars,
+    struct_info_vars,
     substitute_dim,
 )
 
@@ -208,9 +228,10 @@ class _Renew:
         return Function(params, body, self.sinfo(f.ret_struct_info), f.is_pure, dict(f.attrs), f.span)
 
 
-def renew_symbolic_vars(func: Function) -> Function:
-    """``func`` with fresh TirVars (same names); ``func`` itself when it has none."""
-    if not has_symbolic(func):
+def renew_symbolic_vars(func: Function, check: bool = True) -> Function:
+    """``func`` with fresh TirVars (same names); ``func`` itself when it has none
+    (``check=False``: the caller knows it has some)."""
+    if check and not has_symbolic(func):
         return func
     dims = _all_dims(func)
     if not dims:

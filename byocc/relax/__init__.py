@@ -1,0 +1,65 @@
+"""byocc.relax: TVM's ``tvm.relax`` Python API over byocc's own IR and passes.
+
+A script written for TVM runs with only its imports changed::
+
+    from byocc import relax            # was: import tvm; from tvm import relax
+    from byocc.relax.dpl.pattern import is_op, wildcard
+
+    x = relax.Var("x", relax.TensorStructInfo([10, 10], "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        ...
+    mod = relax.transform.CanonicalizeBindings()(bb.get())
+    mod.show()
+
+This package is a facade (a top layer, like the CLI): it holds no IR or pass logic of its
+own. Importing it loads only :mod:`byocc.ir`; ``op``, ``transform``, ``analysis``,
+``dpl`` and ``backend`` load on first use. See docs/api.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from byocc.ir import Constant, Expr, GlobalVar, IRModule, Op, StructInfo
+
+from .block_builder import BlockBuilder
+from .expr import (
+    BindingBlock, Call, DataflowBlock, DataflowVar, ExternFunc, Function, MatchCast, PrimValue, SeqExpr,
+    ShapeExpr, StringImm, Tuple, TupleGetItem, Var, VarBinding, const, extern, prim_value,
+)
+from .struct_info import (
+    FuncStructInfo, FuncType, ObjectStructInfo, ObjectType, PrimStructInfo, PrimType, ShapeStructInfo,
+    ShapeType, TensorStructInfo, TensorType, TupleStructInfo, TupleType,
+)
+
+_SUBMODULES = ("analysis", "backend", "dpl", "op", "transform")
+
+__all__ = [
+    "BindingBlock", "BlockBuilder", "Call", "Constant", "DataflowBlock", "DataflowVar", "Expr",
+    "ExternFunc", "FuncStructInfo", "FuncType", "Function", "GlobalVar", "IRModule", "MatchCast",
+    "ObjectStructInfo", "ObjectType", "Op", "PrimStructInfo", "PrimType", "PrimValue", "SeqExpr",
+    "ShapeExpr", "ShapeStructInfo", "ShapeType", "StringImm", "StructInfo", "TensorStructInfo",
+    "TensorType", "Tuple", "TupleGetItem", "TupleStructInfo", "TupleType", "Var", "VarBinding",
+    "call_dps_packed", "call_pure_packed", "call_tir", "const", "extern", "prim_value",
+    *_SUBMODULES,
+]
+
+_OP_SHORTCUTS = ("call_tir", "call_dps_packed", "call_pure_packed")  # relax.call_tir is relax.op.call_tir
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    if name in _OP_SHORTCUTS:
+        value = getattr(importlib.import_module(f"{__name__}.op"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,13 @@
+"""``relax.backend.pattern_registry``: TVM's registry functions (:mod:`byocc.backends`).
+
+``get_patterns_with_prefix(prefix)`` returns the entries whose name starts with
+``prefix``, last registered first (FuseOpsByPattern's priority order).
+"""
+
+from __future__ import annotations
+
+from byocc.backends import (
+    FusionPattern, get_pattern, get_patterns_with_prefix, register_patterns, remove_patterns,
+)
+
+__all__ = ["FusionPattern", "get_pattern", "get_patterns_with_prefix", "register_patterns", "remove_patterns"]

@@ -1,0 +1,10 @@
+"""``relax.op.builtin``: constructors of the ``relax.builtin.*`` operators (generated from the registry)."""
+
+from __future__ import annotations
+
+from ._generate import namespace_entries
+
+_ENTRIES = namespace_entries("relax.builtin.")
+globals().update(_ENTRIES)
+
+__all__ = sorted(_ENTRIES)

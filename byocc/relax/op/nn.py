@@ -1,0 +1,10 @@
+"""``relax.op.nn``: constructors of the ``relax.nn.*`` operators (generated from the registry)."""
+
+from __future__ import annotations
+
+from ._generate import namespace_entries
+
+_ENTRIES = namespace_entries("relax.nn.")
+globals().update(_ENTRIES)
+
+__all__ = sorted(_ENTRIES)

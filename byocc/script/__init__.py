@@ -1,0 +1,34 @@
+"""byocc.script: TVMScript entry points (``tvm.script``) over byocc's parser.
+
+* :func:`from_source` parses Relax text (a module, or one stand-alone ``@R.function``)
+  into an :class:`~byocc.ir.IRModule`.
+* ``from byocc.script import ir as I, relax as R``: ``@I.ir_module`` on a class returns the
+  IRModule its source text describes; ``@R.function`` on a top-level def returns the
+  :class:`~byocc.ir.Function`. The decorated object's source is read back with
+  :mod:`inspect` and parsed by :mod:`byocc.text`, so it must live in a file, and the text
+  must use the printed spelling (``I.``, ``R.``, ``T.`` prefixes; spec/textual-ir.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from byocc.ir import IRModule
+
+from . import ir, relax, tirx  # noqa: F401  (I, R and T)
+
+tir = tirx  # the name TVM releases before 0.27 used
+
+
+def from_source(text: str, extra_vars: Optional[dict[str, Any]] = None, source: str = "<string>") -> IRModule:
+    """Parse Relax text into a module (a stand-alone function becomes a module holding it).
+
+    ``extra_vars`` is accepted for TVM compatibility and ignored: byocc's parser resolves
+    only the ``I``/``R``/``T`` prefixes and ``metadata``.
+    """
+    from byocc.text import parse_module
+
+    return parse_module(text, source)
+
+
+__all__ = ["from_source", "ir", "relax", "tir", "tirx"]

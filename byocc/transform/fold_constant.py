@@ -1,0 +1,265 @@
+"""FoldConstant (TVM ``relax.transform.FoldConstant``): evaluate what is known at compile time.
+
+In every Relax function (except ``Composite``/``Codegen``/``Primitive`` ones), bindings are
+visited in order:
+
+* a use of a variable bound to a :class:`~byocc.ir.Constant` becomes that constant, and a
+  variable bound to a constant ``R.shape([...])`` is replaced by it in call arguments;
+* inside dataflow blocks, a call of an operator whose operands are all known (constants with
+  values, shapes of integers, concrete primitive values, tuples of constants) is evaluated
+  with the operator's numpy reference (:mod:`byocc.ops.reference`) and replaced by a
+  Constant (a tuple of Constants for a tuple-valued op); ``t[i]`` of such a tuple becomes
+  its field. As in TVM, a creation op without tensor operands (``zeros``, ``full``...) is not
+  folded when its result has more than 1024 elements.
+
+Bindings left unused stay (DeadCodeElimination removes them), as in TVM. A reference that
+fails, or a result whose shape or dtype disagrees with the binding's struct info, leaves the
+call as it is. Linear in the number of bindings (plus the numpy work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from byocc.ir import (
+    Call, Constant, DataflowBlock, DataTypeImm, Expr, ExprMutator, ExternFunc,
+    Function, GlobalVar, IRModule, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm,
+    TensorStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+)
+from byocc.ir.analysis import free_vars, is_impure_call
+
+from .pass_manager import Pass
+
+SKIP_FUNCTION_ATTRS = ("Composite", "Codegen", "Primitive")
+MAX_CREATED_ELEMENTS = 1024  # TVM's kMaxFoldElements for creation ops
+_LEAVES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm)
+
+
+def used_vars(value: Expr) -> list:
+    """The variables ``value`` refers to (fast for calls on leaves, the normal form)."""
+    if isinstance(value, Var):
+        return [value]
+    if isinstance(value, TupleGetItem) and isinstance(value.tuple_value, Var):
+        return [value.tuple_value]
+    if isinstance(value, (Call, Tuple)):
+        if isinstance(value, Call) and not isinstance(value.op, (Op, GlobalVar, ExternFunc)):
+            return free_vars(value)
+        out = []
+        for a in (value.args if isinstance(value, Call) else value.fields):
+            if isinstance(a, Var):
+                out.append(a)
+            elif isinstance(a, Tuple) and all(isinstance(f, (Var,) + _LEAVES) for f in a.fields):
+                out.extend(f for f in a.fields if isinstance(f, Var))
+            elif not isinstance(a, _LEAVES):
+                return free_vars(value)
+        return out
+    return free_vars(value)
+
+
+def constant_of(array) -> Constant:
+    """A Constant holding ``array`` with its exact struct info."""
+    import numpy as np
+
+    from byocc.ops.reference import dtype_name
+
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")
+    return Constant(array, TensorStructInfo(tuple(int(d) for d in array.shape), dtype_name(array.dtype)))
+
+
+class _Subst(ExprMutator):
+    """Replaces variables by known constants; shape-bound variables only as call operands."""
+
+    def __init__(self, consts: dict, shapes: dict):
+        super().__init__()
+        self.var_remap = consts
+        self.shapes = shapes
+
+    def visit_call_(self, e: Call):
+        op = self.visit_expr(e.op)
+        args = tuple(self.shapes[a] if isinstance(a, Var) and a in self.shapes else self.visit_expr(a)
+                     for a in e.args)
+        if op is e.op and all(a is b for a, b in zip(args, e.args)):
+            return e
+        return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+
+
+# --------------------------------------------------------------------------- evaluation
+def _is_known(a: Expr) -> bool:
+    if isinstance(a, Constant):
+        return a.data is not None
+    if isinstance(a, ShapeExpr):
+        return all(isinstance(d, int) for d in a.values)
+    if isinstance(a, PrimValue):
+        return isinstance(a.value, (int, float, bool))
+    if isinstance(a, (StringImm, DataTypeImm)):
+        return True
+    if isinstance(a, Tuple):
+        return all(isinstance(f, (Constant, PrimValue, ShapeExpr)) and _is_known(f) for f in a.fields)
+    return False
+
+
+def _operand(a: Expr):
+    if isinstance(a, Constant):
+        return a.data
+    if isinstance(a, PrimValue):
+        return a.value
+    if isinstance(a, ShapeExpr):
+        return tuple(a.values)
+    if isinstance(a, (StringImm, DataTypeImm)):
+        return a.value
+    return [_operand(f) for f in a.fields]
+
+
+def _contains_tensor(a: Expr) -> bool:
+    if isinstance(a, Tuple):
+        return any(_contains_tensor(f) for f in a.fields)
+    return isinstance(getattr(a, "struct_info", None), TensorStructInfo)
+
+
+def _should_fold(call: Call) -> bool:
+    si = call.struct_info
+    if not isinstance(si, TensorStructInfo) or si.shape is None:
+        return True
+    count = 1
+    for d in si.shape:
+        if not isinstance(d, int) or d <= 0:
+            return True
+        count *= d
+    if count <= MAX_CREATED_ELEMENTS:
+        return True
+    return any(_contains_tensor(a) for a in call.args)
+
+
+def _as_constant(value, si) -> Constant | None:
+    import numpy as np
+
+    from byocc.ops.reference import np_dtype
+
+    if not isinstance(si, TensorStructInfo) or si.dtype is None:
+        return None
+    arr = np.asarray(value)
+    want = np_dtype(si.dtype)
+    if arr.dtype != want:
+        if arr.dtype.kind != want.kind:
+            return None
+        arr = arr.astype(want)
+    if si.shape is not None:
+        if len(si.shape) != arr.ndim or any(isinstance(d, int) and d != n for d, n in zip(si.shape, arr.shape)):
+            return None
+    elif si.ndim not in (-1, arr.ndim):
+        return None
+    return constant_of(arr)
+
+
+def evaluate_call(call: Call) -> Expr | None:
+    """``call`` evaluated with its operator's numpy reference: a Constant, a Tuple of
+    Constants, or None when it cannot (or should not) be folded."""
+    op = call.op
+    if not isinstance(op, Op) or op.op_def is None or is_impure_call(call):
+        return None
+    if not all(_is_known(a) for a in call.args) or not _should_fold(call):
+        return None
+    from byocc.ops.reference import install_references
+
+    install_references()
+    fn = op.op_def.reference
+    if fn is None:
+        return None
+    kwargs = {}
+    if call.attrs is not None:
+        for k, v in call.attrs.items():
+            kwargs[k] = v.value if isinstance(v, PrimValue) else v
+    import numpy as np
+
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*[_operand(a) for a in call.args], **kwargs)
+    except Exception:  # noqa: BLE001  (a reference that cannot evaluate: leave the call)
+        return None
+    si = call.struct_info
+    if isinstance(si, TupleStructInfo):
+        if not isinstance(out, (list, tuple)) or len(out) != len(si.fields):
+            return None
+        fields = [_as_constant(v, f) for v, f in zip(out, si.fields)]
+        if any(f is None for f in fields):
+            return None
+        return Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)), call.span)
+    return _as_constant(out, si)
+
+
+# --------------------------------------------------------------------------- the pass
+def fold_constant_function(func: Function) -> Function:
+    """``func`` with its constant computations folded (the same object if nothing folds)."""
+    if any(k in func.attrs for k in SKIP_FUNCTION_ATTRS) or not isinstance(func.body, SeqExpr):
+        return func
+    consts: dict = {}  # var -> Constant
+    shapes: dict = {}  # var -> ShapeExpr of ints
+    tuples: dict = {}  # var -> Tuple of Constants
+    subst: _Subst | None = None
+    changed = False
+    blocks = []
+    for block in func.body.blocks:
+        dataflow = isinstance(block, DataflowBlock)
+        out = []
+        for b in block.bindings:
+            value = b.value
+            if (consts or shapes) and any(v in consts or v in shapes for v in used_vars(value)):
+                if subst is None:
+                    subst = _Subst(consts, shapes)
+                value = subst.visit_expr(value)
+            if isinstance(b, VarBinding):
+                if dataflow and isinstance(value, Call):
+                    folded = evaluate_call(value)
+                    if folded is not None:
+                        value = folded
+                elif isinstance(value, TupleGetItem) and value.tuple_value in tuples:
+                    value = tuples[value.tuple_value].fields[value.index]
+            if isinstance(value, Constant) and value.data is not None and isinstance(b, VarBinding):
+                consts[b.var] = value
+            elif isinstance(value, ShapeExpr) and all(isinstance(d, int) for d in value.values):
+                shapes[b.var] = value
+            elif isinstance(value, Tuple) and value.fields and all(isinstance(f, Constant) for f in value.fields):
+                tuples[b.var] = value
+            if value is not b.value:
+                changed = True
+                if isinstance(b, MatchCast):
+                    b = MatchCast(b.var, value, b.struct_info, b.span)
+                else:
+                    b = VarBinding(b.var, value, b.span)
+            out.append(b)
+        blocks.append(type(block)(tuple(out), block.span) if changed else block)
+    body = func.body.body
+    if consts and any(v in consts for v in used_vars(body)):
+        body = (subst or _Subst(consts, shapes)).visit_expr(body)
+        changed = True
+    if not changed:
+        return func
+    seq = SeqExpr(tuple(blocks), body, func.body.span)
+    return Function(func.params, seq, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
+
+
+def fold_constant(mod: IRModule) -> IRModule:
+    """Functional form of :class:`FoldConstant`."""
+    for name, func in list(mod.items()):
+        if isinstance(func, Function):
+            new = fold_constant_function(func)
+            if new is not func:
+                mod = mod.with_function(name, new, mod.get_global_var(name))
+    return mod
+
+
+@dataclass(frozen=True)
+class FoldConstant(Pass):
+    """Fold computations on constants (module docstring)."""
+
+    name: ClassVar[str] = "FoldConstant"
+    opt_level: ClassVar[int] = 0
+
+    def run(self, mod: IRModule) -> IRModule:
+        return fold_constant(mod)
+
+
+__all__ = ["FoldConstant", "constant_of", "evaluate_call", "fold_constant", "fold_constant_function", "used_vars"]
