@@ -13,6 +13,13 @@ import sys
 
 import click
 
+
+def _prepare_options(command):
+    """``--prepare``, ``--layout``, ``--fold-batch-norm`` (shared with ``partition``)."""
+    from byocc.cli.partition import prepare_options
+
+    return prepare_options(command)
+
 _MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
 
 
@@ -225,8 +232,10 @@ def _parse_dims(items: tuple[str, ...]) -> dict:
 @click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to compare.")
 @click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
               help="Value of a symbolic dimension (repeatable; default: random in [10, 50)).")
+@_prepare_options
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
-           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[str, ...]) -> None:
+           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[str, ...],
+           prepare: bool, layout: str | None, fold_bn: bool | None) -> None:
     """Check that partitioning MODEL keeps what it computes.
 
     Runs the original and the partitioned module (and, when RunCodegen succeeds, the
@@ -238,6 +247,7 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     Examples:
       byocc verify samples/mlp_fp16.relax --backend cutlass
       byocc verify samples/seed.relax --patterns samples/seed_patterns.py --path merge --trials 5
+      byocc verify cnn.relax --backend cutlass --path merge --layout NHWC --fold-batch-norm
     """
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
@@ -248,7 +258,10 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     func = _entry_function(mod, entry)
     patterns = load_patterns(patterns_file, backends)
     partition = _partition_fn()
-    partitioned = partition(mod, patterns, path=path_, bind_constants=bind_constants)
+    from byocc.cli.partition import apply_prepare
+
+    partitioned = partition(apply_prepare(mod, backends, prepare, layout, fold_bn), patterns,
+                            path=path_, bind_constants=bind_constants)
     stages = [("partitioned", partitioned)]
     codegen = _try_codegen(partitioned)
     if codegen is not None:

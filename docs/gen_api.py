@@ -66,6 +66,8 @@ return is a byocc IR node (`byocc.ir`), every pass is byocc's (`byocc.transform`
 - Both struct-info spellings exist: `TensorStructInfo` and TVM 0.27's `TensorType`
   (likewise `Tuple`, `Shape`, `Object`, `Prim`, `Func`). They are constructors with TVM's
   defaults (`dtype="float32"`) returning byocc's value-equal nodes; `isinstance` works.
+- Symbolic dimensions are `byocc.ir.TirVar("n")` (TVM: `tvm.tir.Var("n", "int64")`); in
+  decorated classes and functions, `n = TypeVar("n")` declared in the defining scope works.
 - IR nodes and modules are immutable: no `mod["f"] = func`; use
   `mod.with_function("f", func)`.
 - `byocc.script.from_source(text)` always returns an IRModule (a stand-alone function
@@ -77,6 +79,8 @@ return is a byocc IR node (`byocc.ir`), every pass is byocc's (`byocc.transform`
   (`annotate_workspace`, `AllocateWorkspace`) is not implemented (TVM 0.27 fails there too).
 - `BlockBuilder`: no `emit_te`/`call_te`; `finalize()` does not rename functions.
 - `relax.dpl` has the pattern language but no rewriting (`rewrite_call`, `PatternContext`).
+- `RunCodegen` finds codegens in byocc's registry (`byocc.transform.register_codegen`) or in
+  its `codegens={backend: fn}` argument, not in TVM's global `relax.ext.<backend>` functions.
 """
 
 # (heading, module, names or None for the module's __all__)
@@ -153,8 +157,8 @@ def op_section() -> list[str]:
     from byocc.relax.op._generate import namespace_entries, sub_namespaces
 
     lines = ["## byocc.relax.op", "",
-             "One constructor per operator of byocc's registry (generated), TVM's names and "
-             "signatures; each returns a typed `Call`.", ""]
+             ("One constructor per operator of byocc's registry (generated), TVM's names and "
+              "signatures; each returns a typed `Call`."), ""]
     for prefix, label in [("relax.", "relax.op")] + [(f"relax.{f}.", f"relax.op.{f}") for f in sub_namespaces()]:
         for name, fn in sorted(namespace_entries(prefix).items()):
             lines.append(f"- `{label}.{name}{inspect.signature(fn)}`")

@@ -15,13 +15,20 @@ import pytest
 
 from byocc import relax
 from byocc.ir import (
-    DataflowBlock, DataflowVar, InputError, TensorStructInfo as IRTensor, TypeInferenceError, Var,
+    DataflowBlock,
+    DataflowVar,
+    InputError,
+    TypeInferenceError,
+    Var,
+)
+from byocc.ir import (
+    TensorStructInfo as IRTensor,
 )
 
 DATA = Path(__file__).parent / "data" / "api"
 
 
-def T(shape, dtype="float32"):  # noqa: N802
+def T(shape, dtype="float32"):
     return relax.TensorType(shape, dtype)
 
 

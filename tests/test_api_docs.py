@@ -39,8 +39,8 @@ def test_op_constructors_and_builder_methods_are_documented():
 
 def test_generator_runs():
     proc = subprocess.run([sys.executable, "-c",
-                           "import sys; sys.argv=['x']; sys.path.insert(0, 'docs'); "
-                           "import gen_api; print(len(gen_api.render()))"],
+                           ("import sys; sys.path.insert(0, 'docs'); "
+                            "import gen_api; print(len(gen_api.render()))")],
                           cwd=ROOT, capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) > 10_000

@@ -50,7 +50,7 @@ def test_op_families_are_tvm_submodules():
 
 
 def test_calls_print_as_tvm_builds_them():
-    T = relax.TensorType  # noqa: N806
+    T = relax.TensorType
     x = relax.Var("x", T([1, 3, 8, 8], "float16"))
     w = relax.Var("w", T([4, 3, 3, 3], "float16"))
     q = relax.Var("q", T([2, 16, 4, 32], "float16"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -17,9 +18,9 @@ from byocc.relax.backend import get_patterns_with_prefix
 from byocc.relax.backend.cuda.cublas import partition_for_cublas
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
 from byocc.script import from_source
-from byocc.script import ir as I  # noqa: N812
-from byocc.script import relax as R  # noqa: N812
-from byocc.script import tirx as T  # noqa: N812
+from byocc.script import ir as I
+from byocc.script import relax as R
+from byocc.script import tirx as T
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 
@@ -68,6 +69,19 @@ class WithMembers:
         return y
 
 
+n = TypeVar("n")
+
+
+@I.ir_module
+class Symbolic:
+    @R.function
+    def main(x: R.Tensor((n, 4), dtype="float32")) -> R.Tensor(("n * 2", 2), dtype="float32"):
+        with R.dataflow():
+            lv = R.reshape(x, R.shape([n * 2, 2]))
+            R.output(lv)
+        return lv
+
+
 @R.function
 def standalone(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
     with R.dataflow():
@@ -95,6 +109,22 @@ def test_function_decorator_returns_a_function():
     assert isinstance(standalone, Function)
     assert standalone.attrs == {"global_symbol": "standalone"}
     assert str(standalone.body.blocks[0].bindings[0].value) == "R.add(x, x)"
+
+
+def test_type_vars_of_the_defining_scope_declare_symbolic_dims():
+    text = Symbolic.script()
+    assert text.startswith('# from typing import TypeVar\n')
+    assert 'n = TypeVar("n")\n@I.ir_module' in text
+    assert 'def main(x: R.Tensor((n, 4), dtype="float32")) -> R.Tensor(("n * 2", 2), dtype="float32"):' in text
+
+    m = TypeVar("m")
+
+    @R.function(private=True)
+    def local(y: R.Tensor((m,), dtype="float16")) -> R.Tensor((m,), dtype="float16"):
+        return y
+
+    assert isinstance(local, Function) and local.attrs == {}  # private: no global_symbol
+    assert local.params[0].struct_info.shape[0].name == "m"
 
 
 def test_from_source_matches_the_decorator():
@@ -140,7 +170,7 @@ def test_decorated_source_errors_point_into_the_users_file(tmp_path, monkeypatch
 def test_source_less_objects_are_refused_clearly():
     namespace = {"I": I, "R": R}
     with pytest.raises(InputError, match="cannot read the source"):
-        exec("@I.ir_module\nclass Lost:\n    pass\n", namespace)  # no file behind it
+        exec("@I.ir_module\nclass Lost:\n    pass\n", namespace)  # noqa: S102  (no file behind it)
 
 
 def test_partition_for_cutlass_matches_tvm():

@@ -104,11 +104,16 @@ def test_partition_without_a_pattern_table_is_a_usage_error():
     assert "--backend NAME and/or --patterns FILE.py" in result.stderr
 
 
-def test_unexpected_exception_is_an_internal_error_exit_70(monkeypatch):
-    def boom(path):
-        raise RuntimeError("boom")
+def load_raises(monkeypatch, exc: Exception) -> None:
+    """Make `byocc show` fail with ``exc`` while loading its model."""
+    def fail(path):
+        raise exc
 
-    monkeypatch.setattr("byocc.cli.show.load_model", boom)
+    monkeypatch.setattr("byocc.cli.show.load_model", fail)
+
+
+def test_unexpected_exception_is_an_internal_error_exit_70(monkeypatch):
+    load_raises(monkeypatch, RuntimeError("boom"))
     result = run("show", str(SEED))
     assert result.exit_code == 70
     assert result.stderr == ("internal error: RuntimeError: boom; this is a bug in byocc, please "
@@ -116,22 +121,25 @@ def test_unexpected_exception_is_an_internal_error_exit_70(monkeypatch):
 
 
 def test_debug_lets_the_traceback_through(monkeypatch):
-    def boom(path):
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr("byocc.cli.show.load_model", boom)
+    load_raises(monkeypatch, RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
         run("--debug", "show", str(SEED))
 
 
 def test_byocc_error_exit_code_is_used(monkeypatch):
-    def fail(path):
-        raise PassError("MergeCompositeFunctions needs a function named main")
-
-    monkeypatch.setattr("byocc.cli.show.load_model", fail)
+    load_raises(monkeypatch, PassError("MergeCompositeFunctions needs a function named main"))
     result = run("show", str(SEED))
     assert result.exit_code == 1
     assert result.stderr == "byocc: error: MergeCompositeFunctions needs a function named main\n"
+
+
+def test_external_tool_error_exits_3(monkeypatch):
+    from byocc.ir import ExternalToolError
+
+    load_raises(monkeypatch, ExternalToolError("nvcc not found"))
+    result = run("show", str(SEED))
+    assert result.exit_code == 3
+    assert result.stderr == "byocc: error: nvcc not found\n"
 
 
 # ---------------------------------------------------------------- rendering, unit level

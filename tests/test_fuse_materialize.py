@@ -8,9 +8,7 @@ import pytest
 from byocc.ir import NameSupply, PassError
 from byocc.transform.function_table import FunctionTable
 from byocc.transform.materialize import (
-    find_group_cycle,
-    fused_name_hint,
-    materialize_groups,
+    find_group_cycle, fused_name_hint, materialize_groups,
 )
 
 text = pytest.importorskip("byocc.text")

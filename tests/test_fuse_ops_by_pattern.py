@@ -181,3 +181,24 @@ def test_many_patterns_on_many_bindings_stay_linear():
     assert out["main"].body.blocks[0].bindings[0].value.op.name_hint == "fused_relax_matmul_relax_add_relax_nn_gelu"
     assert cost[1] < 8 * max(cost[0], 0.05)  # 4x the bindings: about 4x the time, never 16x
     assert cost[1] < 20
+
+
+def test_many_cycles_are_backed_out_together(monkeypatch):
+    """Each unit ``y = matmul; y1 = y; out = add(x, y1)`` would be a cyclic match (E22);
+    all of them are backed out in one extra partition, not one partition per cycle."""
+    lines, cur = [], "x"
+    for i in range(6):
+        lines += [f"y{i}: {T} = R.matmul({cur}, w, out_dtype=None)", f"z{i}: {T} = y{i}",
+                  f"o{i}: {T} = R.add({cur}, z{i})"]
+        cur = f"o{i}"
+    src = flat_main(f"x: {T}, w: {T}", T, lines, cur)
+    runs = []
+    real = pattern_partition.partition
+    import byocc.transform.fuse_ops_by_pattern as fobp
+
+    monkeypatch.setattr(fobp, "partition", lambda *a: runs.append(1) or real(*a))
+    pat = is_op("relax.add")(is_op("relax.matmul")(wildcard(), wildcard()), wildcard())
+    mod = parse_module(src)
+    out = FuseOpsByPattern([("A.mm_add", pat)])(mod)
+    assert print_module(out) == print_module(mod)
+    assert len(runs) == 2

@@ -129,7 +129,8 @@ class Module:
             lv13 = R.sum(lv10, axis=[2, 3], keepdims=False)
             lv14 = R.clip(lv9, 0, 6)
             lv15 = R.multiply(lv14, R.const(2.0, "float32"))
-            gv = (lv12, lv13, lv15)
+            lv16 = R.nn.prelu(lv9, metadata["ir.GenericConst"][4])
+            gv = (lv12, lv13, lv15, lv16)
             R.output(gv)
         return gv
 '''
@@ -137,11 +138,12 @@ class Module:
 
 def test_layout_propagates_through_agnostic_ops():
     mod = parse_module(PROPAGATION, constants=consts(rand(4, 3, 3, 5), rand(1, 4, 1, 1), rand(4, 1, 1),
-                                                     RNG.uniform(0.5, 1.5, 4).astype("float32")))
+                                                     RNG.uniform(0.5, 1.5, 4).astype("float32"), rand(8)))
     new = ConvertLayout()(mod)
     assert calls(new, "relax.nn.batch_norm")[0].attrs.axis == 3
     assert calls(new, "relax.concat")[0].attrs.axis == 3
     assert calls(new, "relax.nn.softmax")[0].attrs.axis == 3
+    assert calls(new, "relax.nn.prelu")[0].attrs.axis == 3
     assert calls(new, "relax.nn.pad")[0].attrs.pad_width == (0, 0, 0, 1, 3, 0, 1, 2)
     for op in ("relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d"):
         (pool,) = calls(new, op)
@@ -150,9 +152,9 @@ def test_layout_propagates_through_agnostic_ops():
     assert calls(new, "relax.sum")[0].attrs.axis == (1, 2)
     # the (C, 1, 1) constant broadcast against NCHW became (1, 1, 1, C)
     assert calls(new, "relax.multiply")[0].args[1].data.shape == (1, 1, 1, 4)
-    # permute_dims: x in, r in (full-rank residual), lv15 out; mean/sum results need none
+    # permute_dims: x in, r in (full-rank residual), lv15 and lv16 out; mean/sum results need none
     sources = sorted(str(p.args[0]) for p in calls(new, "relax.permute_dims"))
-    assert len(sources) == 3 and "x" in sources and "r" in sources
+    assert len(sources) == 4 and "x" in sources and "r" in sources
     assert_same_values(mod, new, [rand(2, 3, 8, 8), rand(2, 4, 8, 8), RNG.uniform(0.5, 1.5, 4).astype("float32")])
 
 
@@ -199,7 +201,7 @@ class Module:
     mod = parse_module(src, constants=consts(rand(4, 3, 3, 3), rand(4, 4, 3, 3)))
     new = ConvertLayout()(mod)
     assert calls(new, "relax.permute_dims") == []
-    assert [str(c.args[0]) for c in calls(new, "relax.nn.conv2d")][0] == "x"
+    assert str(calls(new, "relax.nn.conv2d")[0].args[0]) == "x"
     assert_same_values(mod, new, [rand(2, 8, 8, 3)])
 
 

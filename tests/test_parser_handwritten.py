@@ -170,3 +170,24 @@ def main(x: R.Tensor((2, 3), dtype="float32")):
     tmp, y = block.bindings
     assert isinstance(tmp.var, DataflowVar) and tmp.value.op.name == "relax.multiply"
     assert y.value.args[0] is tmp.var
+
+
+def test_docstrings_are_ignored_and_triple_quoted_strings_keep_positions():
+    text = '''\
+"""A module file."""
+@I.ir_module
+class Net:
+    """The module."""
+
+    @R.function
+    def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):
+        \'\'\'Two
+        lines.\'\'\'
+        R.func_attr({"Composite": """a.b"""})
+        return y
+'''
+    with pytest.raises(Exception, match=r"<string>:11:16: undefined variable 'y'"):
+        parse_module(text)
+    func = parse_module(text.replace("return y", "return x"))["main"]
+    assert func.attrs == {"Composite": "a.b", "global_symbol": "main"}
+    assert len(func.body.blocks) == 0

@@ -7,8 +7,10 @@ A :class:`byocc.ir.ByoccError` with a span prints as (style.md section 8)::
                      ^~~~~
     note: ...
 
-Without a span the location is the file being processed, if known. Any other exception is
-a bug in byocc: one ``internal error`` line, exit code 70. Colour only on a terminal.
+Without a span the location is the file being processed, if known. An ``OSError`` (a file
+that cannot be written, a full disk) is reported with its file name, exit code 1. Any other
+exception is a bug in byocc: one ``internal error`` line, exit code 70. Colour only on a
+terminal.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import click
 
 from .output import stderr_is_terminal, use_colour
 
+EXIT_INPUT = 1
 EXIT_INTERNAL = 70
 _BUG_HINT = "this is a bug in byocc, please report it (run with --debug for the traceback)"
 
@@ -56,6 +59,8 @@ def exit_code_for(exc: BaseException) -> int:
 
     if isinstance(exc, ByoccError):
         return int(exc.exit_code)
+    if isinstance(exc, OSError):  # the file system said no (permissions, disk full, ...)
+        return EXIT_INPUT
     return EXIT_INTERNAL
 
 
@@ -71,6 +76,9 @@ def format_error(exc: BaseException, default_source: str | None = None) -> list[
         count = len(exc.errors)
         out.append(("plain", f"{count} error{'s' if count != 1 else ''}"))
         return out
+    if isinstance(exc, OSError) and not isinstance(exc, ByoccError):
+        where = exc.filename or default_source or "byocc"
+        return [("location", f"{where}: error: {exc.strerror or exc}")]
     if not isinstance(exc, ByoccError) or exc.exit_code == EXIT_INTERNAL:
         what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return [("location", f"internal error: {what}; {_BUG_HINT}")]

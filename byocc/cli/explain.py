@@ -6,8 +6,10 @@ The report is a plain dict (also written by ``--explain-json``)::
      "offloaded": [{"function", "backend", "composites", "calls"}],
      "host": [{"function", "binding", "op", "location", "pattern", "reason"}]}
 
-``host`` lists every operator call the partitioned module still computes itself, in the
-functions that were partitioned. Its reason comes from :func:`byocc.dpl.explain_no_match`
+``host`` lists every call the partitioned module still computes itself, in the functions
+that were partitioned, that is either a heavy operator (:data:`HEAVY_OPS`: matmul,
+convolutions, attention, norms) or an operator some pattern of the table is rooted at;
+``host_other`` counts the remaining (cheap, unpatterned) operator calls left on the host. Its reason comes from :func:`byocc.dpl.explain_no_match`
 run on the *input* module's binding of the same name (the graph the patterns saw): no
 pattern rooted at that operator, the sub-pattern that failed, the check that rejected, or
 a match that lost to an overlapping group. Calls outside dataflow blocks are never
@@ -24,6 +26,14 @@ import click
 from byocc.ir import Call, DataflowBlock, Function, IRModule, Op, Var
 
 _NOT_OPS = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_tir"))
+# The operators worth offloading (issue: "every call to a heavy op ... NOT offloaded").
+# Elementwise and data-movement ops left on the host are counted, not listed.
+HEAVY_OPS = frozenset((
+    "relax.matmul", "relax.nn.conv2d", "relax.nn.conv2d_transpose", "relax.nn.conv1d",
+    "relax.nn.conv3d", "relax.nn.attention", "relax.nn.attention_bias",
+    "relax.nn.attention_var_len", "relax.nn.layer_norm", "relax.nn.rms_norm",
+    "relax.nn.group_norm", "relax.nn.batch_norm", "relax.nn.instance_norm",
+))
 
 
 def explain_partition(original: IRModule, partitioned: IRModule, patterns: Sequence,
@@ -39,7 +49,9 @@ def explain_partition(original: IRModule, partitioned: IRModule, patterns: Seque
             continue
         source = original[name] if name in original and isinstance(original[name], Function) else None
         host += _host_calls(name, func, source, patterns)
-    return {"path": path, "patterns": len(patterns), "offloaded": offloaded, "host": host}
+    heavy = [row for row in host if row["op"] in HEAVY_OPS or row["pattern"] is not None]
+    return {"path": path, "patterns": len(patterns), "offloaded": offloaded, "host": heavy,
+            "host_other": len(host) - len(heavy)}
 
 
 def render_explanation(report: dict[str, Any]) -> None:
@@ -60,7 +72,9 @@ def render_explanation(report: dict[str, Any]) -> None:
             pattern = f"[{item['pattern']}] " if item["pattern"] else ""
             echo(f"  {where}{item['function']}.{item['binding']} = {item['op']}: {pattern}{item['reason']}")
     else:
-        echo("kept on the host: no operator calls")
+        echo("kept on the host: no heavy or patterned operator")
+    if report.get("host_other"):
+        echo(f"({report['host_other']} other operator calls without a pattern stay on the host)")
 
 
 # ---------------------------------------------------------------------------- helpers

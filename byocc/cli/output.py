@@ -7,6 +7,7 @@ reader never sees half a file and a failed run leaves the old outputs as they we
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -108,7 +109,7 @@ def write_tree_atomic(out_dir: Path, files: Mapping[str, str | bytes]) -> list[P
             os.replace(staging, out_dir)
         else:
             if not out_dir.is_dir():
-                raise NotADirectoryError(f"{out_dir} exists and is not a folder")
+                raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(out_dir))
             for rel in files:
                 final = out_dir / rel
                 final.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,10 @@
 """``byocc partition MODEL``: carve out the subgraphs that backends can run (design.md).
 
-Pipeline: CanonicalizeBindings -> FuseOpsByPattern -> [MergeCompositeFunctions] (the
-``--path``), then RunCodegen when writing an output folder. Without ``-o`` the partitioned
-module (before RunCodegen) goes to stdout exactly as TVM prints it; with ``-o DIR`` every
-output file is produced in memory first and then moved into DIR, so a failure writes
-nothing.
+Pipeline: FuseOpsByPattern -> [MergeCompositeFunctions] (the ``--path``; no
+CanonicalizeBindings, as in TVM's conformance oracle), then RunCodegen when writing an
+output folder. Without ``-o`` the partitioned module (before RunCodegen) goes to stdout
+exactly as TVM prints it; with ``-o DIR`` every output file is produced in memory first and
+then moved into DIR, so a failure writes nothing.
 
 Pattern table: the ``--patterns`` file's entries first, then each ``--backend``'s table
 in the order given (earlier entries have priority, as in TVM's ``FuseOpsByPattern``).
@@ -19,6 +19,31 @@ import click
 
 from .model import load_model, model_argument
 from .output import write_stdout, write_tree_atomic
+
+
+def prepare_options(command):
+    """The options that run :func:`byocc.transform.prepare_for_backend` first."""
+    command = click.option(
+        "--fold-batch-norm/--no-fold-batch-norm", "fold_bn", default=None,
+        help="Fold inference BatchNorm into the preceding convolution (implies --prepare).")(command)
+    command = click.option(
+        "--layout", type=click.Choice(["NHWC", "none"]), default=None,
+        help="Convert conv2d to this layout first (cutlass needs NHWC/OHWI). Implies "
+             "--prepare; 'none' keeps the layout.")(command)
+    return click.option(
+        "--prepare", is_flag=True,
+        help="Before partitioning, apply what the backends need: constant folding, BatchNorm "
+             "folding into convolutions and (for cutlass) the NHWC/OHWI layout.")(command)
+
+
+def apply_prepare(mod, backends, prepare: bool, layout: str | None, fold_bn: bool | None):
+    """``mod`` prepared for ``backends`` when any of the prepare options was given."""
+    if not (prepare or layout is not None or fold_bn is not None):
+        return mod
+    from byocc.transform import prepare_for_backend
+
+    return prepare_for_backend(mod, list(backends), layout=None if layout == "none" else "NHWC",
+                               fold_batch_norm=True if fold_bn is None else fold_bn)
 
 
 @click.command()
@@ -48,6 +73,7 @@ from .output import write_stdout, write_tree_atomic
               help="Write the module after every pass to DIR/NNN_<pass>.relax.")
 @click.option("--verify-each", is_flag=True,
               help="Check well-formedness after every pass.")
+@prepare_options
 @click.option("--explain", is_flag=True,
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
@@ -55,8 +81,8 @@ from .output import write_stdout, write_tree_atomic
 def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
-              dump_dir: str | None, verify_each: bool, explain: bool,
-              explain_json: str | None) -> None:
+              dump_dir: str | None, verify_each: bool, prepare: bool, layout: str | None,
+              fold_bn: bool | None, explain: bool, explain_json: str | None) -> None:
     """Partition MODEL for the given backends or pattern file.
 
     \b
@@ -64,18 +90,24 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
       byocc partition samples/seed.relax --patterns samples/seed_patterns.py
       byocc partition samples/mlp_fp16.relax --path merge --backend cutlass
       byocc partition model.relax --backend cutlass --backend cublas -o out/
+      byocc partition cnn.relax --path merge --backend cutlass --layout NHWC --fold-batch-norm
     """
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
     mod = load_model(model)
     patterns = load_patterns(patterns_file, backends)
+    mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
 
     from byocc.transform import PassContext, PassTimingInstrument, partition as run_partition
 
-    instruments = list(_instruments(print_after, print_after_all, dump_dir, verify_each))
+    instruments = list(_instruments(print_after_all, dump_dir, verify_each))
     timing = PassTimingInstrument() if time_passes else None
     if timing is not None:
         instruments.insert(0, timing)
+    printer = None
+    if print_after and not print_after_all:
+        printer = _print_after_instrument(frozenset(print_after))
+        instruments.append(printer)
     try:
         with PassContext(instruments=instruments):
             partitioned = run_partition(
@@ -90,6 +122,10 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     finally:
         if timing is not None:
             sys.stderr.write(timing.render())
+    if printer is not None:
+        for name in sorted(printer.wanted - printer.ran):
+            click.echo(f"warning: --print-after {name}: no pass of that name ran "
+                       f"(passes: {', '.join(sorted(printer.ran))})", err=True)
 
     report = None
     if explain or explain_json:
@@ -143,26 +179,33 @@ def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
     return patterns
 
 
-def _instruments(print_after, print_after_all, dump_dir, verify_each):
-    from byocc.transform import DumpIR, PassInstrument, PrintAfterAll, WellFormedInstrument
+def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool):
+    from byocc.transform import DumpIR, PrintAfterAll, WellFormedInstrument
 
     if verify_each:
         yield WellFormedInstrument()
     if print_after_all:
         yield PrintAfterAll()
-    elif print_after:
-        wanted = frozenset(print_after)
-
-        class PrintAfter(PassInstrument):
-            """Print the module after the passes the user named (stderr)."""
-
-            def run_after_pass(self, mod, info):
-                if info.name in wanted:
-                    sys.stderr.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
-
-        yield PrintAfter()
     if dump_dir:
         yield DumpIR(dump_dir)
+
+
+def _print_after_instrument(wanted: frozenset):
+    """An instrument printing the module after the passes named in ``wanted`` (stderr),
+    remembering which passes ran so that a misspelt name can be reported."""
+    from byocc.transform import PassInstrument
+
+    class PrintAfter(PassInstrument):
+        def __init__(self):
+            self.wanted = wanted
+            self.ran: set[str] = set()
+
+        def run_after_pass(self, mod, info):
+            self.ran.add(info.name)
+            if info.name in self.wanted:
+                sys.stderr.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
+
+    return PrintAfter()
 
 
 def _write_json_file(path: str, report) -> None:

@@ -14,7 +14,7 @@ from .model import load_model, model_argument
 from .output import stdout_closed, stdout_is_terminal, use_colour, write_stdout
 
 
-@click.command()
+@click.command(short_help="Print MODEL as TVM prints it; on a terminal, highlighted with a summary.")
 @model_argument()
 @click.option("--pep695", is_flag=True,
               help="Print symbolic dimensions as PEP 695 type parameters (def main[n](...)), "

@@ -19,13 +19,39 @@ renaming of public functions whose name differs from their ``global_symbol``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from byocc.ir import (
-    Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, Expr,
-    ExternFunc, Function, GlobalVar, If, InputError, IRModule, MatchCast, NameSupply,
-    ObjectStructInfo, Op, PrimValue, SeqExpr, ShapeExpr, StringImm, StructInfo, Tuple,
-    TupleGetItem, TupleStructInfo, UnsupportedError, Var, VarBinding, structural_equal,
+    Binding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    InputError,
+    IRModule,
+    MatchCast,
+    NameSupply,
+    ObjectStructInfo,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    StructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    UnsupportedError,
+    Var,
+    VarBinding,
+    structural_equal,
     structural_hash,
 )
 
@@ -35,7 +61,7 @@ _LEAVES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, G
 class _Frame:
     """One binding block under construction."""
 
-    __slots__ = ("is_dataflow", "bindings", "bound")
+    __slots__ = ("bindings", "bound", "is_dataflow")
 
     def __init__(self, is_dataflow: bool):
         self.is_dataflow = is_dataflow
@@ -50,7 +76,7 @@ class _Frame:
 class FunctionScope:
     """``with bb.function(...)``: collects the blocks of one function."""
 
-    def __init__(self, builder: "BlockBuilder", name: str, params: Optional[list[Var]], attrs: dict,
+    def __init__(self, builder: BlockBuilder, name: str, params: list[Var] | None, attrs: dict,
                  is_pure: bool):
         self._bb = builder
         self._name = name
@@ -60,7 +86,7 @@ class FunctionScope:
         self._blocks: list[BindingBlock] = []
         self._emitted = False
 
-    def __enter__(self) -> "FunctionScope":
+    def __enter__(self) -> FunctionScope:  # noqa: PYI034  (Self needs Python 3.11)
         self._bb._enter_function(self)
         return self
 
@@ -71,10 +97,10 @@ class FunctionScope:
 class DataflowScope:
     """``with bb.dataflow()``: the bindings emitted inside form one dataflow block."""
 
-    def __init__(self, builder: "BlockBuilder"):
+    def __init__(self, builder: BlockBuilder):
         self._bb = builder
 
-    def __enter__(self) -> "DataflowScope":
+    def __enter__(self) -> DataflowScope:  # noqa: PYI034  (Self needs Python 3.11)
         bb = self._bb
         if bb._frames and bb._frames[-1].is_dataflow:
             raise InputError("dataflow blocks cannot be nested")
@@ -96,23 +122,23 @@ class DataflowScope:
 class BlockBuilder:
     """TVM's ``relax.BlockBuilder`` over byocc's IR (see the module docstring)."""
 
-    _stack: ClassVar[list["BlockBuilder"]] = []
+    _stack: ClassVar[list[BlockBuilder]] = []
 
-    def __init__(self, mod: Optional[IRModule] = None):
+    def __init__(self, mod: IRModule | None = None):
         self._mod = mod if mod is not None else IRModule()
         self._supply = NameSupply()
         self._func_stack: list[FunctionScope] = []
         self._frames: list[_Frame] = []
         self._binding_table: dict[Var, Expr] = {}
-        self._dedup: Optional[dict[int, list[str]]] = None
+        self._dedup: dict[int, list[str]] | None = None
 
     @staticmethod
-    def current() -> Optional["BlockBuilder"]:
+    def current() -> BlockBuilder | None:
         """The builder whose ``function`` scope is innermost, or None."""
         return BlockBuilder._stack[-1] if BlockBuilder._stack else None
 
     # ------------------------------------------------------------------ scopes
-    def function(self, name: str, params: Var | Sequence[Var] | None = None, attrs: Optional[dict] = None,
+    def function(self, name: str, params: Var | Sequence[Var] | None = None, attrs: dict | None = None,
                  pure: bool = True, private: bool = False) -> FunctionScope:
         """Scope for one function; ``params=None`` defers them to :meth:`emit_func_output`.
         A public (not ``private``) function gets ``global_symbol = name``."""
@@ -220,7 +246,7 @@ class BlockBuilder:
         self._binding_table[var] = expr
         return var
 
-    def _new_var(self, is_dataflow: bool, name_hint: str, sinfo: Optional[StructInfo]) -> Var:
+    def _new_var(self, is_dataflow: bool, name_hint: str, sinfo: StructInfo | None) -> Var:
         if not name_hint:
             name_hint = "lv" if is_dataflow else "gv"
         name = self._supply.fresh(name_hint)
@@ -282,7 +308,7 @@ class BlockBuilder:
         if hit is not None:
             return hit
         post = self.normalize(arg)
-        if isinstance(post, (Var, Tuple)) or isinstance(post, _LEAVES):
+        if isinstance(post, (Var, Tuple, *_LEAVES)):
             return post
         var = self._emit(post, self._frames[-1].is_dataflow, "")
         self._frames[-1].bound[arg] = var
@@ -335,12 +361,12 @@ class BlockBuilder:
     def current_block_is_dataflow(self) -> bool:
         return self._frame().is_dataflow
 
-    def lookup_binding(self, var: Var) -> Optional[Expr]:
+    def lookup_binding(self, var: Var) -> Expr | None:
         """The value ``var`` was bound to by this builder, or None."""
         return self._binding_table.get(var)
 
 
-def _params(params: Var | Sequence[Var] | None) -> Optional[list[Var]]:
+def _params(params: Var | Sequence[Var] | None) -> list[Var] | None:
     if params is None:
         return None
     if isinstance(params, Var):

@@ -7,22 +7,71 @@ result can be emitted by :class:`~byocc.relax.BlockBuilder` or handed to a pass 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import (
-    BindingBlock as _BindingBlock, Call as _Call, Constant, DataflowBlock as _DataflowBlock,
-    DataflowVar as _DataflowVar, Expr, ExternFunc as _ExternFunc, Function as _Function, GlobalVar,
-    InputError, MatchCast as _MatchCast, ObjectStructInfo, Op, PrimExpr, PrimValue as _PrimValue,
-    SeqExpr as _SeqExpr, ShapeExpr as _ShapeExpr, StringImm as _StringImm, StructInfo,
-    TensorStructInfo, Tuple as _Tuple, TupleGetItem as _TupleGetItem, TupleStructInfo,
-    Var as _Var, VarBinding as _VarBinding,
+    BindingBlock as _BindingBlock,
+)
+from byocc.ir import (
+    Call as _Call,
+)
+from byocc.ir import (
+    Constant,
+    Expr,
+    GlobalVar,
+    InputError,
+    ObjectStructInfo,
+    Op,
+    PrimExpr,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+from byocc.ir import (
+    DataflowBlock as _DataflowBlock,
+)
+from byocc.ir import (
+    DataflowVar as _DataflowVar,
+)
+from byocc.ir import (
+    ExternFunc as _ExternFunc,
+)
+from byocc.ir import (
+    Function as _Function,
+)
+from byocc.ir import (
+    MatchCast as _MatchCast,
+)
+from byocc.ir import (
+    PrimValue as _PrimValue,
+)
+from byocc.ir import (
+    SeqExpr as _SeqExpr,
+)
+from byocc.ir import (
+    ShapeExpr as _ShapeExpr,
+)
+from byocc.ir import (
+    StringImm as _StringImm,
+)
+from byocc.ir import (
+    Tuple as _Tuple,
+)
+from byocc.ir import (
+    TupleGetItem as _TupleGetItem,
+)
+from byocc.ir import (
+    Var as _Var,
+)
+from byocc.ir import (
+    VarBinding as _VarBinding,
 )
 
 from ._factory import Factory
 from .struct_info import to_dims
 
 
-def _check_sinfo(sinfo: Any, what: str) -> Optional[StructInfo]:
+def _check_sinfo(sinfo: Any, what: str) -> StructInfo | None:
     if sinfo is not None and not isinstance(sinfo, StructInfo):
         raise InputError(f"{what}: expected struct info (e.g. relax.TensorStructInfo), got {sinfo!r}")
     return sinfo
@@ -33,8 +82,8 @@ class Var(Factory):
 
     target = _Var
 
-    def __new__(cls, name_hint: Optional[str] = None, struct_info: Optional[StructInfo] = None,  # type: ignore[misc]
-                span: Any = None, *, name: Optional[str] = None, ty: Optional[StructInfo] = None) -> _Var:
+    def __new__(cls, name_hint: str | None = None, struct_info: StructInfo | None = None,  # type: ignore[misc]
+                span: Any = None, *, name: str | None = None, ty: StructInfo | None = None) -> _Var:
         return _make_var(_Var, name_hint, struct_info, name, ty)
 
 
@@ -43,8 +92,8 @@ class DataflowVar(Factory):
 
     target = _DataflowVar
 
-    def __new__(cls, name_hint: Optional[str] = None, struct_info: Optional[StructInfo] = None,  # type: ignore[misc]
-                span: Any = None, *, name: Optional[str] = None, ty: Optional[StructInfo] = None) -> _DataflowVar:
+    def __new__(cls, name_hint: str | None = None, struct_info: StructInfo | None = None,  # type: ignore[misc]
+                span: Any = None, *, name: str | None = None, ty: StructInfo | None = None) -> _DataflowVar:
         return _make_var(_DataflowVar, name_hint, struct_info, name, ty)
 
 
@@ -56,7 +105,7 @@ def _make_var(kind: type, name_hint: Any, struct_info: Any, name: Any, ty: Any) 
     return kind(label, sinfo)
 
 
-def const(value: Any, dtype: Optional[str] = None) -> Constant:
+def const(value: Any, dtype: str | None = None) -> Constant:
     """A tensor constant from a Python scalar, a (nested) list or a numpy array.
 
     With no ``dtype``: a Python int gives ``int32``, a float ``float32``, a bool ``bool``;
@@ -92,7 +141,7 @@ class ShapeExpr(Factory):
         return _ShapeExpr(to_dims(list(values) if not isinstance(values, _ShapeExpr) else values, "ShapeExpr"))
 
 
-def prim_value(value: Any, dtype: Optional[str] = None) -> _PrimValue:
+def prim_value(value: Any, dtype: str | None = None) -> _PrimValue:
     """A primitive scalar value: int -> ``int64``, float -> ``float64``, bool -> ``bool``."""
     if dtype is None:
         if isinstance(value, bool):
@@ -109,14 +158,14 @@ def prim_value(value: Any, dtype: Optional[str] = None) -> _PrimValue:
 PrimValue = prim_value
 
 
-def StringImm(value: str, span: Any = None) -> _StringImm:  # noqa: N802  (TVM's class name)
+def StringImm(value: str, span: Any = None) -> _StringImm:
     """A string literal expression (``R.str("...")``)."""
     if not isinstance(value, str):
         raise InputError(f"StringImm: expected a string, got {value!r}")
     return _StringImm(value)
 
 
-def extern(name: str, struct_info: Optional[StructInfo] = None) -> _ExternFunc:
+def extern(name: str, struct_info: StructInfo | None = None) -> _ExternFunc:
     """``R.ExternFunc(name)``: an external packed function."""
     if struct_info is None:
         return _ExternFunc(name)
@@ -168,7 +217,7 @@ class Call(Factory):
     target = _Call
 
     def __new__(cls, op: Any, args: Sequence[Expr], attrs: Any = None,  # type: ignore[misc]
-                sinfo_args: Optional[Sequence[StructInfo]] = None, span: Any = None) -> _Call:
+                sinfo_args: Sequence[StructInfo] | None = None, span: Any = None) -> _Call:
         from byocc.ops import infer_struct_info, make_call
 
         if isinstance(op, str):
@@ -188,9 +237,9 @@ class Function(Factory):
 
     target = _Function
 
-    def __new__(cls, params: Sequence[_Var], body: Expr, ret_struct_info: Optional[StructInfo] = None,  # type: ignore[misc]
-                is_pure: bool = True, attrs: Optional[dict] = None, span: Any = None, *,
-                ret_ty: Optional[StructInfo] = None) -> _Function:
+    def __new__(cls, params: Sequence[_Var], body: Expr, ret_struct_info: StructInfo | None = None,  # type: ignore[misc]
+                is_pure: bool = True, attrs: dict | None = None, span: Any = None, *,
+                ret_ty: StructInfo | None = None) -> _Function:
         params = tuple(params)
         for p in params:
             if not isinstance(p, _Var):
@@ -203,27 +252,27 @@ class Function(Factory):
         return _Function(params, body, ret, bool(is_pure), dict(attrs or {}))
 
 
-def SeqExpr(blocks: Sequence[_BindingBlock], body: Expr, span: Any = None) -> _SeqExpr:  # noqa: N802
+def SeqExpr(blocks: Sequence[_BindingBlock], body: Expr, span: Any = None) -> _SeqExpr:
     """``SeqExpr(blocks, body)``."""
     return _SeqExpr(tuple(blocks), body)
 
 
-def BindingBlock(bindings: Sequence, span: Any = None) -> _BindingBlock:  # noqa: N802
+def BindingBlock(bindings: Sequence, span: Any = None) -> _BindingBlock:
     """``BindingBlock(bindings)``."""
     return _BindingBlock(tuple(bindings))
 
 
-def DataflowBlock(bindings: Sequence, span: Any = None) -> _DataflowBlock:  # noqa: N802
+def DataflowBlock(bindings: Sequence, span: Any = None) -> _DataflowBlock:
     """``DataflowBlock(bindings)``."""
     return _DataflowBlock(tuple(bindings))
 
 
-def VarBinding(var: _Var, value: Expr, span: Any = None) -> _VarBinding:  # noqa: N802
+def VarBinding(var: _Var, value: Expr, span: Any = None) -> _VarBinding:
     """``VarBinding(var, value)``."""
     return _VarBinding(var, value)
 
 
-def MatchCast(var: _Var, value: Expr, struct_info: StructInfo, span: Any = None) -> _MatchCast:  # noqa: N802
+def MatchCast(var: _Var, value: Expr, struct_info: StructInfo, span: Any = None) -> _MatchCast:
     """``MatchCast(var, value, struct_info)``."""
     return _MatchCast(var, value, struct_info)
 

@@ -8,12 +8,33 @@ offered. Each call returns the value-equal byocc node (:mod:`byocc.ir.struct_inf
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import (
-    FuncStructInfo as _Func, InputError, ObjectStructInfo as _Object, PrimExpr, PrimStructInfo as _Prim,
-    ShapeExpr, ShapeStructInfo as _Shape, StructInfo, TensorStructInfo as _Tensor,
-    TupleStructInfo as _Tuple, UnsupportedError, Var,
+    FuncStructInfo as _Func,
+)
+from byocc.ir import (
+    InputError,
+    PrimExpr,
+    ShapeExpr,
+    StructInfo,
+    UnsupportedError,
+    Var,
+)
+from byocc.ir import (
+    ObjectStructInfo as _Object,
+)
+from byocc.ir import (
+    PrimStructInfo as _Prim,
+)
+from byocc.ir import (
+    ShapeStructInfo as _Shape,
+)
+from byocc.ir import (
+    TensorStructInfo as _Tensor,
+)
+from byocc.ir import (
+    TupleStructInfo as _Tuple,
 )
 
 from ._factory import Factory
@@ -33,7 +54,7 @@ def to_dims(values: Any, what: str) -> tuple:
     return tuple(dims)
 
 
-def _dtype(dtype: Any) -> Optional[str]:
+def _dtype(dtype: Any) -> str | None:
     if isinstance(dtype, _Prim):
         return dtype.dtype
     if dtype is None or dtype == "void" or dtype == "":
@@ -72,7 +93,7 @@ class ShapeStructInfo(Factory):
 
     target = _Shape
 
-    def __new__(cls, values: Optional[Sequence] = None, ndim: int = -1, span: Any = None) -> _Shape:  # type: ignore[misc]
+    def __new__(cls, values: Sequence | None = None, ndim: int = -1, span: Any = None) -> _Shape:  # type: ignore[misc]
         if values is None:
             return _Shape(None, ndim)
         return _Shape(to_dims(values, "ShapeStructInfo"))
@@ -105,7 +126,7 @@ class PrimStructInfo(Factory):
 
     target = _Prim
 
-    def __new__(cls, dtype: Optional[str] = None, value: Any = None, span: Any = None) -> _Prim:  # type: ignore[misc]
+    def __new__(cls, dtype: str | None = None, value: Any = None, span: Any = None) -> _Prim:  # type: ignore[misc]
         if dtype is None:
             if isinstance(value, bool):
                 dtype = "bool"
@@ -128,7 +149,7 @@ class FuncStructInfo(Factory):
         return _Func(tuple(params), ret, purity)
 
     @staticmethod
-    def opaque_func(ret: Optional[StructInfo] = None, purity: bool = True) -> _Func:
+    def opaque_func(ret: StructInfo | None = None, purity: bool = True) -> _Func:
         return _Func(None, ret if ret is not None else _Object(), purity)
 
 

@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from byocc.dpl import FusionPattern, PatternCheckContext
 from byocc.transform import (
-    CanonicalizeBindings, DeadCodeElimination, FuseOpsByPattern, MergeCompositeFunctions, ModulePass,
-    Pass, PassContext, PassInfo, PassInstrument, RunCodegen, Sequential,
+    CanonicalizeBindings,
+    DeadCodeElimination,
+    FuseOpsByPattern,
+    MergeCompositeFunctions,
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInfo,
+    PassInstrument,
+    RunCodegen,
+    Sequential,
 )
 
 __all__ = [

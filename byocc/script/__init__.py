@@ -11,16 +11,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import IRModule
 
-from . import ir, relax, tirx  # noqa: F401  (I, R and T)
+from . import ir, relax, tirx
 
 tir = tirx  # the name TVM releases before 0.27 used
 
 
-def from_source(text: str, extra_vars: Optional[dict[str, Any]] = None, source: str = "<string>") -> IRModule:
+def from_source(text: str, extra_vars: dict[str, Any] | None = None, source: str = "<string>") -> IRModule:
     """Parse Relax text into a module (a stand-alone function becomes a module holding it).
 
     ``extra_vars`` is accepted for TVM compatibility and ignored: byocc's parser resolves

@@ -6,19 +6,19 @@ from typing import Any
 
 from byocc.ir import InputError, IRModule
 
-from ._source import parse_source
+from ._source import caller_scope, parse_source
 
 
 def ir_module(cls: Any) -> IRModule:
     """Decorate a class written in TVMScript: returns the IRModule its source describes."""
     if not isinstance(cls, type):
         raise InputError("@I.ir_module decorates a class")
-    return parse_source(cls, "@I.ir_module")
+    return parse_source(cls, "@I.ir_module", caller_scope())
 
 
 def module_attrs(attrs: dict) -> None:
     """``I.module_attrs({...})`` in a class body: read from the source by the parser."""
-    return None
+    return
 
 
 __all__ = ["ir_module", "module_attrs"]

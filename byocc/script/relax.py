@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from byocc.ir import Function, InputError
 
-from ._source import Placeholder, parse_source
+from ._source import Placeholder, caller_scope, parse_source
 
 # Names Python evaluates while defining a decorated def or class (annotations, members).
 Tensor = Placeholder("R.Tensor")
@@ -28,13 +28,24 @@ def function(f: object = None, *, pure: bool = True, private: bool = False,
              check_well_formed: bool = True) -> object:
     """Decorator for a Relax function written in TVMScript (see the module docstring)."""
     if f is None:
-        return lambda g: function(g, pure=pure, private=private, check_well_formed=check_well_formed)
+        scope = caller_scope()  # the namespace of the decorated def
+        return lambda g: _function(g, scope)
+    if _is_member(f):
+        return f  # a method of a class; @I.ir_module parses the whole class
+    return _function(f, caller_scope())
+
+
+def _is_member(f: object) -> bool:
+    parts = getattr(f, "__qualname__", "").split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
+
+
+def _function(f: object, scope: dict) -> object:
     if not callable(f) or not hasattr(f, "__qualname__"):
         raise InputError("@R.function decorates a def")
-    parts = f.__qualname__.split(".")
-    if len(parts) > 1 and parts[-2] != "<locals>":
-        return f  # a member of a class; @I.ir_module parses the class
-    mod = parse_source(f, "@R.function")
+    if _is_member(f):
+        return f
+    mod = parse_source(f, "@R.function", scope)
     func = mod[f.__name__] if f.__name__ in mod else next(iter(mod.functions.values()))
     if not isinstance(func, Function):
         raise InputError("@R.function: the source does not define a Relax function")

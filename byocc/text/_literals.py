@@ -9,7 +9,8 @@ def decode_string(raw: str) -> str:
     """A quoted literal's value (section 7.3): ``\\xHH`` escapes are bytes and the bytes are
     read as UTF-8, so ``"caf\\xC3\\xA9"`` is ``café``; bytes that are not UTF-8 are read as
     Latin-1 (what TVM does for every ``\\xHH``)."""
-    body = raw[1:-1]
+    quote = 3 if raw[:3] in ('"""', "'''") and len(raw) >= 6 else 1
+    body = raw[quote:-quote]
     if "\\" not in body:
         return body
     out = bytearray()

@@ -19,6 +19,8 @@ from byocc.ir import (
     TupleGetItem, TupleStructInfo, TypeInferenceError, UnsupportedError, is_leaf,
 )
 
+from byocc.ops import lookup_printed, make_call
+
 from ._parse_types import TYPE_NAMES, dotted_name, is_valid_dtype, match_sinfo_vars, substitute_sinfo
 from .syntax import (
     Attr, BinOp, CallExpr, DictExpr, ListExpr, Literal, Name, Neg, Node, Subscript, TensorType,
@@ -268,8 +270,6 @@ class ExprReader:
         return self._op_call(name[2:], node)
 
     def _op_call(self, dotted: str, node: CallExpr) -> Expr:
-        from byocc.ops import lookup_printed, make_call
-
         positional = [self.evaluate(a) for a in node.args]
         keywords = {}
         for kw in node.kwargs:

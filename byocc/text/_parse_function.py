@@ -306,6 +306,8 @@ class FunctionReader(TypeReader, ExprReader):
 
     def _expr_statement(self, stmt: ExprStmt, bindings: list, in_dataflow: bool) -> None:
         value = stmt.value
+        if type(value) is Literal and isinstance(value.value, str):
+            return  # a docstring
         if type(value) is CallExpr and self.lookup_value("R") is None:
             callee = dotted_name(value.func)
             if callee == "R.func_attr":

@@ -136,7 +136,7 @@ _TOKEN_RE = re.compile(
   | (?P<NL>(?:\n[ \t\f]*|\#[^\n]*)+)
   | (?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<NUMBER>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)
-  | (?P<STRING>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<STRING>"\"\"(?:[^\\]|\\.)*?"\"\"|'''(?:[^\\]|\\.)*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
   | (?P<OP>->|//|[-+*/%()\[\]{},:.=@])
   | (?P<EOF>\Z)
     )
@@ -225,7 +225,7 @@ class RelaxLexer(Lexer):
             tok.line = line
             tok.column = pos - line_start + 1
             tok.end_pos = end
-            if kind == "NL":
+            if kind == "NL" or (kind == "STRING" and "\n" in value):  # triple-quoted strings
                 nls = value.count("\n")
                 if nls:
                     line += nls

@@ -196,7 +196,7 @@ class ModuleReader:
         main = None
         for stmt in stmts:
             self.where = stmt
-            if isinstance(stmt, Import) or isinstance(stmt, Pass):
+            if isinstance(stmt, (Import, Pass)) or _is_docstring(stmt):
                 continue
             if isinstance(stmt, Assign) and _is_typevar(stmt):
                 self.typevars.add(stmt.target.id)
@@ -226,7 +226,7 @@ class ModuleReader:
         funcdefs: list[FuncDef] = []
         for stmt in node.body:
             self.where = stmt
-            if isinstance(stmt, Pass):
+            if isinstance(stmt, Pass) or _is_docstring(stmt):
                 continue
             if isinstance(stmt, Assign) and _is_typevar(stmt):
                 self.typevars.add(stmt.target.id)
@@ -363,6 +363,10 @@ class ModuleReader:
             if v is not MODULE and v is not METADATA:
                 return v
         self.error("expected a literal value (string, number, True/False, None, list or dictionary)", node)
+
+
+def _is_docstring(stmt) -> bool:
+    return isinstance(stmt, ExprStmt) and isinstance(stmt.value, Literal) and isinstance(stmt.value.value, str)
 
 
 def _is_typevar(stmt: Assign) -> bool:

@@ -13,14 +13,19 @@ from .pass_manager import (
     DumpIR, ModulePass, Pass, PassContext, PassInfo, PassInstrument, PassTimingInstrument,
     PrintAfterAll, PrintBeforeAll, Sequential, WellFormedInstrument, pass_instrument,
 )
+from .convert_layout import ConvertLayout, convert_layout
+from .fold_batch_norm import FoldBatchNorm, fold_batch_norm
+from .fold_constant import FoldConstant, fold_constant
 from .pipeline import partition, partition_passes
+from .prepare import prepare_for_backend, prepare_passes
 from .run_codegen import (
     CodegenModule, RunCodegen, call_dps_packed, get_codegen, register_codegen,
     registered_codegens, run_codegen, stub_codegen, unregister_codegen,
 )
 
 __all__ = [
-    "CanonicalizeBindings", "CodegenModule", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
+    "CanonicalizeBindings", "CodegenModule", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
+    "convert_layout", "fold_batch_norm", "fold_constant", "prepare_for_backend", "prepare_passes", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RunCodegen", "Sequential",
     "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",

@@ -28,28 +28,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from byocc.ir import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    If,
-    IRModule,
-    MatchCast,
-    PassError,
-    PrimStructInfo,
-    PrimValue,
-    SeqExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
+    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, If, IRModule,
+    MatchCast, PassError, PrimStructInfo, PrimValue, SeqExpr, ShapeStructInfo, TensorStructInfo,
+    TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
 )
 from byocc.ir.analysis import free_vars
 from byocc.ir.structural import structural_equal

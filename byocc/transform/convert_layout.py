@@ -14,12 +14,14 @@ the original value back through one ``permute_dims`` inserted just before it.
   as a per-channel bias ``(1, C, 1, 1)`` is reshaped and transposed at compile time, a
   full-rank variable gets a ``permute_dims``), ``where``, pools and convolutions not named
   in ``desired`` (their layout attributes), ``adaptive_avg_pool``, ``batch_norm`` (axis),
-  ``concat`` (axis), ``softmax``/``log_softmax`` (axis), reductions (axis, keepdims),
+  ``concat`` (axis), ``softmax``/``log_softmax``/``prelu`` (axis), reductions (axis, keepdims),
   ``nn.pad`` (pad_width) and ``permute_dims`` itself (composed, so
   ``permute_dims(permute_dims(x, p), inverse(p))`` becomes ``x``).
-* Only dataflow blocks are rewritten (as TVM). Variables visible outside a block keep their
-  original layout and identity; functions tagged ``Composite``/``Codegen``/``Primitive``
-  are left alone. Every binding is visited once: linear in the number of bindings.
+* Only dataflow blocks are rewritten (as TVM), and only in functions that call an op named
+  in ``desired``. Variables visible outside a block keep their original layout and identity;
+  functions tagged ``Composite``/``Codegen``/``Primitive`` are left alone. ``permute_dims``
+  dataflow bindings left unused by the rewrite are dropped. Every binding is visited once:
+  linear in the number of bindings.
 
 Transposed variables are named ``lv`` (the printer makes names unique); rewritten bindings
 keep their variable's name.
@@ -387,7 +389,7 @@ def _rule_elementwise(rw: _BlockRewriter, call: Call, var: Var):
 
 
 def _rule_axis(rw: _BlockRewriter, call: Call, var: Var):
-    """softmax / log_softmax / concat / batch_norm: one channel-like axis attribute."""
+    """softmax / log_softmax / prelu / concat / batch_norm: one axis attribute, renumbered."""
     name = call.op.name
     if name == "relax.concat":
         tup = call.args[0]
@@ -476,6 +478,8 @@ def _rule_permute(rw: _BlockRewriter, call: Call, var: Var):
         src, axes = inner, tuple(a0[a] for a in axes)
         if is_identity(axes):
             return src, axes
+    elif isinstance(src, Constant) and src.data is not None:
+        return rw.transpose(src, axes), tuple(range(n))  # transposed at compile time
     elif src is x:
         return None  # nothing known about x: keep the binding as it is
     hit = rw.cache.get((src, axes))
@@ -489,7 +493,7 @@ for _n in CONV_OPS | POOL_OPS:
     _RULES[_n] = _rule_desired_layout
 for _n in UNARY_OPS | BINARY_OPS:
     _RULES[_n] = _rule_elementwise
-for _n in ("relax.nn.softmax", "relax.nn.log_softmax", "relax.concat", "relax.nn.batch_norm"):
+for _n in ("relax.nn.softmax", "relax.nn.log_softmax", "relax.nn.prelu", "relax.concat", "relax.nn.batch_norm"):
     _RULES[_n] = _rule_axis
 for _n in REDUCE_OPS:
     _RULES[_n] = _rule_reduce

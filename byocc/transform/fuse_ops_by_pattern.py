@@ -21,17 +21,8 @@ from typing import Any, ClassVar
 
 from byocc.dpl import as_fusion_pattern, backend_of
 from byocc.ir import (
-    BindingBlock,
-    Call,
-    Function,
-    GlobalVar,
-    IRModule,
-    NameSupply,
-    PassError,
-    PatternError,
-    SeqExpr,
-    Var,
-    VarBinding,
+    BindingBlock, Call, Function, GlobalVar, If, IRModule, NameSupply, PassError, PatternError,
+    SeqExpr, Var, VarBinding,
 )
 
 from .function_table import FunctionTable
@@ -89,12 +80,13 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
             plan = plan_function(func, group_of, group_attrs)
             if plan.cycle is None:
                 break
-            # back out the latest accepted match among the groups on the cycle
-            roots = [g for g in plan.cycle_groups if getattr(g, "attrs", None)]
-            if not roots:
-                raise PassError("FuseOpsByPattern: cyclic dependency between groups that no "
-                                "match formed")
-            skip.add(max(roots, key=lambda g: g.accepted).var)
+            # back out, for every cycle, the latest accepted match among its groups
+            for _, groups in plan.cycles:
+                roots = [g for g in groups if getattr(g, "attrs", None)]
+                if not roots:
+                    raise PassError("FuseOpsByPattern: cyclic dependency between groups that "
+                                    "no match formed")
+                skip.add(max(roots, key=lambda g: g.accepted).var)
         if plan is not None and plan.changes:
             planned.append((name, func, plan, group_attrs, index.var2val))
     if not planned:
@@ -167,8 +159,6 @@ class _Redirect:
         return SeqExpr(tuple(blocks), body, seq.span)
 
     def expr(self, e: Any) -> Any:
-        from byocc.ir import If
-
         if isinstance(e, Call):
             if isinstance(e.op, GlobalVar):
                 gv = self.wrapper(e.op)

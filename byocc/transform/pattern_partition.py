@@ -23,33 +23,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from byocc.dpl import (
-    AndPattern,
-    AttrPattern,
-    CallPattern,
-    DataTypePattern,
-    ExprPattern,
-    FusionPattern,
-    OrPattern,
-    PatternCheckContext,
-    ShapePattern,
-    StructInfoPattern,
-    TupleGetItemPattern,
-    match_expr,
+    AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
+    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, match_expr,
     pattern_root_ops,
 )
 from byocc.ir import (
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    If,
-    Op,
-    PatternError,
-    SeqExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
+    Call, DataflowBlock, DataflowVar, Function, If, Op, PatternError, SeqExpr, Tuple, TupleGetItem,
+    Var, VarBinding,
 )
 
 
@@ -368,14 +348,20 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
     v2b = index.value_to_bound_var
     calls = index.calls
     quick = prefilter(pattern)
+    verdicts: dict = {}  # signature -> prefilter verdict (few distinct signatures)
     for pos in index.candidates(pattern):
         binding, block = calls[pos]
         root_var = binding.var
         if root_var in skip:
             continue
         call = binding.value
-        if quick is not None and not quick(index.signature(pos)):
-            continue
+        if quick is not None:
+            sig = index.signature(pos)
+            ok = verdicts.get(sig)
+            if ok is None:
+                ok = verdicts[sig] = quick(sig)
+            if not ok:
+                continue
         memo = match_expr(pattern, call, var2val)
         if memo is None:
             continue

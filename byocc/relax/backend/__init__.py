@@ -8,7 +8,11 @@ cutlass and cublas tables are registered on the first use of the registry.
 from __future__ import annotations
 
 from .pattern_registry import (
-    FusionPattern, get_pattern, get_patterns_with_prefix, register_patterns, remove_patterns,
+    FusionPattern,
+    get_pattern,
+    get_patterns_with_prefix,
+    register_patterns,
+    remove_patterns,
 )
 
 __all__ = [

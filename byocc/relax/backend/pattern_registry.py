@@ -7,7 +7,11 @@
 from __future__ import annotations
 
 from byocc.backends import (
-    FusionPattern, get_pattern, get_patterns_with_prefix, register_patterns, remove_patterns,
+    FusionPattern,
+    get_pattern,
+    get_patterns_with_prefix,
+    register_patterns,
+    remove_patterns,
 )
 
 __all__ = ["FusionPattern", "get_pattern", "get_patterns_with_prefix", "register_patterns", "remove_patterns"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .pattern import *  # noqa: F403
-from .pattern import __all__ as _pattern_all
+from . import pattern
+from .pattern import *
 
-__all__ = ["pattern", *_pattern_all]
+__all__ = ["pattern", *pattern.__all__]  # noqa: PLE0604

@@ -10,7 +10,8 @@ binds ``R.nn.conv2d(...)`` (:meth:`~byocc.ops.OpDef.bind`) and builds the call w
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from byocc.ops import REQUIRED, OpDef, all_op_defs, make_call
 

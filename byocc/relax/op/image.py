@@ -7,4 +7,4 @@ from ._generate import namespace_entries
 _ENTRIES = namespace_entries("relax.image.")
 globals().update(_ENTRIES)
 
-__all__ = sorted(_ENTRIES)
+__all__ = sorted(_ENTRIES)  # noqa: PLE0605  (generated from the registry)

@@ -1,0 +1,232 @@
+"""Planning the materialisation of groups in dataflow blocks (spec/partitioning.md 5.3,
+steps 1-4): each materialised group's bindings and outputs, the recorded group dependencies,
+the emission order, and dependency cycles (TVM 0.27 only catches 2-cycles; any length is
+found here). Used by :mod:`byocc.transform.materialize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from byocc.ir import (
+    Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar, If, Op, PrimValue,
+    SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var,
+)
+
+@dataclass(eq=False)
+class BlockPlan:
+    """What materialisation does with one dataflow block (sections 5.3 steps 1-4)."""
+
+    block: DataflowBlock
+    groups: list  # group key of each binding
+    members: dict  # materialised group -> binding indices in block order
+    outputs: dict  # materialised group -> {Var: None} in output order
+    order: list  # emission order (binding indices)
+
+
+@dataclass(eq=False)
+class FunctionPlan:
+    """Plans of every dataflow block of a function (keyed by block identity). ``cycles``: the
+    dependency cycles found, each ``((binding var, used var), groups on the cycle)``; a plan
+    with cycles cannot be materialised. ``cycle``: the first pair, or None."""
+
+    blocks: dict = field(default_factory=dict)
+    cycles: list = field(default_factory=list)
+
+    @property
+    def cycle(self) -> tuple | None:
+        return self.cycles[0][0] if self.cycles else None
+
+    @property
+    def changes(self) -> bool:
+        return any(p.members for p in self.blocks.values())
+
+
+def _var_uses(expr: Expr, out: list) -> None:
+    """Variables used by ``expr`` in post-order, left to right (TVM PostOrderVisit)."""
+    t = type(expr)
+    if t is Var or t is DataflowVar:
+        out.append(expr)
+    elif t is Call:
+        _var_uses(expr.op, out)
+        for a in expr.args:
+            _var_uses(a, out)
+    elif t is Tuple:
+        for f in expr.fields:
+            _var_uses(f, out)
+    elif t is TupleGetItem:
+        _var_uses(expr.tuple_value, out)
+    elif t is If:
+        _var_uses(expr.cond, out)
+        _var_uses(expr.true_branch, out)
+        _var_uses(expr.false_branch, out)
+    elif t is SeqExpr:
+        for block in expr.blocks:
+            for b in block.bindings:
+                _var_uses(b.value, out)
+        _var_uses(expr.body, out)
+    elif t is Function:
+        _var_uses(expr.body, out)
+
+
+
+_LEAF_TYPES = frozenset({Constant, ShapeExpr, PrimValue, GlobalVar, Op})
+
+
+def _value_uses(value: Expr) -> list:
+    """:func:`_var_uses` of a binding value, with a fast path for calls of leaves."""
+    if type(value) is Call and type(value.op) is Op:
+        out = []
+        for a in value.args:
+            t = type(a)
+            if t is Var or t is DataflowVar:
+                out.append(a)
+            elif t not in _LEAF_TYPES:
+                _var_uses(a, out)
+        return out
+    out = []
+    _var_uses(value, out)
+    return out
+
+
+def _nested_seqs(expr: Expr, out: list) -> None:
+    """SeqExprs directly nested in a binding value (If branches, local function bodies)."""
+    t = type(expr)
+    if t is Function:
+        out.append(expr.body)
+    elif t is If:
+        _nested_seqs(expr.true_branch, out)
+        _nested_seqs(expr.false_branch, out)
+    elif t is SeqExpr:
+        out.append(expr)
+
+
+def plan_function(func: Function, group_of: Mapping[Var, Hashable],
+                  group_attrs: Mapping[Hashable, Any]) -> FunctionPlan:
+    """Plan every dataflow block of ``func`` (outer blocks before the blocks nested in their
+    bindings). Dependency cycles are collected in ``plan.cycles`` (the depth-first search
+    steps over the edge closing each one and goes on); without any, every block has its
+    emission order. Cost: linear in the bindings of dataflow blocks holding materialised
+    groups (other blocks are only scanned when a group spans several blocks)."""
+    plan = FunctionPlan()
+    deps: dict = {}  # group -> {producer group: None}; persists across blocks (TVM)
+    blocks: list[DataflowBlock] = []
+    stack: list[SeqExpr] = [func.body]
+    while stack:  # pre-order: a block, then the blocks nested in its bindings
+        seq = stack.pop()
+        nested_all: list = []
+        for block in seq.blocks:
+            if isinstance(block, DataflowBlock):
+                blocks.append(block)
+            for b in block.bindings:
+                _nested_seqs(b.value, nested_all)
+        stack.extend(reversed(nested_all))
+    # a group with bindings in several blocks makes dependencies of earlier blocks matter
+    seen_in: dict = {}
+    multi_block = False
+    for block in blocks:
+        for b in block.bindings:
+            g = group_of.get(b.var, b.var)
+            if g in group_attrs:
+                prev = seen_in.setdefault(g, block)
+                if prev is not block:
+                    multi_block = True
+    for block in blocks:
+        bp = _plan_block(block, group_of, group_attrs, deps, multi_block, plan)
+        if bp is not None:
+            plan.blocks[id(block)] = bp
+    return plan
+
+
+def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,
+                multi_block: bool, plan: FunctionPlan) -> BlockPlan | None:
+    bindings = block.bindings
+    groups = [group_of.get(b.var, b.var) for b in bindings]
+    members: dict = {}
+    outputs: dict = {}
+    for i, g in enumerate(groups):
+        if g in group_attrs:
+            members.setdefault(g, []).append(i)
+            out = outputs.setdefault(g, {})
+            var = bindings[i].var
+            if not isinstance(var, DataflowVar):
+                out[var] = None
+    if not members and not multi_block:
+        return None
+    # only variables bound in this block can be outputs of its part of a group
+    defined_here = {bindings[i].var for idx in members.values() for i in idx}
+    # step 2-3: outputs used by other groups, dependencies
+    get_group = group_of.get
+    for i, b in enumerate(bindings):
+        cur = groups[i]
+        uses = _value_uses(b.value)
+        if not uses:
+            continue
+        d = deps.get(cur)
+        if d is None:
+            d = deps[cur] = {}
+        for v in uses:
+            prod = get_group(v, v)
+            if prod == cur:
+                continue
+            d[prod] = None
+            out = outputs.get(prod)
+            if out is not None and v not in out and v in defined_here:
+                out[v] = None
+    if not members:
+        return None
+    # step 4: depth-first emission order over recorded dependencies, cycle detection
+    per_group: dict = {}
+    for i, g in enumerate(groups):
+        per_group.setdefault(g, []).append(i)
+    order: list[int] = []
+    visited: set = set()
+    on_stack: set = set()
+    for g0 in groups:
+        if g0 in visited:
+            continue
+        visited.add(g0)
+        on_stack.add(g0)
+        stack = [(g0, iter(deps.get(g0, ())))]
+        while stack:
+            g, it = stack[-1]
+            nxt = None
+            for d in it:
+                if d in on_stack:
+                    start = next(k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == d)
+                    plan.cycles.append((_describe_cycle(g, d, bindings, groups, group_of),
+                                        tuple(x for x, _ in stack[start:])))
+                    continue
+                if d not in visited and (multi_block or d in per_group):
+                    nxt = d
+                    break
+            if nxt is None:
+                stack.pop()
+                on_stack.discard(g)
+                order.extend(per_group.get(g, ()))
+            else:
+                visited.add(nxt)
+                on_stack.add(nxt)
+                stack.append((nxt, iter(deps.get(nxt, ()))))
+    return BlockPlan(block, groups, members, outputs, order)
+
+
+def _describe_cycle(g: Hashable, d: Hashable, bindings: tuple, groups: list, group_of: Mapping) -> tuple:
+    """A (binding var, used var) pair naming the cycle, for the error message."""
+    for i, b in enumerate(bindings):
+        if groups[i] == g:
+            uses: list = []
+            _var_uses(b.value, uses)
+            for v in uses:
+                if group_of.get(v, v) == d:
+                    return (b.var, v)
+    for i, b in enumerate(bindings):
+        if groups[i] == d:
+            return (b.var, b.var)
+    return (None, None)
+
+
+
+__all__ = ["BlockPlan", "FunctionPlan", "plan_function"]
