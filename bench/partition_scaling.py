@@ -1,7 +1,7 @@
 """Partition cost per binding: parse + FuseOpsByPattern(cutlass table) + MergeCompositeFunctions
 + print, on transformer-like modules of 1 000 to 100 000 bindings.
 
-    python bench/partition_scaling.py [--sizes 1000,10000,100000] [--tvm-size 8700]
+    python bench/partition_scaling.py [--sizes 1000,10000,100000] [--tvm-size 8700] [--tvm-python PY]
 
 Prints per-binding cost and the growth exponent (target <= 1.1; 100 000 bindings in under a
 minute). If apache-tvm is importable, also times TVM 0.27 on the same text (at --tvm-size,
@@ -57,9 +57,9 @@ print(time.perf_counter() - t0)
 """
 
 
-def run_tvm(text: str) -> float | None:
+def run_tvm(text: str, python: str) -> float | None:
     try:
-        proc = subprocess.run([sys.executable, "-c", TVM_SCRIPT], input=text, capture_output=True,
+        proc = subprocess.run([python, "-c", TVM_SCRIPT], input=text, capture_output=True,
                               text=True, timeout=900)
     except subprocess.TimeoutExpired:
         return None
@@ -73,6 +73,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     ap.add_argument("--path", default="merge", choices=["annotate", "merge"])
     ap.add_argument("--tvm-size", type=int, default=8700)
+    ap.add_argument("--tvm-python", default=sys.executable,
+                    help="a Python that has apache-tvm 0.27 installed (default: this one)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     totals = []
@@ -84,14 +86,13 @@ def main() -> int:
               f"{steps['partition']:>9.2f} {steps['print']:>7.2f}")
     if len(sizes) > 1:
         print(f"growth exponent: {growth_exponent(sizes, totals):.2f}")
-    try:
-        import tvm  # noqa: F401
-    except Exception:
-        print("apache-tvm not installed: no TVM comparison")
+    probe = subprocess.run([args.tvm_python, "-c", "import tvm"], capture_output=True)
+    if probe.returncode != 0:
+        print(f"apache-tvm not importable by {args.tvm_python}: no TVM comparison")
         return 0
     text = make_module_text(args.tvm_size)
     byocc_t, _ = run_byocc(text, args.path)
-    tvm_t = run_tvm(text)
+    tvm_t = run_tvm(text, args.tvm_python)
     if tvm_t is None:
         print(f"TVM failed or timed out at {args.tvm_size} bindings")
     else:
