@@ -8,7 +8,8 @@ The report is a plain dict (also written by ``--explain-json``)::
 
 ``host`` lists every call the partitioned module still computes itself, in the functions
 that were partitioned, that is either a heavy operator (:data:`HEAVY_OPS`: matmul,
-convolutions, attention, norms) or an operator some pattern of the table is rooted at;
+convolutions, attention, norms) or an operator some pattern of the table matched (whose
+check, or an overlapping group, then kept it on the host);
 ``host_other`` counts the remaining (cheap, unpatterned) operator calls left on the host. Its reason comes from :func:`byocc.dpl.explain_no_match`
 run on the *input* module's binding of the same name (the graph the patterns saw): no
 pattern rooted at that operator, the sub-pattern that failed, the check that rejected, or
@@ -108,7 +109,7 @@ def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
 
 
 def _host_calls(name: str, func: Function, source: Optional[Function], patterns: Sequence) -> list:
-    from byocc.dpl import explain_no_match
+    from byocc.dpl import as_fusion_pattern, explain_no_match, match_expr
     from byocc.ir.analysis import collect_var_usage
 
     by_name: dict[str, Any] = {}
@@ -137,6 +138,12 @@ def _host_calls(name: str, func: Function, source: Optional[Function], patterns:
             else:
                 pattern, reason = explain_no_match(patterns, call, var2val,
                                                    _context_factory(call, var2val, usage))
+            if value.op.name not in HEAVY_OPS and pattern is not None and in_dataflow:
+                # a cheap op is worth listing only when some pattern matched it structurally
+                # (then a check or an overlap kept it on the host), not for every near miss
+                if not any(match_expr(as_fusion_pattern(p).pattern, call, var2val) is not None
+                           for p in patterns):
+                    pattern = None
             span = getattr(origin, "span", None) or getattr(call, "span", None)
             rows.append({
                 "function": name, "binding": binding.var.name_hint, "op": value.op.name,
