@@ -19,6 +19,7 @@ from .struct_info import (
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
+    is_base_of,
 )
 
 _node = dataclass(frozen=True, slots=True, eq=False)
@@ -311,6 +312,15 @@ class Function(Expr):
     is_pure: bool = True
     attrs: dict = field(default_factory=dict)
     span: Optional[Span] = None
+
+    def __post_init__(self):
+        # As TVM's Function constructor: a body more precise than the declared return type
+        # refines it (``-> R.Any`` returning a tensor becomes that tensor type).
+        body = self.body
+        body_si = body.struct_info if isinstance(body, SeqExpr) else None
+        ret = self.ret_struct_info
+        if body_si is not None and ret is not None and body_si != ret and is_base_of(ret, body_si):
+            object.__setattr__(self, "ret_struct_info", body_si)
 
     @property
     def struct_info(self) -> FuncStructInfo:

@@ -125,3 +125,30 @@ def tensor(shape, dtype: str | None) -> TensorStructInfo:
 
 EMPTY_TUPLE = TupleStructInfo(())
 Dims = tuple[Dim, ...]
+
+
+def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
+    """True if every value described by ``derived`` is also described by ``base`` (TVM's
+    ``IsBaseOf`` for the statically decidable cases; symbolic dims compare by identity)."""
+    if base == derived:
+        return True
+    if isinstance(base, ObjectStructInfo):
+        return True
+    if isinstance(base, TensorStructInfo) and isinstance(derived, TensorStructInfo):
+        if base.dtype is not None and base.dtype != derived.dtype:
+            return False
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        if base.shape is not None:
+            return derived.shape is not None and tuple(base.shape) == tuple(derived.shape)
+        return base.shape_var is None
+    if isinstance(base, TupleStructInfo) and isinstance(derived, TupleStructInfo):
+        return len(base.fields) == len(derived.fields) and all(
+            is_base_of(b, d) for b, d in zip(base.fields, derived.fields))
+    if isinstance(base, ShapeStructInfo) and isinstance(derived, ShapeStructInfo):
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        return base.values is None or base.values == derived.values
+    if isinstance(base, PrimStructInfo) and isinstance(derived, PrimStructInfo):
+        return base.dtype == derived.dtype and (base.value is None or base.value == derived.value)
+    return False

@@ -128,22 +128,19 @@ class RelaxIndenter(PythonIndenter):
 
 
 # --------------------------------------------------------------------------- lexer
-_TOKEN_RE = re.compile(
-    r"""
-    [ \t\f]*
-    (?:
-    (?P<WS>\\[ \t\f]*\n)
-  | (?P<NL>(?:\n[ \t\f]*|\#[^\n]*)+)
-  | (?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<NUMBER>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)
-  | (?P<STRING>"\"\"(?:[^\\]|\\.)*?"\"\"|'''(?:[^\\]|\\.)*?'''|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<OP>->|//|[-+*/%()\[\]{},:.=@])
-  | (?P<EOF>\Z)
-    )
-    """,
-    re.VERBOSE,
-)
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _master_regexp(regexps: dict, ignore, punct: dict) -> re.Pattern:
+    """One regular expression for every token, built from the grammar's terminals: optional
+    blanks (the first ``%ignore``), then a line continuation (the second ``%ignore``), a
+    newline run ``_NL``, NAME, NUMBER, STRING, any punctuation, or the end of the text."""
+    blank, continuation = (regexps[name] for name in ignore)
+    ops = "|".join(re.escape(p) for p in sorted(punct, key=len, reverse=True))
+    return re.compile(
+        f"(?:{blank})?(?:(?P<WS>{continuation})|(?P<NL>{regexps['_NL']})|(?P<NAME>{regexps['NAME']})"
+        f"|(?P<NUMBER>{regexps['NUMBER']})|(?P<STRING>{regexps['STRING']})|(?P<OP>{ops})|(?P<EOF>\\Z))"
+    )
 
 
 class RelaxLexer(Lexer):
@@ -155,16 +152,18 @@ class RelaxLexer(Lexer):
         self.keywords: dict[str, str] = {}
         self.punct: dict[str, str] = {}
         self.tensor_re = None
+        regexps: dict[str, str] = {}
         for term in lexer_conf.terminals:
             pattern = term.pattern
-            if term.name == "TENSOR_TYPE":
-                self.tensor_re = re.compile(pattern.to_regexp())
             if pattern.type != "str":
-                continue
-            if _WORD_RE.match(pattern.value):
+                regexps[term.name] = pattern.to_regexp()
+            elif _WORD_RE.match(pattern.value):
                 self.keywords[pattern.value] = term.name
             else:
                 self.punct[pattern.value] = term.name
+        if "TENSOR_TYPE" in regexps:
+            self.tensor_re = re.compile(regexps["TENSOR_TYPE"])
+        self.token_re = _master_regexp(regexps, lexer_conf.ignore, self.punct)
 
     def lex(self, lexer_state, parser_state) -> Iterator[Token]:
         text = lexer_state.text
@@ -177,7 +176,7 @@ class RelaxLexer(Lexer):
         tensor_match = self.tensor_re.match if self.tensor_re is not None else None
         startswith = text.startswith
         new = str.__new__
-        match = _TOKEN_RE.match
+        match = self.token_re.match
         line = 1
         line_start = 0
         pos = 0

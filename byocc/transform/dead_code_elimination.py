@@ -9,7 +9,8 @@ Steps, each linear in the size of the module:
    when a kept binding's value, the function result (or a nested function's result) or a
    ``match_cast`` value refers to it. Transitively dead chains go too (worklist over use
    counts). Outside dataflow blocks a binding whose value contains an impure call is kept.
-   ``match_cast`` bindings are never removed. Blocks left empty vanish.
+   ``match_cast`` bindings are never removed. Blocks left empty vanish, and blocks of one
+   kind that end up adjacent merge (TVM's normalizer does both to a changed SeqExpr).
 3. Remove functions that became unreachable.
 """
 
@@ -27,6 +28,7 @@ from byocc.ir import (
     Function,
     IRModule,
     PassError,
+    SeqExpr,
     VarBinding,
 )
 from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impure_call
@@ -85,6 +87,27 @@ class _Remover(ExprMutator):
                 self.in_dataflow or not contains_impure_call(binding.value)):
             return []
         return super().visit_binding(binding)
+
+    def visit_seq_expr_(self, e: SeqExpr):
+        new = super().visit_seq_expr_(e)
+        return new if new is e else merge_adjacent_blocks(new)
+
+
+def merge_adjacent_blocks(seq: SeqExpr) -> SeqExpr:
+    """``seq`` with adjacent blocks of one kind joined and empty blocks dropped: what TVM's
+    normalizer does to every SeqExpr a mutator changed (``NormalizeBlocks``), so removing the
+    plain block between two dataflow blocks leaves one dataflow block."""
+    blocks: list = []
+    for block in seq.blocks:
+        if not block.bindings:
+            continue
+        if blocks and type(blocks[-1]) is type(block):
+            prev = blocks.pop()
+            block = type(prev)(prev.bindings + block.bindings, prev.span)
+        blocks.append(block)
+    if len(blocks) == len(seq.blocks) and all(a is b for a, b in zip(blocks, seq.blocks)):
+        return seq
+    return SeqExpr(tuple(blocks), seq.body, seq.span)
 
 
 def remove_all_unused(func: Function) -> Function:

@@ -153,7 +153,13 @@ class Materializer:
             return b
         if isinstance(b, MatchCast):
             return MatchCast(b.var, value, b.struct_info, b.span)
-        return VarBinding(b.var, value, b.span)
+        var = b.var
+        si = value.struct_info
+        if si is not None and si != var.struct_info:
+            # TVM's ReEmitBinding: a re-emitted binding's variable takes its new value's type
+            var = type(var)(var.name_hint, si, var.span)
+            self.var_remap[b.var] = var
+        return VarBinding(var, value, b.span)
 
     def _seq(self, seq: SeqExpr) -> SeqExpr:
         blocks = []
