@@ -19,7 +19,9 @@ from .struct_info import (
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
+    erase_to_well_defined,
     is_base_of,
+    struct_info_vars,
 )
 
 _node = dataclass(frozen=True, slots=True, eq=False)
@@ -320,7 +322,13 @@ class Function(Expr):
         body_si = body.struct_info if isinstance(body, SeqExpr) else None
         ret = self.ret_struct_info
         if body_si is not None and ret is not None and body_si != ret and is_base_of(ret, body_si):
-            object.__setattr__(self, "ret_struct_info", body_si)
+            defined = set()
+            for p in self.params:
+                if p.struct_info is not None:
+                    defined.update(struct_info_vars(p.struct_info))
+            body_si = erase_to_well_defined(body_si, defined)
+            if body_si != ret and is_base_of(ret, body_si):
+                object.__setattr__(self, "ret_struct_info", body_si)
 
     @property
     def struct_info(self) -> FuncStructInfo:

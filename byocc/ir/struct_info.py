@@ -152,3 +152,20 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
     if isinstance(base, PrimStructInfo) and isinstance(derived, PrimStructInfo):
         return base.dtype == derived.dtype and (base.value is None or base.value == derived.value)
     return False
+
+
+def erase_to_well_defined(si: StructInfo, defined_vars) -> StructInfo:
+    """``si`` without the symbolic dims that are not in ``defined_vars`` (a tensor whose
+    shape uses one keeps only its rank and dtype), as TVM's EraseToWellDefined."""
+    if isinstance(si, TensorStructInfo) and si.shape is not None:
+        if all(v in defined_vars for v in struct_info_vars(si)):
+            return si
+        return TensorStructInfo(None, si.dtype, si.ndim)
+    if isinstance(si, ShapeStructInfo) and si.values is not None:
+        if all(v in defined_vars for v in struct_info_vars(si)):
+            return si
+        return ShapeStructInfo(None, si.ndim)
+    if isinstance(si, TupleStructInfo):
+        fields = tuple(erase_to_well_defined(f, defined_vars) for f in si.fields)
+        return si if all(a is b for a, b in zip(fields, si.fields)) else TupleStructInfo(fields)
+    return si
