@@ -109,3 +109,15 @@ def substitute_dim(dim: Dim, mapping: dict) -> Dim:
 def dims_equal(a: Dim, b: Dim) -> bool:
     """Syntactic equality of two dimensions (TirVars by identity)."""
     return a is b or a == b
+
+
+def dim_text(dim: Dim) -> str:
+    """A dimension as text for messages: ``n * 2``, ``T.max(a, b)`` (no precedence
+    parentheses; the printer has the TVM-exact form)."""
+    if isinstance(dim, TirVar):
+        return dim.name
+    if isinstance(dim, PrimBinary):
+        return f"{dim_text(dim.a)} {dim.op} {dim_text(dim.b)}"
+    if isinstance(dim, PrimMinMax):
+        return f"T.{dim.op}({dim_text(dim.a)}, {dim_text(dim.b)})"
+    return str(dim)

@@ -3,6 +3,8 @@ axis normalisation, broadcasting, dtype classes, data layouts."""
 
 from __future__ import annotations
 
+from byocc.ir.prim import dim_text
+
 from byocc.ir import (
     Call, Expr, ObjectStructInfo, PrimStructInfo, ShapeExpr, ShapeStructInfo, TensorStructInfo,
     Tuple, TupleStructInfo, TypeInferenceError, Var,
@@ -25,7 +27,7 @@ def fmt_sinfo(si) -> str:
     """A short readable struct info for error messages."""
     if isinstance(si, TensorStructInfo):
         if si.shape is not None:
-            body = "(" + ", ".join(_fmt_dim(d) for d in si.shape) + ("," if len(si.shape) == 1 else "") + ")"
+            body = "(" + ", ".join(dim_text(d) for d in si.shape) + ("," if len(si.shape) == 1 else "") + ")"
         elif si.ndim >= 0:
             body = f"ndim={si.ndim}"
         else:
@@ -43,16 +45,6 @@ def fmt_sinfo(si) -> str:
     return "R.Any" if isinstance(si, ObjectStructInfo) else type(si).__name__
 
 
-def _fmt_dim(d) -> str:
-    from byocc.ir.prim import PrimBinary, PrimMinMax, TirVar
-
-    if isinstance(d, TirVar):
-        return d.name
-    if isinstance(d, PrimBinary):
-        return f"{_fmt_dim(d.a)} {d.op} {_fmt_dim(d.b)}"
-    if isinstance(d, PrimMinMax):
-        return f"T.{d.op}({_fmt_dim(d.a)}, {_fmt_dim(d.b)})"
-    return str(d)
 
 
 # --------------------------------------------------------------------------- arguments

@@ -83,9 +83,9 @@ def _norm_check(call: Call, tys: list, names: tuple, axes) -> bool:
 
 
 def _dims(values) -> str:
-    from .common import _fmt_dim
+    from byocc.ir.prim import dim_text
 
-    return "[" + ", ".join(_fmt_dim(v) for v in values) + "]"
+    return "[" + ", ".join(dim_text(v) for v in values) + "]"
 
 
 def infer_layer_norm(call: Call):

@@ -8,6 +8,8 @@ values, as TVM's ``MatchCast`` and function-parameter checks do.
 
 from __future__ import annotations
 
+from byocc.ir.prim import dim_text
+
 from typing import Any
 
 from byocc.ir import (
@@ -139,7 +141,7 @@ class Matcher:
         for d, a, i, path in self.deferred:
             want = eval_dim(d, self.scope, self.span)
             if want != a:
-                self._mismatch(_fmt(d), want, a, i, path)
+                self._mismatch(dim_text(d), want, a, i, path)
         self.deferred = []
 
 
@@ -156,14 +158,6 @@ def _dtype_name(dt) -> str:
     return "bool" if name == "bool_" else name
 
 
-def _fmt(d) -> str:
-    if isinstance(d, TirVar):
-        return d.name
-    if isinstance(d, PrimBinary):
-        return f"{_fmt(d.a)} {d.op} {_fmt(d.b)}"
-    if isinstance(d, PrimMinMax):
-        return f"{d.op}({_fmt(d.a)}, {_fmt(d.b)})"
-    return str(d)
 
 
 __all__ = ["Matcher", "eval_dim", "match_struct_info"]

@@ -8,6 +8,8 @@ Names in dimensions are resolved by the host through :meth:`dim_name`.
 
 from __future__ import annotations
 
+from byocc.ir.prim import dim_text
+
 import re
 from functools import lru_cache
 
@@ -390,7 +392,7 @@ def incompatible(annotated, inferred) -> str | None:
         if annotated.shape is not None and inferred.shape is not None:
             for i, (a, b) in enumerate(zip(annotated.shape, inferred.shape)):
                 if provably_different(a, b):
-                    return f"dimension {i} ({_dim_text(a)}) does not match the value's {_dim_text(b)}"
+                    return f"dimension {i} ({dim_text(a)}) does not match the value's {dim_text(b)}"
         return None
     if isinstance(annotated, TupleStructInfo):
         if len(annotated.fields) != len(inferred.fields):
@@ -410,14 +412,6 @@ def incompatible(annotated, inferred) -> str | None:
     return None
 
 
-def _dim_text(d) -> str:
-    if isinstance(d, TirVar):
-        return d.name
-    if isinstance(d, PrimBinary):
-        return f"{_dim_text(d.a)} {d.op} {_dim_text(d.b)}"
-    if isinstance(d, PrimMinMax):
-        return f"T.{d.op}({_dim_text(d.a)}, {_dim_text(d.b)})"
-    return str(d)
 
 
 __all__ = [

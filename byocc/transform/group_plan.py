@@ -44,31 +44,32 @@ class FunctionPlan:
         return any(p.members for p in self.blocks.values())
 
 
-def _var_uses(expr: Expr, out: list) -> None:
-    """Variables used by ``expr`` in post-order, left to right (TVM PostOrderVisit)."""
+def var_uses(expr: Expr, out: list) -> None:
+    """Variables used by ``expr`` in post-order, left to right (TVM PostOrderVisit);
+    nested functions are not entered (their uses have no user in TVM's use-def chains)."""
     t = type(expr)
     if t is Var or t is DataflowVar:
         out.append(expr)
     elif t is Call:
-        _var_uses(expr.op, out)
+        var_uses(expr.op, out)
         for a in expr.args:
-            _var_uses(a, out)
+            var_uses(a, out)
     elif t is Tuple:
         for f in expr.fields:
-            _var_uses(f, out)
+            var_uses(f, out)
     elif t is TupleGetItem:
-        _var_uses(expr.tuple_value, out)
+        var_uses(expr.tuple_value, out)
     elif t is If:
-        _var_uses(expr.cond, out)
-        _var_uses(expr.true_branch, out)
-        _var_uses(expr.false_branch, out)
+        var_uses(expr.cond, out)
+        var_uses(expr.true_branch, out)
+        var_uses(expr.false_branch, out)
     elif t is SeqExpr:
         for block in expr.blocks:
             for b in block.bindings:
-                _var_uses(b.value, out)
-        _var_uses(expr.body, out)
+                var_uses(b.value, out)
+        var_uses(expr.body, out)
     elif t is Function:
-        _var_uses(expr.body, out)
+        var_uses(expr.body, out)
 
 
 
@@ -84,10 +85,10 @@ def _value_uses(value: Expr) -> list:
             if t is Var or t is DataflowVar:
                 out.append(a)
             elif t not in _LEAF_TYPES:
-                _var_uses(a, out)
+                var_uses(a, out)
         return out
     out = []
-    _var_uses(value, out)
+    var_uses(value, out)
     return out
 
 
@@ -218,7 +219,7 @@ def _describe_cycle(g: Hashable, d: Hashable, bindings: tuple, groups: list, gro
     for i, b in enumerate(bindings):
         if groups[i] == g:
             uses: list = []
-            _var_uses(b.value, uses)
+            var_uses(b.value, uses)
             for v in uses:
                 if group_of.get(v, v) == d:
                     return (b.var, v)

@@ -22,6 +22,7 @@ import heapq
 from collections.abc import Mapping
 from typing import Any
 
+from byocc.transform.group_plan import var_uses
 from byocc.dpl import (
     AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
     PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, match_expr,
@@ -144,32 +145,6 @@ class FunctionIndex:
         return list(heapq.merge(*lists))
 
 
-def _uses(e: Any, out: list) -> None:
-    """Variables used by ``e`` outside nested functions (whose uses have no user in TVM's
-    use-def chains), left to right."""
-    t = type(e)
-    if t is Var or t is DataflowVar:
-        out.append(e)
-    elif t is Call:
-        _uses(e.op, out)
-        for a in e.args:
-            _uses(a, out)
-    elif t is Tuple:
-        for f in e.fields:
-            _uses(f, out)
-    elif t is TupleGetItem:
-        _uses(e.tuple_value, out)
-    elif t is If:
-        _uses(e.cond, out)
-        _uses(e.true_branch, out)
-        _uses(e.false_branch, out)
-    elif t is SeqExpr:
-        for block in e.blocks:
-            for b in block.bindings:
-                _uses(b.value, out)
-        _uses(e.body, out)
-
-
 def block_usages(block: DataflowBlock) -> dict:
     """TVM ``DataflowBlockUseDef``: every variable used or defined in ``block`` -> the
     block variables whose binding uses it (first-use order, once each); variables used only
@@ -180,7 +155,7 @@ def block_usages(block: DataflowBlock) -> dict:
         var = b.var
         if isinstance(b, VarBinding) and type(b.value) is not Function:
             uses: list = []
-            _uses(b.value, uses)
+            var_uses(b.value, uses)
             for v in uses:
                 u = users.get(v)
                 if u is None:
