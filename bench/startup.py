@@ -50,6 +50,9 @@ def main() -> int:
     args = parser.parse_args()
 
     env = dict(os.environ)
+    # An installed package has its bytecode compiled (pip does it at install time); a
+    # PYTHONDONTWRITEBYTECODE environment would otherwise time the compiler, not byocc.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     byocc = shlex.split(args.byocc)
     python = [sys.executable]
