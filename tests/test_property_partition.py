@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
+from randgraph import (
+    RandomChooser,
+    print_with_constants,
+    random_partition_module,
+    strategy,
+)
 
 from byocc.backends import get_patterns_with_prefix
-from byocc.ir import Function
+from byocc.ir import Call, Function, GlobalVar
+from byocc.ir.analysis import post_order_visit
 from byocc.ir.well_formed import well_formed
 from byocc.text import parse_module, print_module
 from byocc.transform import PassInstrument, partition, stub_codegen
-
-from randgraph import RandomChooser, print_with_constants, random_partition_module, strategy
 
 EXAMPLES = int(os.environ.get("BYOCC_PROPERTY_EXAMPLES", "0") or 0)
 TABLES = {"cutlass": ("cutlass",), "cublas": ("cublas",), "cublas+cutlass": ("cublas", "cutlass"),
@@ -58,10 +63,29 @@ def offloaded(mod) -> int:
     return sum(1 for f in mod.functions.values() if isinstance(f, Function) and "Codegen" in f.attrs)
 
 
+def calls_of_codegen_functions(mod) -> list[str]:
+    """Names of ``Codegen`` functions still called somewhere (RunCodegen replaces every such
+    call by ``R.call_dps_packed``; an uncalled public one stays, as in TVM)."""
+    found: list[str] = []
+
+    def visit(e):
+        if isinstance(e, Call) and isinstance(e.op, GlobalVar) and e.op.name_hint in mod:
+            callee = mod[e.op.name_hint]
+            if isinstance(callee, Function) and "Codegen" in callee.attrs:
+                found.append(e.op.name_hint)
+
+    for func in mod.functions.values():
+        if isinstance(func, Function):
+            post_order_visit(func, visit)
+    return found
+
+
 @settings(max_examples=max(EXAMPLES // 4, 40), deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.large_base_example])
 @given(strategy(random_partition_module))
 def test_every_pass_output_is_well_formed_and_reads_back(mod):
+    note(print_module(mod))
     assert well_formed(mod) == []
     checked: set = set()
     for path, table, bind in COMBOS:
@@ -73,7 +97,7 @@ def test_every_pass_output_is_well_formed_and_reads_back(mod):
         for name, problems, text_problem in check.after:
             assert problems == [], f"{where}: after {name}: {problems}"
             assert not text_problem, f"{where}: after {name}: {text_problem}"
-        assert offloaded(out) == 0, f"{where}: RunCodegen left Codegen functions"
+        assert calls_of_codegen_functions(out) == [], f"{where}: RunCodegen left calls of Codegen functions"
 
 
 def test_the_tables_match_most_generated_graphs():

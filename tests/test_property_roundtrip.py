@@ -11,17 +11,23 @@ from __future__ import annotations
 import os
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
+from randgraph import (
+    RandomChooser,
+    print_with_constants,
+    random_module,
+    random_partition_module,
+    strategy,
+)
 
 from byocc.ir import structural_equal
 from byocc.ir.well_formed import well_formed
 from byocc.text import parse_module, print_module
 
-from randgraph import RandomChooser, random_module, random_partition_module, strategy, print_with_constants
-
 EXAMPLES = int(os.environ.get("BYOCC_PROPERTY_EXAMPLES", "0") or 0)
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = {"deadline": None, "derandomize": True, "database": None,
+            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.large_base_example]}
 
 
 def check_roundtrip(mod, constants: dict | None = None) -> None:
@@ -30,6 +36,7 @@ def check_roundtrip(mod, constants: dict | None = None) -> None:
         text = print_module(mod)
     else:
         text, constants = print_with_constants(mod)
+    note(text)
     parsed = parse_module(text, constants=constants)
     again = print_module(parsed)
     assert again == text, "print -> parse -> print is not a fixpoint"
