@@ -388,31 +388,10 @@ def _bindings(mod):
 
 def print_with_constants(mod) -> tuple[str, dict]:
     """The module's text and ``{"ir.GenericConst/<i>": array}`` for its printed constants."""
-    import byocc.text as text_mod
+    from byocc.text import constant_arrays, print_module_with_metadata
 
-    writer = getattr(text_mod, "print_module_with_metadata", None)
-    if writer is not None:
-        text, meta = writer(mod)
-        arrays = {}
-        for key, objs in meta.items():
-            for i, obj in enumerate(objs):
-                data = getattr(obj, "data", None)
-                if data is not None:
-                    arrays[f"{key}/{i}"] = data
-        return text, arrays
-    from byocc.text import printer
-
-    p = printer._Printer(False, mod)
-    text = p.module(mod)
-    arrays = {}
-    by_id = {id(o): o for o in p._meta_keep}
-    for key, table in p.meta.items():
-        for ident, index in table.items():
-            obj = by_id.get(ident) if isinstance(ident, int) else None
-            data = getattr(obj, "data", None)
-            if data is not None:
-                arrays[f"{key}/{index}"] = data
-    return text, arrays
+    text, meta = print_module_with_metadata(mod)
+    return text, constant_arrays(meta)
 
 
 def register(group: click.Group) -> None:

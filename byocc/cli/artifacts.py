@@ -25,12 +25,10 @@ SOURCE_DIR = "src"
 def output_files(stem: str, partitioned, codegen) -> dict[str, str | bytes]:
     """Relative path -> content for everything ``-o`` writes."""
     from byocc import __version__
-    from byocc.text import print_module
 
-    files: dict[str, str | bytes] = {
-        f"{stem}.partitioned.relax": print_module(partitioned) + "\n",
-        f"{stem}.codegen.relax": print_module(codegen) + "\n",
-    }
+    files: dict[str, str | bytes] = {}
+    for kind, mod in (("partitioned", partitioned), ("codegen", codegen)):
+        files.update(module_files(f"{stem}.{kind}", mod))
     modules = list(codegen.attrs.get("external_mods", ()))
     sources_of: dict[str, list[str]] = {}
     extra_fields: dict[str, dict] = {}
@@ -57,6 +55,25 @@ def output_files(stem: str, partitioned, codegen) -> dict[str, str | bytes]:
         functions.append(entry)
     manifest = {"byocc_version": __version__, "abi_version": 1, "functions": functions}
     files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    return files
+
+
+def module_files(stem: str, mod) -> dict[str, str | bytes]:
+    """``<stem>.relax`` and, when it prints constants with known values, the sidecar
+    ``<stem>.npz`` that ``byocc.text.read_file`` reads back."""
+    from byocc.text import constant_arrays, print_module_with_metadata
+
+    text, meta = print_module_with_metadata(mod)
+    files: dict[str, str | bytes] = {f"{stem}.relax": text + "\n"}
+    arrays = constant_arrays(meta)
+    if arrays:
+        import io
+
+        import numpy as np
+
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        files[f"{stem}.npz"] = buffer.getvalue()
     return files
 
 

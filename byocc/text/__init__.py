@@ -7,7 +7,8 @@ importing this package costs nothing.
 
 from __future__ import annotations
 
-__all__ = ["parse_module", "print_expr", "print_function", "print_module", "read_file"]
+__all__ = ["constant_arrays", "parse_module", "print_expr", "print_function", "print_module",
+           "print_module_with_metadata", "read_file"]
 
 _HOME = {
     "parse_module": "parser",
@@ -15,6 +16,8 @@ _HOME = {
     "print_module": "printer",
     "print_function": "printer",
     "print_expr": "printer",
+    "print_module_with_metadata": "printer",
+    "constant_arrays": "printer",
 }
 
 

@@ -354,6 +354,33 @@ def print_module(mod: IRModule, *, pep695: bool = False, **_ignored) -> str:
     return _Printer(pep695, mod).module(mod)
 
 
+def print_module_with_metadata(mod: IRModule, *, pep695: bool = False) -> tuple[str, dict]:
+    """``print_module`` plus what its ``metadata["KEY"][i]`` references stand for:
+    ``{KEY: [object for index 0, 1, ...]}`` (constants, runtime modules, strings)."""
+    p = _Printer(pep695, mod)
+    text = p.module(mod)
+    by_id = {id(o): o for o in p._meta_keep}
+    meta: dict = {}
+    for key, table in p.meta.items():
+        objs: list = [None] * len(table)
+        for ident, index in table.items():
+            objs[index] = by_id.get(ident, ident) if isinstance(ident, int) else ident
+        meta[key] = objs
+    return text, meta
+
+
+def constant_arrays(meta: dict) -> dict:
+    """The sidecar ``.npz`` content for a ``print_module_with_metadata`` result:
+    ``{"KEY/i": array}`` for every printed constant whose value is known."""
+    arrays = {}
+    for key, objs in meta.items():
+        for index, obj in enumerate(objs):
+            data = getattr(obj, "data", None)
+            if data is not None:
+                arrays[f"{key}/{index}"] = data
+    return arrays
+
+
 def print_function(func: Function, name: str | None = None, *, pep695: bool = False) -> str:
     """A function printed on its own (TVM's ``func.script()``): header without the ``ir``
     line, an empty line, then the decorated ``def`` at column 0. ``name`` defaults to the
