@@ -198,7 +198,11 @@ class FunctionReader(TypeReader, ExprReader):
                 if stmt.value is None:
                     self.error("a function must return a value", stmt)
                 self._bindings = current
+                self._in_dataflow = False
                 body = self.read_value(stmt.value)
+                if not _is_return_leaf(body):
+                    # normal form: a computed return value is bound first (TVM's ``gv``)
+                    body = self.emit_temp(body, stmt.value)
                 ret_node = stmt
             else:
                 self._statement(stmt, current, False, None)
@@ -276,8 +280,15 @@ class FunctionReader(TypeReader, ExprReader):
                 self.error(f"the annotation of '{target.id}' does not match its value: {why}",
                            stmt.annotation, TypeInferenceError)
             sinfo = ann
+        self._consume_name(in_dataflow)
         var = self._new_var(target, sinfo, in_dataflow, outputs)
         bindings.append(VarBinding(var, expr, self.span(stmt)))
+
+    def _consume_name(self, in_dataflow: bool) -> None:
+        """TVM's parser emits every binding through its BlockBuilder, which draws a name
+        (``lv``/``gv``) from the function's supply before the statement's own name replaces
+        it; temporaries of nested calls are numbered after those drawn names."""
+        self.temp_names.fresh("lv" if in_dataflow else "gv")
 
     def _typevar(self, stmt: Assign) -> None:
         call = stmt.value
@@ -301,6 +312,7 @@ class FunctionReader(TypeReader, ExprReader):
                 self.error(f"the annotation of '{stmt.target.id}' does not match the cast type: {why}",
                            stmt.annotation, TypeInferenceError)
             sinfo = ann
+        self._consume_name(in_dataflow)
         var = self._new_var(stmt.target, sinfo, in_dataflow, outputs)
         bindings.append(MatchCast(var, value, cast, self.span(stmt)))
 
@@ -317,6 +329,7 @@ class FunctionReader(TypeReader, ExprReader):
                 self.error("R.output(...) outside a dataflow block" if not in_dataflow
                            else "R.output(...) must be the last statement of its dataflow block", value)
         expr = self.read_value(value)
+        self._consume_name(in_dataflow)
         cls = DataflowVar if in_dataflow else Var
         var = cls("_", expr.struct_info, self.span(stmt))
         bindings.append(VarBinding(var, expr, self.span(stmt)))
@@ -336,6 +349,7 @@ class FunctionReader(TypeReader, ExprReader):
         self.module.where = stmt
         self._bindings = bindings
         self._in_dataflow = in_dataflow
+        self._consume_name(in_dataflow)
         var = self._new_var(stmt.name, func.struct_info, in_dataflow, outputs)
         bindings.append(VarBinding(var, func, self.span(stmt)))
 
@@ -424,3 +438,11 @@ def _normalize_blocks(blocks: list) -> list:
 
 
 __all__ = ["FunctionReader"]
+
+
+def _is_return_leaf(expr) -> bool:
+    """A return value that stays in the ``return`` statement: a variable, a constant, or a
+    tuple of such leaves (``return (h, e)``)."""
+    from byocc.ir import is_leaf
+
+    return is_leaf(expr)
