@@ -13,12 +13,7 @@ import sys
 
 import click
 
-
-def _prepare_options(command):
-    """``--prepare``, ``--layout``, ``--fold-batch-norm`` (shared with ``partition``)."""
-    from byocc.cli.partition import prepare_options
-
-    return prepare_options(command)
+from byocc.cli_options import apply_prepare, prepare_options as _prepare_options
 
 _MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
 
@@ -258,8 +253,6 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     func = _entry_function(mod, entry)
     patterns = load_patterns(patterns_file, backends)
     partition = _partition_fn()
-    from byocc.cli.partition import apply_prepare
-
     partitioned = partition(apply_prepare(mod, backends, prepare, layout, fold_bn), patterns,
                             path=path_, bind_constants=bind_constants)
     stages = [("partitioned", partitioned)]

@@ -75,7 +75,9 @@ def test_fold_constant_folds_chains_tuples_and_small_creations():
     x = rand(2, 4)
     np.testing.assert_allclose(Interpreter(new).run([x]), Interpreter(mod).run([x]), rtol=1e-6)
     cleaned = DeadCodeElimination()(new)
-    assert set(values(cleaned)) == {"big", "f", "lv", "g", "gv"}
+    # "lv9": the temporary the parser bound for a nested call (TVM numbers it after the
+    # nine statements before it)
+    assert set(values(cleaned)) == {"big", "f", "lv9", "g", "gv"}
 
 
 def test_fold_constant_leaves_unknown_and_non_dataflow_alone():
