@@ -25,3 +25,21 @@ def test_handwritten_input_prints_as_tvm_does(path):
 def test_tvm_output_round_trips(path):
     tvm_text = path.with_name(path.name.replace(".input.", ".tvm.")).read_text().rstrip("\n")
     assert print_module(parse_module(tvm_text, path.name)) == tvm_text
+
+
+PARTITIONS = sorted(p for p in (Path(__file__).parent / "data" / "tvm_probes").glob("*.relax")
+                    if p.name.count(".") == 4)  # <probe>.<tables>.<path>.<bind>.relax
+
+
+@pytest.mark.parametrize("expected_path", PARTITIONS, ids=lambda p: p.name)
+def test_partition_of_probe_matches_tvm(expected_path):
+    """The probes partitioned by TVM 0.27 (fp8 / bf16 / int8 matmuls, dequantize, attention
+    with bias and causal masks, strided slices, symbolic dims)."""
+    from byocc.backends import get_patterns_with_prefix
+    from byocc.transform import partition
+
+    probe, tables, path, bind = expected_path.name.split(".")[:4]
+    source = expected_path.with_name(f"{probe}.tvm.relax").read_text()
+    patterns = [p for table in tables.split("+") for p in get_patterns_with_prefix(table)]
+    out = partition(parse_module(source, probe), patterns, path=path, bind_constants=(bind == "bind"))
+    assert print_module(out) == expected_path.read_text().rstrip("\n")
