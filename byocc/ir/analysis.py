@@ -35,7 +35,7 @@ _IMPURE_OPS = frozenset({
     "relax.call_tir_inplace_impure", "relax.memory.alloc_storage", "relax.memory.alloc_tensor",
     "relax.memory.kill_storage", "relax.memory.kill_tensor", "relax.vm.alloc_storage",
     "relax.vm.alloc_tensor", "relax.vm.kill_object", "relax.vm.call_tir_dyn",
-    "relax.builtin.alloc_tensor", "relax.to_vdevice", "relax.call_inplace_packed",
+    "relax.to_vdevice", "relax.call_inplace_packed",
 })
 
 

@@ -5,6 +5,7 @@ RunCodegen, DeadCodeElimination; :class:`Sequential` and :class:`PassContext` wi
 instruments; :func:`partition` runs one of the two BYOC paths.
 """
 
+from .allocate_workspace import AllocateWorkspace, allocate_workspace
 from .canonicalize_bindings import CanonicalizeBindings, canonicalize_bindings
 from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
 from .fuse_ops_by_pattern import FuseOpsByPattern
@@ -24,6 +25,7 @@ from .run_codegen import (
 )
 
 __all__ = [
+    "AllocateWorkspace", "allocate_workspace",
     "CanonicalizeBindings", "CodegenModule", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
     "convert_layout", "fold_batch_norm", "fold_constant", "prepare_for_backend", "prepare_passes", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",

@@ -1,53 +1,100 @@
 """``relax.backend.cuda.cutlass``: ``partition_for_cutlass`` (spec/backends.md section 1.1).
 
-byocc runs step 2 of TVM's driver: ``FuseOpsByPattern(get_patterns_with_prefix("cutlass"),
-bind_constants=False, annotate_codegen=annotate_codegen)``. Not done: step 1, the 17
-attention rewrites (a hand-written ``matmul -> softmax -> matmul`` chain stays as it is;
-write ``R.nn.attention`` to offload attention), and steps 3-4, the workspace annotation
-and AllocateWorkspace, which only act on attention composites: when one forms, the
-function raises :class:`~byocc.ir.UnsupportedError` rather than print a module that
-differs from TVM's (TVM 0.27 itself fails there with ``KeyError: 'T.float16'``).
+byocc runs steps 2-4 of TVM's driver: ``FuseOpsByPattern(get_patterns_with_prefix("cutlass"),
+bind_constants=False, annotate_codegen=annotate_codegen)``, then :func:`annotate_workspace`
+(attention composites need output-sized scratch) and ``AllocateWorkspace``. TVM 0.27 itself
+fails in the workspace step with ``KeyError: 'T.float16'``; byocc produces what TVM produces
+once that dtype lookup is fixed (spec section 16, item 1).
+
+Not done: step 1, the multi-query and 16 attention rewrites (a hand-written
+``matmul -> softmax -> matmul`` chain stays as it is; write ``R.nn.attention`` to offload
+attention). ``use_flash_mqa`` is accepted for TVM compatibility.
 """
 
 from __future__ import annotations
 
+from functools import reduce
+import operator
+
 from byocc.backends import get_patterns_with_prefix
-from byocc.ir import Function, IRModule, UnsupportedError
-from byocc.transform import FuseOpsByPattern
+from byocc.ir import Function, IRModule, SeqExpr, TensorStructInfo, UnsupportedError, VarBinding
+from byocc.transform import AllocateWorkspace, FuseOpsByPattern
+
+_ELEMENT_BYTES = {"float16": 2, "float32": 4}
 
 
-def partition_for_cutlass(mod: IRModule, annotate_codegen: bool = True, use_flash_mqa: bool = True) -> IRModule:
+def partition_for_cutlass(mod: IRModule, annotate_codegen: bool = True,
+                          use_flash_mqa: bool = True) -> IRModule:
     """Partition ``mod`` into CUTLASS-supported subgraphs (public ``Codegen`` wrappers when
-    ``annotate_codegen``, else private ``Composite`` functions). ``use_flash_mqa`` selects
-    a rewrite byocc does not perform (see the module docstring)."""
+    ``annotate_codegen``, else private ``Composite`` functions), then give attention
+    functions a workspace. ``use_flash_mqa`` selects a rewrite byocc does not perform (see
+    the module docstring)."""
     patterns = get_patterns_with_prefix("cutlass")
     out = FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=annotate_codegen)(mod)
-    attention = sorted(_attention_composites(out))
-    if attention:
-        raise UnsupportedError(
-            "partition_for_cutlass: attention composites formed (" + ", ".join(attention) + "); "
-            "their workspace step (annotate_workspace, AllocateWorkspace) is not implemented by "
-            "byocc. Use FuseOpsByPattern(get_patterns_with_prefix('cutlass'), "
-            "bind_constants=False) directly, or `byocc partition --backend cutlass`.")
-    return out
+    out = annotate_workspace(out)
+    return AllocateWorkspace()(out)
 
 
-def _attention_composites(mod: IRModule) -> set[str]:
-    """Names of composite functions whose pattern name mentions attention (the ones TVM's
-    workspace step annotates), top-level or bound inside a Codegen wrapper."""
-    found = set()
-    for name, func in mod.items():
-        if not isinstance(func, Function):
-            continue
-        if "attention" in str(func.attrs.get("Composite", "")):
-            found.add(name)
-        if "Codegen" in func.attrs:
-            for block in func.body.blocks:
-                for b in block.bindings:
-                    value = getattr(b, "value", None)
-                    if isinstance(value, Function) and "attention" in str(value.attrs.get("Composite", "")):
-                        found.add(name)
-    return found
+def annotate_workspace(mod: IRModule) -> IRModule:
+    """Set ``WorkspaceSize`` (output bytes; 8 when the shape is symbolic) on every cutlass
+    attention composite, and copy it onto the ``Codegen`` wrapper whose first binding is
+    such a composite (TVM's ``annotate_workspace``).
+
+    The result's function order is the one TVM's module map has after this step, which
+    AllocateWorkspace's naming depends on: TVM updates every function in name order, which
+    moves them into name order in a map of more than 4 functions and leaves a smaller map in
+    its insertion order (observed with TVM 0.27; byocc's fusion inserts in TVM's order)."""
+    names = mod.names()
+    if len(names) > 4:
+        names = sorted(names)
+    functions = {}
+    for name in names:
+        func = mod[name]
+        functions[name] = _annotate(func) if isinstance(func, Function) else func
+    return IRModule(functions, mod.attrs, {n: mod.get_global_var(n) for n in names}, mod.extras)
 
 
-__all__ = ["partition_for_cutlass"]
+def _annotate(func: Function) -> Function:
+    if "Composite" in func.attrs:
+        composite = str(func.attrs["Composite"])
+        if "attention" in composite and "cutlass" in composite:
+            return func.with_attrs(WorkspaceSize=_workspace_bytes(func))
+        return func
+    changed = False
+    blocks = []
+    for block in func.body.blocks:
+        bindings = []
+        for b in block.bindings:
+            if isinstance(b, VarBinding) and isinstance(b.value, Function):
+                value = _annotate(b.value)
+                if value is not b.value:  # attributes only: the variable's type is unchanged
+                    b = VarBinding(b.var, value, b.span)
+                    changed = True
+            bindings.append(b)
+        blocks.append(type(block)(tuple(bindings), block.span))
+    if changed:
+        body = SeqExpr(tuple(blocks), func.body.body, func.body.span)
+        func = Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
+    symbol = func.attrs.get("global_symbol")
+    if symbol is not None and "cutlass" in str(symbol) and func.body.blocks and func.body.blocks[0].bindings:
+        first = func.body.blocks[0].bindings[0].value
+        if isinstance(first, Function) and "WorkspaceSize" in first.attrs:
+            return func.with_attrs(WorkspaceSize=first.attrs["WorkspaceSize"])
+    return func
+
+
+def _workspace_bytes(func: Function) -> int:
+    ret = func.ret_struct_info
+    if not isinstance(ret, TensorStructInfo) or ret.shape is None:
+        raise UnsupportedError("partition_for_cutlass: an attention composite without a known output "
+                               "shape; TVM's workspace step cannot size it", func.span)
+    if ret.dtype not in _ELEMENT_BYTES:
+        raise UnsupportedError(f"partition_for_cutlass: attention output dtype {ret.dtype!r}; TVM's "
+                               "workspace step only sizes float16 and float32", func.span)
+    dims = tuple(ret.shape)
+    if not all(isinstance(d, int) for d in dims):
+        return 8
+    return reduce(operator.mul, dims, 1) * _ELEMENT_BYTES[ret.dtype]
+
+
+__all__ = ["annotate_workspace", "partition_for_cutlass"]
