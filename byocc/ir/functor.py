@@ -209,6 +209,8 @@ class ExprMutator(_Dispatch):
             return [binding]
         if isinstance(binding, MatchCast):
             return [MatchCast(var, value, binding.struct_info, binding.span)]
+        if value is not binding.value:
+            var = retype_rebound_var(var, value, self.var_remap, binding.var)
         return [VarBinding(var, value, binding.span)]
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
@@ -240,6 +242,18 @@ class ExprMutator(_Dispatch):
 
 
 ExprMutator.__init_subclass__()
+
+
+def retype_rebound_var(var: Var, value, var_remap: dict, old: Var | None = None) -> Var:
+    """TVM's ReEmitBinding: a binding whose value changed gets a variable of the new value's
+    type (same name and kind) when the types differ; ``var_remap`` maps the old variable
+    (``old``, default ``var``) to it so later uses follow."""
+    si = value.struct_info
+    if si is None or si == var.struct_info:
+        return var
+    new_var = type(var)(var.name_hint, si, var.span)
+    var_remap[var if old is None else old] = new_var
+    return new_var
 
 
 def post_order_bindings(func: Function):

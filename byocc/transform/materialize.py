@@ -68,6 +68,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from byocc.ir.functor import retype_rebound_var
 from byocc.ir import (
     Binding, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
     Op, PassError, SeqExpr, Tuple, TupleGetItem, Var, VarBinding,
@@ -153,13 +154,7 @@ class Materializer:
             return b
         if isinstance(b, MatchCast):
             return MatchCast(b.var, value, b.struct_info, b.span)
-        var = b.var
-        si = value.struct_info
-        if si is not None and si != var.struct_info:
-            # TVM's ReEmitBinding: a re-emitted binding's variable takes its new value's type
-            var = type(var)(var.name_hint, si, var.span)
-            self.var_remap[b.var] = var
-        return VarBinding(var, value, b.span)
+        return VarBinding(retype_rebound_var(b.var, value, self.var_remap), value, b.span)
 
     def _seq(self, seq: SeqExpr) -> SeqExpr:
         blocks = []
