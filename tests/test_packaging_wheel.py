@@ -61,11 +61,13 @@ def test_wheel_ships_grammar_and_entry_point(wheel: Path):
 def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path):
     env_dir = tmp_path / "venv"
     # System site-packages provide the dependencies; byocc itself comes only from the wheel.
+    # --ignore-installed: CI has already `pip install .`-ed the same version into the system
+    # site-packages, which pip would otherwise count as satisfying the wheel.
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-index", "-q", str(wheel)],
+         "--no-index", "--ignore-installed", "-q", str(wheel)],
         capture_output=True, text=True, check=False,
     )
     if install.returncode != 0 and "no such option: --python" in install.stderr:
