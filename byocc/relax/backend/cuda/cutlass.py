@@ -1,14 +1,20 @@
 """``relax.backend.cuda.cutlass``: ``partition_for_cutlass`` (spec/backends.md section 1.1).
 
-byocc runs steps 2-4 of TVM's driver: ``FuseOpsByPattern(get_patterns_with_prefix("cutlass"),
-bind_constants=False, annotate_codegen=annotate_codegen)``, then :func:`annotate_workspace`
-(attention composites need output-sized scratch) and ``AllocateWorkspace``. TVM 0.27 itself
-fails in the workspace step with ``KeyError: 'T.float16'``; byocc produces what TVM produces
-once that dtype lookup is fixed (spec section 16, item 1).
+The four steps of TVM 0.27's driver:
 
-Not done: step 1, the multi-query and 16 attention rewrites (a hand-written
-``matmul -> softmax -> matmul`` chain stays as it is; write ``R.nn.attention`` to offload
-attention). ``use_flash_mqa`` is accepted for TVM compatibility.
+1. per Relax function, the attention rewrites (:mod:`byocc.backends.cutlass.rewrites`; the
+   multi-query one first when ``use_flash_mqa``), each through ``rewrite_call``, which also
+   cleans the function up (canonical bindings, common subexpressions, dead bindings) where
+   TVM's does;
+2. ``FuseOpsByPattern(get_patterns_with_prefix("cutlass"), bind_constants=False,
+   annotate_codegen=annotate_codegen)``;
+3. :func:`annotate_workspace` (attention composites need output-sized scratch);
+4. ``AllocateWorkspace``.
+
+TVM 0.27 defects byocc does not copy: its workspace step fails with ``KeyError:
+'T.float16'`` (spec section 16, item 1); its rewriter raises ``TypeError`` for every chain
+with a BSH output (``R.reshape`` given an FFI array) and for every chain whose q/k/v
+sub-check fails. byocc rewrites the former as intended and leaves the latter unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from functools import reduce
 import operator
 
 from byocc.backends import get_patterns_with_prefix
+from byocc.backends.cutlass.rewrites import rewrite_attention
 from byocc.ir import Function, IRModule, SeqExpr, TensorStructInfo, UnsupportedError, VarBinding
 from byocc.transform import AllocateWorkspace, FuseOpsByPattern
 
@@ -27,8 +34,16 @@ def partition_for_cutlass(mod: IRModule, annotate_codegen: bool = True,
                           use_flash_mqa: bool = True) -> IRModule:
     """Partition ``mod`` into CUTLASS-supported subgraphs (public ``Codegen`` wrappers when
     ``annotate_codegen``, else private ``Composite`` functions), then give attention
-    functions a workspace. ``use_flash_mqa`` selects a rewrite byocc does not perform (see
-    the module docstring)."""
+    functions a workspace. ``use_flash_mqa`` adds the multi-query rewrite (``R.repeat`` on
+    K and V) before the 16 attention rewrites."""
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"partition_for_cutlass: expected an IRModule, got {type(mod).__name__}")
+    for name in mod.names():
+        func = mod[name]
+        if isinstance(func, Function):
+            new = rewrite_attention(func, use_flash_mqa)
+            if new is not func:
+                mod = mod.with_function(name, new, mod.get_global_var(name))
     patterns = get_patterns_with_prefix("cutlass")
     out = FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=annotate_codegen)(mod)
     out = annotate_workspace(out)
@@ -41,12 +56,14 @@ def annotate_workspace(mod: IRModule) -> IRModule:
     such a composite (TVM's ``annotate_workspace``).
 
     The result's function order is the one TVM's module map has after this step, which
-    AllocateWorkspace's naming depends on: TVM updates every function in name order, which
-    moves them into name order in a map of more than 4 functions and leaves a smaller map in
-    its insertion order (observed with TVM 0.27; byocc's fusion inserts in TVM's order)."""
+    AllocateWorkspace's naming depends on: TVM updates every Relax function in name order.
+    Its module map moves an updated entry to the end once the map holds 4 or more entries
+    and updates in place below that (measured with TVM 0.27), so from 4 entries on the Relax
+    functions end up in name order after the others; smaller modules keep their order."""
     names = mod.names()
-    if len(names) > 4:
-        names = sorted(names)
+    if len(names) >= 4:
+        others = [n for n in names if not isinstance(mod[n], Function)]
+        names = others + sorted(n for n in names if isinstance(mod[n], Function))
     functions = {}
     for name in names:
         func = mod[name]

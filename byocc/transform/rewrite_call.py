@@ -1,0 +1,331 @@
+"""``rewrite_call(pattern, rewriter, func)``: TVM 0.27's ``relax.dpl.rewrite_call``.
+
+Every binding whose value matches ``pattern`` (the earlier bindings of its block visible
+through the matcher's variable unwrapping) is handed to ``rewriter(value, matches)``;
+``matches`` maps each pattern node to the (unwrapped) expression it matched. A returned
+expression other than ``value`` replaces the binding's value; ``None`` or ``value`` itself
+leaves it. What TVM's ``PatternMatchingMutator`` does, observable in the printed result:
+
+1. Nested functions and ``if`` branches are rewritten before the sequence holding them.
+2. A sequence is rewritten block by block. A dataflow block is one matching scope; a plain
+   block is split into scopes at ``if`` bindings and impure calls. Inside a scope a
+   rewritten binding is no longer visible to later matches (its old value is gone).
+3. Rewritten bindings are re-ordered if a new value uses a later variable (TVM's minimal
+   topological sort), then re-emitted: nested calls in a new value become bindings of their
+   own, named ``lv``, ``lv1``... in a dataflow block (``gv``... elsewhere) from one counter per
+   ``rewrite_call``.
+4. If the sequence changed, ``CanonicalizeBindings``, ``EliminateCommonSubexpr`` and
+   ``RemoveAllUnused`` run in turn until nothing changes, and the whole matching repeats
+   until a round changes nothing. TVM 0.27 counts a sequence with a non-empty plain
+   (non-dataflow) block as changed even when nothing matched, so the clean-up also runs on
+   such functions (observed: dead bindings disappear from them).
+
+Cost per round: one match attempt per binding (the pattern's size each) plus the clean-up
+passes, all linear in the bindings; rounds repeat only while rewrites happen.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from byocc.dpl.matcher import match_expr
+from byocc.ir import (
+    BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, If, MatchCast, SeqExpr, Tuple,
+    TupleGetItem, Var, VarBinding,
+)
+from byocc.ir.analysis import contains_impure_call, free_vars
+from byocc.ir.structural import structural_equal
+
+from .canonicalize_bindings import canonicalize_bindings
+from .dead_code_elimination import remove_all_unused
+
+Rewriter = Callable[[Expr, dict], Optional[Expr]]
+
+
+def rewrite_call(pattern, rewriter: Rewriter, func: Function) -> Function:
+    """Rewrite every match of ``pattern`` in ``func`` (see the module docstring)."""
+    if not isinstance(func, Function):
+        raise TypeError(f"rewrite_call: expected a relax Function, got {type(func).__name__}")
+    return _PatternRewriter(pattern, rewriter).function(func)
+
+
+class _PatternRewriter:
+    def __init__(self, pattern, rewriter: Rewriter):
+        self.pattern = pattern
+        self.rewriter = rewriter
+        self.counters: dict = {}
+
+    # ------------------------------------------------------------------ traversal
+    def function(self, func: Function) -> Function:
+        body = self.seq(func.body)
+        if body is func.body:
+            return func
+        return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
+
+    def seq(self, seq: SeqExpr) -> SeqExpr:
+        prev = self._children(seq)
+        # TVM compares the first re-emitted sequence unequal to the original whenever a plain
+        # block was re-emitted (see the module docstring), so the clean-up runs once.
+        forced = any(not isinstance(b, DataflowBlock) and b.bindings for b in prev.blocks)
+        while True:
+            nxt = self._try_rewrite(prev)
+            if nxt is None or (structural_equal(prev, nxt) and not forced):
+                break
+            forced = False
+            while True:
+                start = nxt
+                nxt = _clean(nxt)
+                if structural_equal(start, nxt):
+                    break
+            if structural_equal(prev, nxt):
+                break
+            prev = nxt
+        return prev
+
+    def _children(self, seq: SeqExpr) -> SeqExpr:
+        """``seq`` with nested functions and ``if`` branches rewritten first."""
+        changed = False
+        blocks = []
+        for block in seq.blocks:
+            bindings = []
+            for b in block.bindings:
+                value = self._nested(b.value)
+                if value is not b.value:
+                    changed = True
+                    b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
+                        else VarBinding(b.var, value, b.span)
+                bindings.append(b)
+            blocks.append(type(block)(tuple(bindings), block.span))
+        body = self._nested(seq.body)
+        if not changed and body is seq.body:
+            return seq
+        return SeqExpr(tuple(blocks), body, seq.span)
+
+    def _nested(self, value):
+        if isinstance(value, Function):
+            return self.function(value)
+        if isinstance(value, If):
+            t = self.seq(value.true_branch) if isinstance(value.true_branch, SeqExpr) else value.true_branch
+            f = self.seq(value.false_branch) if isinstance(value.false_branch, SeqExpr) else value.false_branch
+            if t is value.true_branch and f is value.false_branch:
+                return value
+            return If(value.cond, t, f, value.struct_info, value.span)
+        return value
+
+    # ------------------------------------------------------------------ one round
+    def _try_rewrite(self, seq: SeqExpr) -> Optional[SeqExpr]:
+        blocks = list(seq.blocks)
+        dummy = None
+        if not isinstance(seq.body, Var):
+            dummy = Var("dummy_output_var", seq.body.struct_info)
+            last = blocks.pop() if blocks else BindingBlock(())
+            blocks.append(type(last)(last.bindings + (VarBinding(dummy, seq.body),), last.span))
+        changed = False
+        new_blocks = []
+        for block in blocks:
+            new = self._block(block)
+            changed |= new is not block
+            new_blocks.append(new)
+        if not changed:
+            return None
+        body = seq.body
+        if dummy is not None:
+            last = new_blocks.pop()
+            tail = last.bindings[-1]
+            assert tail.var is dummy
+            if len(last.bindings) > 1:
+                new_blocks.append(type(last)(last.bindings[:-1], last.span))
+            body = tail.value
+        return _normalize_seq(SeqExpr(tuple(new_blocks), body, seq.span))
+
+    def _block(self, block):
+        if isinstance(block, DataflowBlock):
+            bindings = self._scope(block.bindings)
+            if bindings is None:
+                return block
+            return self._emit(block, bindings)
+        # A plain block: scopes end at ``if`` and impure calls. TVM re-emits such a block even
+        # when nothing in it matched.
+        out: list = []
+        scope: list = []
+        for b in block.bindings:
+            if isinstance(b.value, If) or (isinstance(b.value, Call) and contains_impure_call(b.value)):
+                out.extend(self._scope(tuple(scope)) or scope)
+                scope = []
+                out.append(b)
+            else:
+                scope.append(b)
+        out.extend(self._scope(tuple(scope)) or scope)
+        if not out:
+            return block
+        return self._emit(block, out)
+
+    def _scope(self, bindings: tuple) -> Optional[list]:
+        """The bindings with matches rewritten (topologically re-sorted), or None."""
+        lookup: dict = {}
+        rewrites: dict = {}
+        for b in bindings:
+            new = self._rewrite(b.value, lookup)
+            if new is not None:
+                rewrites[b.var] = new
+            else:
+                lookup[b.var] = b.value
+        if not rewrites:
+            return None
+        out = []
+        for b in bindings:
+            new = rewrites.get(b.var)
+            if new is None:
+                out.append(b)
+            elif isinstance(b, MatchCast):
+                out.append(MatchCast(b.var, new, b.struct_info, b.span))
+            else:
+                out.append(VarBinding(b.var, new, b.span))
+        return _topological_sort(out)
+
+    def _rewrite(self, value, lookup: dict):
+        matches = match_expr(self.pattern, value, lookup)
+        if matches is None:
+            return None
+        new = self.rewriter(value, matches)
+        if new is None or new is value:
+            return None
+        return new
+
+    # ------------------------------------------------------------------ re-emission
+    def _emit(self, block, bindings) -> BindingBlock:
+        is_dataflow = isinstance(block, DataflowBlock)
+        out: list = []
+        cache: dict = {}  # TVM's per-block normalisation cache: one variable per operand object
+        for b in bindings:
+            value = self._normalize_value(b.value, out, is_dataflow, cache)
+            if value is not b.value:
+                b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
+                    else VarBinding(b.var, value, b.span)
+            out.append(b)
+        return type(block)(tuple(out), block.span)
+
+    def _normalize_value(self, value, out: list, is_dataflow: bool, cache: dict):
+        """``value`` with every non-leaf operand bound to a fresh variable (appended to
+        ``out`` in evaluation order), as TVM's normaliser does. Iterative: operands are
+        expanded with an explicit stack."""
+        if not isinstance(value, (Call, Tuple, TupleGetItem)):
+            return value
+        # post-order over the operand tree; the root itself is not bound
+        done: dict = {}
+        stack = [(value, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in done:
+                continue
+            kids = _operands(node)
+            if not ready:
+                stack.append((node, True))
+                for k in reversed(kids):
+                    if isinstance(k, (Call, TupleGetItem, Tuple)) and id(k) not in done:
+                        stack.append((k, False))
+                continue
+            rebuilt = _rebuild(node, [done.get(id(k), k) for k in kids])
+            if node is not value and not isinstance(node, Tuple):
+                key = id(node)
+                var = cache.get(key)
+                if var is None:
+                    var = self._fresh(rebuilt, is_dataflow)
+                    out.append(VarBinding(var, rebuilt))
+                    cache[key] = var
+                done[id(node)] = var
+            else:
+                done[id(node)] = rebuilt
+        return done[id(value)]
+
+    def _fresh(self, value, is_dataflow: bool) -> Var:
+        prefix = "lv" if is_dataflow else "gv"
+        n = self.counters.get(prefix, 0)
+        self.counters[prefix] = n + 1
+        name = prefix if n == 0 else f"{prefix}{n}"
+        return DataflowVar(name, value.struct_info) if is_dataflow else Var(name, value.struct_info)
+
+
+def _operands(node) -> tuple:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    return ()
+
+
+def _rebuild(node, kids: list):
+    old = _operands(node)
+    if all(a is b for a, b in zip(old, kids)):
+        return node
+    if isinstance(node, Call):
+        return Call(node.op, tuple(kids), node.attrs, node.sinfo_args, node.struct_info, node.span)
+    if isinstance(node, Tuple):
+        return Tuple(tuple(kids), node.struct_info, node.span)
+    return TupleGetItem(kids[0], node.index, node.struct_info, node.span)
+
+
+def _normalize_seq(seq: SeqExpr) -> SeqExpr:
+    """TVM's normaliser on a rebuilt sequence: empty blocks vanish and adjacent blocks of
+    the same kind merge."""
+    blocks: list = []
+    for block in seq.blocks:
+        if not block.bindings:
+            continue
+        if blocks and type(blocks[-1]) is type(block):
+            prev = blocks.pop()
+            block = type(prev)(prev.bindings + block.bindings, prev.span)
+        blocks.append(block)
+    if len(blocks) == len(seq.blocks) and all(a is b for a, b in zip(blocks, seq.blocks)):
+        return seq
+    return SeqExpr(tuple(blocks), seq.body, seq.span)
+
+
+def _topological_sort(bindings: list) -> list:
+    """TVM's minimal re-ordering: a binding that uses a later variable waits until that
+    variable is bound; after each emitted binding the earliest ready waiting one follows."""
+    remaining = {b.var for b in bindings}
+    waiting: list = []  # [binding, unmet set, emitted]
+    out: list = []
+
+    def push(b):
+        out.append(b)
+        remaining.discard(b.var)
+        for w in waiting:
+            w[1].discard(b.var)
+
+    for b in bindings:
+        unmet = {v for v in free_vars(b.value) if v in remaining}
+        if unmet:
+            waiting.append([b, unmet, False])
+        else:
+            push(b)
+        again = True
+        while again:
+            again = False
+            for w in waiting:
+                if not w[2] and not w[1]:
+                    w[2] = True
+                    again = True
+                    push(w[0])
+                    break
+    return out
+
+
+def _clean(seq: SeqExpr) -> SeqExpr:
+    """One round of CanonicalizeBindings, EliminateCommonSubexpr and RemoveAllUnused on a
+    sequence (run on a parameterless function around it: free variables stay free)."""
+    from byocc.ir.struct_info import ObjectStructInfo
+
+    from .eliminate_common_subexpr import eliminate_common_subexpr
+
+    func = Function((), seq, seq.body.struct_info or ObjectStructInfo(), True, {}, seq.span)
+    func = canonicalize_bindings(func)
+    func = eliminate_common_subexpr(func)
+    func = remove_all_unused(func)
+    return func.body
+
+
+__all__ = ["rewrite_call"]
