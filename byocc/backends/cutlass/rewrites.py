@@ -20,10 +20,21 @@ and becomes the attention itself; a BSH output becomes ``reshape(attention, o's 
 The bias is reshaped to 4-D from the forms listed in the spec; the scale is the constant's
 value in the constant's dtype.
 
-Differences from TVM 0.27 (TVM defects, not copied): where TVM's rewriter unpacks ``None``
-(a q/k/v sub-check failing: wrong permutation, wrong rank, a reshape that does not keep the
-last two dims) TVM raises ``TypeError`` and ``partition_for_cutlass`` fails; byocc leaves
-such a chain as it is, as TVM does for every other failed check.
+Differences from TVM 0.27 (TVM defects, not copied; tests named after them):
+
+* Where TVM's rewriter unpacks ``None`` (a q/k/v sub-check failing: wrong permutation, wrong
+  rank, a reshape that does not keep the last two dims) TVM raises ``TypeError`` and
+  ``partition_for_cutlass`` fails. byocc treats it as any other failed check: this pattern
+  does not apply (a later one may, e.g. the BSH form on the 3-D core of the chain).
+* Every BSH-output rewrite raises ``TypeError`` in TVM (``R.reshape`` given an FFI array).
+  byocc performs it, correctly: a BSH (one head) attention is reshaped back to the chain's
+  3-D output; a BSNH attention (heads in axis 2) is first permuted to ``(B, N, S, Hv)``, as
+  the chain's ``(B*N, S, Hv)`` output is laid out (TVM's intended plain reshape would mix
+  heads and positions).
+* A replacement whose shape is not the replaced value's shape is not made (TVM would bind
+  an ill-typed value: BSH inputs whose batch is really ``B*N`` under a BSNH output).
+* The multi-query rewrite drops ``R.repeat`` from K and V; byocc requires the repeat to be
+  along the head axis (2), where attention's grouped heads compute the same thing.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from __future__ import annotations
 from byocc.dpl.constructors import is_const, is_op, wildcard
 from byocc.ir import Constant, InputError, PrimValue, TensorStructInfo
 from byocc.ir.struct_info import ShapeStructInfo
+from byocc.ir.structural import structural_equal
 from byocc.ops.registry import make_call
 from byocc.transform.rewrite_call import rewrite_call
 
@@ -118,6 +130,10 @@ class _Input:
     def operand(self, m: dict):
         """(attention operand, its 4-D shape); raises _Reject."""
         x = m[self.raw]
+        if self.tensor is not self.raw:  # R.repeat (multi-query): only along the head axis
+            axis = m[self.tensor].attrs.get("axis")
+            if axis is None or axis % 4 != 2:
+                raise _Reject
         if self.layout == "BSNH":
             if _ndim(m[self.tensor]) != 4:
                 raise _Reject
@@ -176,6 +192,8 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             if _axes(m[out_permuted]) != [0, 2, 1, 3]:
                 raise _Reject
             return attention
+        if qkv_layout == "BSNH":
+            attention = make_call("relax.permute_dims", [attention], {"axes": [0, 2, 1, 3]})
         return _reshape(attention, before)
 
     def bias_operand(m: dict, b, s, n, s_kv):
@@ -207,11 +225,20 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             if with_bias:
                 operands.append(bias_operand(m, b, s, n, s_kv))
             attention = make_call("relax.nn.attention", operands, {"scale": _scale(m[scale])})
-            return output(m, attention)
+            new = output(m, attention)
+            if not _same_type(new, original):
+                return original
+            return new
         except _Reject:
             return original
 
     return pattern, rewriter
+
+
+def _same_type(new, old) -> bool:
+    a, b = new.struct_info, old.struct_info
+    return (isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo) and a.shape is not None
+            and b.shape is not None and structural_equal(a, b))
 
 
 def _scale(const: Constant) -> PrimValue:
