@@ -73,12 +73,16 @@ return is a byocc IR node (`byocc.ir`), every pass is byocc's (`byocc.transform`
 - `byocc.script.from_source(text)` always returns an IRModule (a stand-alone function
   becomes a module holding it). Decorated objects must be defined in a file, written with
   the `I.`/`R.`/`T.` prefixes.
-- `partition_for_cutlass` performs the fusion step only: no attention rewrites (a
-  hand-written matmul/softmax/matmul chain is not turned into `R.nn.attention`), and when an
-  attention composite forms it raises `UnsupportedError`, since its workspace step
-  (`annotate_workspace`, `AllocateWorkspace`) is not implemented (TVM 0.27 fails there too).
+- `partition_for_cutlass` runs all of TVM's steps (attention rewrites, fusion, workspace)
+  and succeeds where TVM 0.27's raises: its workspace step's `KeyError: 'T.float16'`, the
+  `TypeError` of every attention chain with a BSH output (byocc rewrites it, permuting a
+  multi-head result back as the chain lays it out), and the `TypeError` of a chain whose
+  q/k/v check fails (byocc leaves that pattern unapplied). A rewrite that would change a
+  value's shape, or drop an `R.repeat` that is not on the head axis, is not made.
 - `BlockBuilder`: no `emit_te`/`call_te`; `finalize()` does not rename functions.
-- `relax.dpl` has the pattern language but no rewriting (`rewrite_call`, `PatternContext`).
+- `relax.dpl` has the pattern language and `rewrite_call`, not `PatternContext` or
+  `rewrite_bindings`. A `rewrite_call` rewriter receives a dict (pattern -> matched
+  expression) and builds its result with `relax.op.*`.
 - `RunCodegen` finds codegens in byocc's registry (`byocc.transform.register_codegen`) or in
   its `codegens={backend: fn}` argument, not in TVM's global `relax.ext.<backend>` functions.
 """
@@ -93,6 +97,7 @@ SECTIONS = [
     ("byocc.relax.BlockBuilder", "byocc.relax.block_builder", ["BlockBuilder"]),
     ("byocc.relax.transform", "byocc.relax.transform", None),
     ("byocc.relax.analysis", "byocc.relax.analysis", None),
+    ("byocc.relax.dpl", "byocc.relax.dpl", ["rewrite_call"]),
     ("byocc.relax.dpl.pattern", "byocc.relax.dpl.pattern", None),
     ("byocc.relax.backend (pattern_registry)", "byocc.relax.backend.pattern_registry", None),
     ("byocc.relax.backend.patterns", "byocc.relax.backend.patterns", None),

@@ -12,6 +12,7 @@ from byocc.dpl import FusionPattern, PatternCheckContext
 from byocc.transform import (
     CanonicalizeBindings,
     DeadCodeElimination,
+    EliminateCommonSubexpr,
     FuseOpsByPattern,
     MergeCompositeFunctions,
     ModulePass,
@@ -24,7 +25,7 @@ from byocc.transform import (
 )
 
 __all__ = [
-    "CanonicalizeBindings", "DeadCodeElimination", "FuseOpsByPattern", "FusionPattern",
+    "CanonicalizeBindings", "DeadCodeElimination", "EliminateCommonSubexpr", "FuseOpsByPattern", "FusionPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PatternCheckContext", "RunCodegen", "Sequential",
 ]

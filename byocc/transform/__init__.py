@@ -8,6 +8,8 @@ instruments; :func:`partition` runs one of the two BYOC paths.
 from .allocate_workspace import AllocateWorkspace, allocate_workspace
 from .canonicalize_bindings import CanonicalizeBindings, canonicalize_bindings
 from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
+from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
+from .rewrite_call import rewrite_call
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions, merge_composite_functions
 from .pass_manager import (
@@ -26,7 +28,8 @@ from .run_codegen import (
 
 __all__ = [
     "AllocateWorkspace", "allocate_workspace",
-    "CanonicalizeBindings", "CodegenModule", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
+    "CanonicalizeBindings", "CodegenModule", "EliminateCommonSubexpr", "eliminate_common_subexpr",
+    "rewrite_call", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
     "convert_layout", "fold_batch_norm", "fold_constant", "prepare_for_backend", "prepare_passes", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RunCodegen", "Sequential",

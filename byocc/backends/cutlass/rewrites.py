@@ -265,10 +265,39 @@ def attention_rewrites(use_flash_mqa: bool = True) -> list:
 
 
 def rewrite_attention(func, use_flash_mqa: bool = True):
-    """``func`` with every recognised attention chain replaced (all 17 rewrites in order)."""
-    for pattern, rewriter in attention_rewrites(use_flash_mqa):
+    """``func`` with every recognised attention chain replaced (all 17 rewrites in order).
+
+    Every pattern needs a softmax; without one only ``rewrite_call``'s clean-up can change
+    the function, and a single call reproduces that (it is idempotent)."""
+    rewrites = attention_rewrites(use_flash_mqa)
+    if not _has_softmax(func):
+        pattern, rewriter = rewrites[0]
+        return rewrite_call(pattern, rewriter, func)
+    for pattern, rewriter in rewrites:
         func = rewrite_call(pattern, rewriter, func)
     return func
+
+
+def _has_softmax(func) -> bool:
+    """Whether a softmax call is bound anywhere in ``func`` (local functions and ``if``
+    branches included); an explicit stack, no recursion."""
+    from byocc.ir import Call, Function, If, SeqExpr
+
+    stack = [func.body]
+    while stack:
+        seq = stack.pop()
+        if not isinstance(seq, SeqExpr):
+            continue
+        for block in seq.blocks:
+            for b in block.bindings:
+                v = b.value
+                if isinstance(v, Call) and getattr(v.op, "name", None) == "relax.nn.softmax":
+                    return True
+                if isinstance(v, Function):
+                    stack.append(v.body)
+                elif isinstance(v, If):
+                    stack += [v.true_branch, v.false_branch]
+    return False
 
 
 __all__ = ["attention_rewrites", "make_attention_rewrite", "rewrite_attention"]
