@@ -29,7 +29,7 @@ linear in the number of bindings; nothing recurses per binding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from byocc.ir import (
     ByoccError,
@@ -50,7 +50,12 @@ from byocc.ir import (
     VarBinding,
 )
 from byocc.ir.analysis import contains_impure_call
-from byocc.ir.struct_info import TupleStructInfo, erase_to_well_defined, is_base_of, struct_info_vars
+from byocc.ir.struct_info import (
+    TupleStructInfo,
+    erase_to_well_defined,
+    is_base_of,
+    struct_info_vars,
+)
 from byocc.ir.structural import _Canon
 
 from .pass_manager import Pass
@@ -145,7 +150,7 @@ class _Eliminator:
         self.remap: dict[Var, Var] = {}
         self.memory: dict[tuple, list[Var]] = {}
         self.remap_log: list[Var] = []
-        self.mem_log: Optional[list[tuple]] = None
+        self.mem_log: list[tuple] | None = None
         self.df_keys: list[tuple] = []
         self.keep_alive: list[Any] = []  # keys hold ids of free variables: keep them alive
 
@@ -267,18 +272,11 @@ class _Eliminator:
     def binding(self, b: Any) -> Any:
         value = self.expr(b.value)
         cast = b.struct_info if type(b) is MatchCast else None
-        if self.call_only and type(value) is not Call:
-            pass
-        elif contains_impure_call(value) or _is_allocator_call(value):
-            pass
-        else:
+        if self._may_share(value):
             # TVM's parser gives a bound call the binding's annotated type, and any other
             # value its own type, which the variable then takes: for an untouched binding
             # the value's type is the variable's. A rewritten value has its inferred type.
-            if value is b.value and cast is None:
-                value_ty = b.var.struct_info
-            else:
-                value_ty = value.struct_info
+            value_ty = b.var.struct_info if value is b.value and cast is None else value.struct_info
             key = _key(value, value_ty, cast)
             known = self.memory.get(key)
             if known:
@@ -296,7 +294,12 @@ class _Eliminator:
             return MatchCast(b.var, value, cast, b.span)
         return VarBinding(b.var, value, b.span)
 
-    def _remember(self, key: tuple, var: Var, known: Optional[list]) -> None:
+    def _may_share(self, value: Expr) -> bool:
+        if self.call_only and type(value) is not Call:
+            return False
+        return not (contains_impure_call(value) or _is_allocator_call(value))
+
+    def _remember(self, key: tuple, var: Var, known: list | None) -> None:
         created = known is None
         if created:
             known = self.memory[key] = []
