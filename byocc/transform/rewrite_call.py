@@ -53,7 +53,9 @@ class _PatternRewriter:
     def __init__(self, pattern, rewriter: Rewriter):
         self.pattern = pattern
         self.rewriter = rewriter
+        self.root_op = _root_op(pattern)
         self.counters: dict = {}
+        self.really_changed = False
 
     # ------------------------------------------------------------------ traversal
     def function(self, func: Function) -> Function:
@@ -66,18 +68,27 @@ class _PatternRewriter:
         prev = self._children(seq)
         # TVM compares the first re-emitted sequence unequal to the original whenever a plain
         # block was re-emitted (see the module docstring), so the clean-up runs once.
+        # TVM compares whole sequences before and after each step; byocc knows cheaper when
+        # they differ: a round changed the sequence iff some rewritten value differs
+        # structurally from the value it replaces (then the clean-up cannot restore the old
+        # sequence either), and a clean-up step changed it iff it returned a new object that
+        # is not structurally equal.
         forced = any(not isinstance(b, DataflowBlock) and b.bindings for b in prev.blocks)
         while True:
+            self.really_changed = False
             nxt = self._try_rewrite(prev)
-            if nxt is None or (structural_equal(prev, nxt) and not forced):
+            if nxt is None or not (self.really_changed or forced):
                 break
             forced = False
+            cleaned_something = False
             while True:
                 start = nxt
                 nxt = _clean(nxt)
-                if structural_equal(start, nxt):
+                if nxt is start or structural_equal(start, nxt):
+                    nxt = start
                     break
-            if structural_equal(prev, nxt):
+                cleaned_something = True
+            if not self.really_changed and not cleaned_something:
                 break
             prev = nxt
         return prev
@@ -172,6 +183,9 @@ class _PatternRewriter:
                 lookup[b.var] = b.value
         if not rewrites:
             return None
+        if not self.really_changed:
+            values = {b.var: b.value for b in bindings}
+            self.really_changed = any(not structural_equal(new, values[var]) for var, new in rewrites.items())
         out = []
         for b in bindings:
             new = rewrites.get(b.var)
@@ -184,6 +198,12 @@ class _PatternRewriter:
         return _topological_sort(out)
 
     def _rewrite(self, value, lookup: dict):
+        if self.root_op is not None:
+            v = value
+            while isinstance(v, Var) and v in lookup:
+                v = lookup[v]
+            if not (isinstance(v, Call) and v.op is self.root_op):
+                return None  # cannot match: cheaper than asking the matcher
         matches = match_expr(self.pattern, value, lookup)
         if matches is None:
             return None
@@ -244,6 +264,18 @@ class _PatternRewriter:
         self.counters[prefix] = n + 1
         name = prefix if n == 0 else f"{prefix}{n}"
         return DataflowVar(name, value.struct_info) if is_dataflow else Var(name, value.struct_info)
+
+
+def _root_op(pattern):
+    """The operator a match's root call must have, when the pattern says so plainly (not
+    for multiply/divide, which the matcher may re-associate)."""
+    from byocc.dpl.pattern import CallPattern, ExprPattern
+    from byocc.ir import Op
+
+    if type(pattern) is CallPattern and type(pattern.op) is ExprPattern and isinstance(pattern.op.expr, Op):
+        if pattern.op.expr.name not in ("relax.multiply", "relax.divide"):
+            return pattern.op.expr
+    return None
 
 
 def _operands(node) -> tuple:
