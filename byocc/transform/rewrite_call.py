@@ -37,7 +37,7 @@ from byocc.ir.analysis import contains_impure_call, free_vars
 from byocc.ir.structural import structural_equal
 
 from .canonicalize_bindings import canonicalize_bindings
-from .dead_code_elimination import remove_all_unused
+from .dead_code_elimination import merge_adjacent_blocks, remove_all_unused
 
 Rewriter = Callable[[Expr, dict], Optional[Expr]]
 
@@ -147,7 +147,7 @@ class _PatternRewriter:
             if len(last.bindings) > 1:
                 new_blocks.append(type(last)(last.bindings[:-1], last.span))
             body = tail.value
-        return _normalize_seq(SeqExpr(tuple(new_blocks), body, seq.span))
+        return merge_adjacent_blocks(SeqExpr(tuple(new_blocks), body, seq.span))
 
     def _block(self, block):
         if isinstance(block, DataflowBlock):
@@ -297,22 +297,6 @@ def _rebuild(node, kids: list):
     if isinstance(node, Tuple):
         return Tuple(tuple(kids), node.struct_info, node.span)
     return TupleGetItem(kids[0], node.index, node.struct_info, node.span)
-
-
-def _normalize_seq(seq: SeqExpr) -> SeqExpr:
-    """TVM's normaliser on a rebuilt sequence: empty blocks vanish and adjacent blocks of
-    the same kind merge."""
-    blocks: list = []
-    for block in seq.blocks:
-        if not block.bindings:
-            continue
-        if blocks and type(blocks[-1]) is type(block):
-            prev = blocks.pop()
-            block = type(prev)(prev.bindings + block.bindings, prev.span)
-        blocks.append(block)
-    if len(blocks) == len(seq.blocks) and all(a is b for a, b in zip(blocks, seq.blocks)):
-        return seq
-    return SeqExpr(tuple(blocks), seq.body, seq.span)
 
 
 def _topological_sort(bindings: list) -> list:
