@@ -180,7 +180,9 @@ def test_match_cast_binds_dims_used_later():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     out = run_module(mod, [x], check=True)
     np.testing.assert_array_equal(out, (x + x).reshape(3, 2))
-    bad = parse_module(MATCH_CAST.replace("R.match_cast(x, R.Tensor((m, k)", "R.match_cast(x, R.Tensor((m, 4)"))
+    # the binding's annotation must equal the cast type (TVM rejects anything else)
+    bad = parse_module(MATCH_CAST.replace("R.Tensor((m, k), dtype=\"float32\") = R.match_cast(x, R.Tensor((m, k)",
+                                          "R.Tensor((m, 4), dtype=\"float32\") = R.match_cast(x, R.Tensor((m, 4)"))
     with pytest.raises(InterpretError, match="R.match_cast to 'y': dimension 1 is 3, but 4 is required"):
         run_module(bad, [x])
 

@@ -26,7 +26,7 @@ import click
 
 from byocc.ir import Call, DataflowBlock, Function, IRModule, Op, Var
 
-_NOT_OPS = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_tir"))
+_NOT_OPS = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed", "relax.call_tir"))
 # The operators worth offloading (issue: "every call to a heavy op ... NOT offloaded").
 # Elementwise and data-movement ops left on the host are counted, not listed.
 HEAVY_OPS = frozenset((

@@ -13,7 +13,7 @@ from byocc.ir import (
     Call, ExternFunc, Function, If, IRModule, Op, SeqExpr, StringImm, Tuple, TupleGetItem,
 )
 
-_PACKED_CALLS = ("relax.call_dps_packed", "relax.call_packed")
+_PACKED_CALLS = ("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed")
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,8 @@ def _walk(func: Function, summary: ModuleSummary) -> tuple[int, tuple[str, ...]]
                 summary.op_counts[op.name] += 1
                 if op.name in _PACKED_CALLS and node.args and isinstance(node.args[0], StringImm):
                     summary.packed_calls[node.args[0].value] += 1
+                elif op.name in _PACKED_CALLS and node.args and isinstance(node.args[0], ExternFunc):
+                    summary.packed_calls[node.args[0].global_symbol] += 1
             elif isinstance(op, ExternFunc):
                 summary.packed_calls[op.global_symbol] += 1
             elif isinstance(op, Function):

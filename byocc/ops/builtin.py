@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from byocc.ir import (
-    Attrs, Call, DataTypeImm, ExternFunc, GlobalVar, ShapeStructInfo,
+    Attrs, Call, DataTypeImm, ExternFunc, FuncStructInfo, GlobalVar, Op, ShapeStructInfo,
     StructInfo, TensorStructInfo, TupleStructInfo, TypeInferenceError,
 )
 
@@ -38,9 +38,8 @@ define("relax.call_dps_packed", args=("func", "args"), params=("func", "args", "
        arg_kinds=dict(DPS_KINDS, func="extern"), sinfo_key="out_ty", infer=infer_dps)
 
 
-def _build_packed(opdef, args, attrs, sinfo_args, span):
-    """``R.call_packed("sym", *args, ty_args=...)`` is a Call whose callee is the
-    ExternFunc itself (no operator), as in TVM."""
+def _packed_parts(opdef, args, attrs, sinfo_args, span):
+    """The callee (an ExternFunc), its operands and the ``ty_args`` of a packed call."""
     if not args:
         raise TypeInferenceError(f"{opdef.printed} needs the packed function's name", span)
     func = args[0]
@@ -54,13 +53,47 @@ def _build_packed(opdef, args, attrs, sinfo_args, span):
     for s in sinfo_args:
         if not isinstance(s, StructInfo):
             raise TypeInferenceError(f"{opdef.printed}: ty_args must be types", span)
-    call = Call(func, tuple(args[1:]), None, tuple(sinfo_args), None, span)
+    return func, tuple(args[1:]), tuple(sinfo_args)
+
+
+def _build_packed(opdef, args, attrs, sinfo_args, span):
+    """``R.call_packed("sym", *args, ty_args=...)`` is a Call whose callee is the
+    ExternFunc itself (no operator), as in TVM; such a call is impure."""
+    func, operands, sinfo_args = _packed_parts(opdef, args, attrs, sinfo_args, span)
+    call = Call(func, operands, None, sinfo_args, None, span)
     return Call(call.op, call.args, None, call.sinfo_args, packed_result(call), span)
 
 
-for _name in ("relax.call_packed", "relax.call_pure_packed"):
-    define(_name, args=("func",), params=("func", "ty_args"), arg_kinds={"func": "extern"},
-           varargs=True, sinfo_key="ty_args", build=_build_packed, infer=packed_result)
+def _build_pure_packed(opdef, args, attrs, sinfo_args, span):
+    """``R.call_pure_packed("sym", *args, ty_args=...)`` is a call of the operator
+    ``relax.call_pure_packed`` whose first operand is the ExternFunc, as in TVM; the
+    operator is pure, so the call is too. TVM's parser requires ``ty_args`` but prints none
+    when it is empty; byocc reads a missing ``ty_args`` as empty, so that output reads back."""
+    func, operands, sinfo_args = _packed_parts(opdef, args, attrs, sinfo_args, span)
+    if not isinstance(func, ExternFunc):
+        raise TypeInferenceError(f"{opdef.printed} takes the packed function's name as a string", span)
+    call = Call(Op.get(opdef.name), (func,) + operands, None, sinfo_args, None, span)
+    return Call(call.op, call.args, None, call.sinfo_args, infer_pure_packed(call), span)
+
+
+def infer_pure_packed(call: Call) -> StructInfo:
+    """call_pure_packed: the type the callee's call would have (TVM's
+    InferStructInfoCallPurePacked): for an ExternFunc, decided by ``ty_args``."""
+    if not call.args:
+        fail(call, "must be called with at least one argument (the packed function)")
+    callee = call.args[0]
+    if isinstance(callee, ExternFunc):
+        return packed_result(call)
+    fsi = sinfo_of(callee)
+    if not isinstance(fsi, FuncStructInfo) or fsi.params is not None:
+        fail(call, f"must be called with an opaque function, but got {fmt_sinfo(fsi)}")
+    return fsi.ret
+
+
+define("relax.call_packed", args=("func",), params=("func", "ty_args"), arg_kinds={"func": "extern"},
+       varargs=True, sinfo_key="ty_args", build=_build_packed, infer=packed_result)
+define("relax.call_pure_packed", args=("func",), params=("func", "ty_args"), arg_kinds={"func": "extern"},
+       varargs=True, sinfo_key="ty_args", build=_build_pure_packed, infer=infer_pure_packed)
 
 
 def infer_alloc_tensor(call: Call):

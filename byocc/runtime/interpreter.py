@@ -110,6 +110,9 @@ class Interpreter:
             "relax.call_dps_packed": self._call_dps_packed,
             "relax.call_tir": self._call_tir,
             "relax.builtin.alloc_tensor": self._alloc_tensor,
+            # R.call_pure_packed("f", args...): the callee is an ExternFunc operand
+            "relax.call_pure_packed": lambda frame, call: self._invoke(
+                self._eval(frame, call.args[0]), [self._eval(frame, a) for a in call.args[1:]], call),
         }
 
     # ------------------------------------------------------------------ entry points

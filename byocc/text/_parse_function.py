@@ -12,15 +12,16 @@ function gets its own :class:`~byocc.ir.TirVar` objects even when two functions 
 from __future__ import annotations
 
 from byocc.ir import (
-    BindingBlock, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, SeqExpr, TirVar,
-    TypeInferenceError, UnsupportedError, Var, VarBinding,
+    BindingBlock, Call, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, PrimStructInfo,
+    PrimValue, SeqExpr, TirVar, TypeInferenceError, UnsupportedError, Var, VarBinding, structural_equal,
 )
 
 from ._parse_expr import MODULE, ExprReader
+from ._parse_retype import retype_dataflow
 from ._parse_types import TypeReader, dotted_name, incompatible
 from .syntax import (
     Assign, Attr, CallExpr, ClassDef, Declare, DictExpr, ExprStmt, FuncDef, IfStmt, Import, Literal, Name,
-    Node, Pass, Return, With,
+    Neg, Node, Pass, Return, With,
 )
 
 _ABSENT = object()
@@ -272,17 +273,44 @@ class FunctionReader(TypeReader, ExprReader):
             self.values[target.id] = MODULE  # cls = Module
             return
         ann = self.read_type(stmt.annotation) if stmt.annotation is not None else None
-        expr = self.read_value(value, ann)
+        mark = len(bindings)
+        expr = self._prim_literal_value(value, ann) if type(ann) is PrimStructInfo else None
+        if expr is None:
+            expr = self.read_value(value, ann)
         sinfo = expr.struct_info
-        if ann is not None:
+        if ann is not None and len(bindings) == mark:
+            # TVM's R.emit: a value that already has a type (variable, tuple, constant, shape,
+            # item...) keeps it, the annotation is only checked; a call has none yet, so it
+            # takes the annotation. A value whose parts had to be bound first (a call inside)
+            # is rebuilt by the normaliser, which infers its type and drops the annotation
+            # unchecked (the ``len(bindings) == mark`` test).
             why = incompatible(ann, sinfo)
             if why:
                 self.error(f"the annotation of '{target.id}' does not match its value: {why}",
                            stmt.annotation, TypeInferenceError)
-            sinfo = ann
+            if type(expr) is Call:
+                sinfo = ann
         self._consume_name(in_dataflow)
         var = self._new_var(target, sinfo, in_dataflow, outputs)
         bindings.append(VarBinding(var, expr, self.span(stmt)))
+
+    def _prim_literal_value(self, node: Node, ann: PrimStructInfo):
+        """TVM: a Python number bound under an ``R.Prim`` annotation is a PrimValue of the
+        annotation's dtype (``p: R.Prim("int64") = 3``), not a constant tensor; None if
+        ``node`` is not a number."""
+        if not (type(node) is Literal or (type(node) is Neg and type(node.operand) is Literal)):
+            return None
+        v = self.evaluate(node)
+        if not isinstance(v, (bool, int, float)):
+            return None
+        dtype = ann.dtype
+        is_float_dtype = dtype.startswith(("float", "bfloat"))
+        if isinstance(v, float) and not is_float_dtype:
+            self.error(f"a float value cannot be a {dtype} primitive value", node, TypeInferenceError)
+        if not isinstance(v, float) and not dtype.startswith(("int", "uint", "bool")):
+            self.error(f"an integer value cannot be a {dtype} primitive value (write {float(v)!r})",
+                       node, TypeInferenceError)
+        return PrimValue(v, dtype, self.span(node))
 
     def _consume_name(self, in_dataflow: bool) -> None:
         """TVM's parser emits every binding through its BlockBuilder, which draws a name
@@ -304,16 +332,16 @@ class FunctionReader(TypeReader, ExprReader):
             self.error("R.match_cast takes a value and a type", call)
         value = self.leaf(self.read_value(a["value"]), a["value"])
         cast = self.read_type(a["struct_info"])
-        sinfo = cast
         if stmt.annotation is not None:
+            # TVM: the annotation of a match_cast must be the cast type itself
             ann = self.read_type(stmt.annotation)
-            why = incompatible(ann, cast)
-            if why:
-                self.error(f"the annotation of '{stmt.target.id}' does not match the cast type: {why}",
-                           stmt.annotation, TypeInferenceError)
-            sinfo = ann
+            if not structural_equal(ann, cast):
+                from .printer import print_expr
+
+                self.error(f"the annotation of '{stmt.target.id}' must be the cast type itself, "
+                           f"{print_expr(cast)}", stmt.annotation, TypeInferenceError)
         self._consume_name(in_dataflow)
-        var = self._new_var(stmt.target, sinfo, in_dataflow, outputs)
+        var = self._new_var(stmt.target, cast, in_dataflow, outputs)
         bindings.append(MatchCast(var, value, cast, self.span(stmt)))
 
     def _expr_statement(self, stmt: ExprStmt, bindings: list, in_dataflow: bool) -> None:
@@ -380,7 +408,7 @@ class FunctionReader(TypeReader, ExprReader):
                 else:
                     self.values[name] = prev
         self._in_dataflow = False
-        return bindings
+        return retype_dataflow(bindings)
 
     def _outputs(self, body: list):
         """``{name: the Name node of its last binding}`` for the names in ``R.output``."""

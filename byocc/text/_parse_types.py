@@ -380,8 +380,8 @@ def incompatible(annotated, inferred) -> str | None:
 
     if annotated is inferred or annotated is None or inferred is None or annotated == inferred:
         return None
-    if isinstance(annotated, ObjectStructInfo):
-        return None
+    if isinstance(annotated, ObjectStructInfo) or isinstance(inferred, ObjectStructInfo):
+        return None  # TVM: R.Any may hold a value of any type (at most a run-time check)
     if type(annotated) is not type(inferred):
         return "the value is a different kind of value"
     if isinstance(annotated, TensorStructInfo):
@@ -405,13 +405,24 @@ def incompatible(annotated, inferred) -> str | None:
     if isinstance(annotated, ShapeStructInfo):
         if annotated.ndim != -1 and inferred.ndim != -1 and annotated.ndim != inferred.ndim:
             return f"{annotated.ndim} dimensions do not match the value's {inferred.ndim}"
+        if annotated.values is not None and inferred.values is not None:
+            for i, (a, b) in enumerate(zip(annotated.values, inferred.values)):
+                if provably_different(a, b):
+                    return f"dimension {i} ({dim_text(a)}) does not match the value's {dim_text(b)}"
         return None
     if isinstance(annotated, PrimStructInfo):
         if annotated.dtype != inferred.dtype:
             return f"T.{annotated.dtype} does not match the value's T.{inferred.dtype}"
+        if annotated.value is not None and inferred.value is not None and _values_differ(
+                annotated.value, inferred.value):
+            return f"{dim_text(annotated.value)} does not match the value's {dim_text(inferred.value)}"
     return None
 
 
+def _values_differ(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a != b
+    return provably_different(a, b)
 
 
 __all__ = [
