@@ -33,14 +33,20 @@ Differences from TVM 0.27 (TVM defects, not copied; tests named after them):
   heads and positions).
 * A replacement whose shape is not the replaced value's shape is not made (TVM would bind
   an ill-typed value: BSH inputs whose batch is really ``B*N`` under a BSNH output).
-* The multi-query rewrite drops ``R.repeat`` from K and V; byocc requires the repeat to be
-  along the head axis (2), where attention's grouped heads compute the same thing.
+* The multi-query rewrite drops ``R.repeat`` from K and V. byocc makes it only where the
+  result is the same: repeats along the head axis (2), which attention's grouped heads
+  undo, or the same repeat along the sequence axis (1) on both K and V, which the softmax
+  cancels. TVM drops any repeat.
+* Where a bias-shape comparison meets a symbolic dim against a constant, TVM's Python ``==``
+  raises ``ValueError: Cannot use and / or / not operator to Expr``; byocc counts the dims
+  as different and goes on to the next form.
+* An attention whose operands do not type-check (TVM's normaliser would raise) is not made.
 """
 
 from __future__ import annotations
 
 from byocc.dpl.constructors import is_const, is_op, wildcard
-from byocc.ir import Constant, InputError, PrimValue, TensorStructInfo
+from byocc.ir import Constant, InputError, PrimValue, TensorStructInfo, TypeInferenceError
 from byocc.ir.struct_info import ShapeStructInfo
 from byocc.ir.structural import structural_equal
 from byocc.ops.registry import make_call
@@ -130,10 +136,6 @@ class _Input:
     def operand(self, m: dict):
         """(attention operand, its 4-D shape); raises _Reject."""
         x = m[self.raw]
-        if self.tensor is not self.raw:  # R.repeat (multi-query): only along the head axis
-            axis = m[self.tensor].attrs.get("axis")
-            if axis is None or axis % 4 != 2:
-                raise _Reject
         if self.layout == "BSNH":
             if _ndim(m[self.tensor]) != 4:
                 raise _Reject
@@ -211,6 +213,8 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
 
     def rewriter(original, m: dict):
         try:
+            if with_kv_repeat:
+                _check_repeats(m[k.tensor], m[v.tensor])
             query, (b, s, n, _) = q.operand(m)
             key, (_, s_kv, _, _) = k.operand(m)
             value, _ = v.operand(m)
@@ -224,7 +228,10 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             operands = [query, key, value]
             if with_bias:
                 operands.append(bias_operand(m, b, s, n, s_kv))
-            attention = make_call("relax.nn.attention", operands, {"scale": _scale(m[scale])})
+            try:
+                attention = make_call("relax.nn.attention", operands, {"scale": _scale(m[scale])})
+            except TypeInferenceError:
+                raise _Reject from None
             new = output(m, attention)
             if not _same_type(new, original):
                 return original
@@ -233,6 +240,22 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             return original
 
     return pattern, rewriter
+
+
+def _check_repeats(rk, rv) -> None:
+    """K's and V's ``R.repeat`` may be dropped: both along the head axis, or the same repeat
+    along the sequence axis (duplicated key/value pairs cancel in the softmax)."""
+    axes = []
+    for r in (rk, rv):
+        axis = r.attrs.get("axis") if r.attrs is not None else None
+        if axis is None:
+            raise _Reject
+        axes.append(axis % 4)
+    if axes == [2, 2]:
+        return
+    if axes == [1, 1] and rk.attrs.get("repeats") == rv.attrs.get("repeats"):
+        return
+    raise _Reject
 
 
 def _same_type(new, old) -> bool:
