@@ -71,41 +71,15 @@ def run_byocc(text: str) -> tuple[float, str]:
     return time.perf_counter() - t0, printed
 
 
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
 TVM_SCRIPT = r"""
 import sys, time
+sys.path.insert(0, @TOOLS@)
 import tvm
-from tvm import relax, tirx
-from tvm.relax import Function
-from tvm.relax.expr_functor import PyExprMutator, mutator
 import tvm.relax.backend.cuda.cutlass as C
+import tvm_workspace_fix  # TVM's annotate_workspace with its KeyError fixed (tools/)
 
-@mutator
-class Workspace(PyExprMutator):
-    def visit_function_(self, f):
-        if "Composite" not in f.attrs:
-            body = super().visit_expr(f.body)
-            new = Function(f.params, body, f.ret_ty, f.is_pure, f.attrs, f.span)
-            if "global_symbol" in f.attrs and "cutlass" in f.attrs["global_symbol"]:
-                inner = body.blocks[0].bindings[0].value
-                if "WorkspaceSize" in inner.attrs:
-                    return new.with_attr("WorkspaceSize", inner.attrs["WorkspaceSize"])
-            return new
-        if "attention" in f.attrs["Composite"] and "cutlass" in f.attrs["Composite"]:
-            size = C._shape_1d(f.ret_ty.shape) * {"float16": 2, "float32": 4}[str(f.ret_ty.dtype)]
-            if not isinstance(size, int | tirx.expr.IntImm):
-                size = 8
-            return f.with_attr("WorkspaceSize", int(size))
-        return f
-
-@tvm.transform.module_pass(opt_level=0)
-def annotate_workspace(mod, _):
-    w = Workspace(mod)
-    for name, f in mod.functions_items():
-        if isinstance(f, Function):
-            mod.update_func(name, w.visit_expr(f))
-    return mod
-
-C.annotate_workspace = annotate_workspace
+tvm_workspace_fix.install()
 text = sys.stdin.read()
 t0 = time.perf_counter()
 out = C.partition_for_cutlass(tvm.script.from_source(text)).script()
@@ -115,7 +89,7 @@ sys.stdout.write(f"{t}\n{out}")
 
 
 def run_tvm(text: str, python: str) -> tuple[float, str] | None:
-    proc = subprocess.run([python, "-c", TVM_SCRIPT], input=text, capture_output=True, text=True)
+    proc = subprocess.run([python, "-c", TVM_SCRIPT.replace("@TOOLS@", repr(TOOLS))], input=text, capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"TVM run failed: {proc.stderr.strip().splitlines()[-1:]}")
         return None

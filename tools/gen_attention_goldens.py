@@ -619,39 +619,9 @@ def tvm_steps():
     from tvm.relax.dpl import rewrite_call
     from tvm.relax.expr_functor import PyExprMutator, mutator
 
-    # TVM 0.27's annotate_workspace looks `ret_ty.dtype` (a DataType) up in a str-keyed dict and
-    # raises KeyError; this replacement does the same annotation with the dtype as a string.
-    @mutator
-    class _Workspace(PyExprMutator):
-        def visit_function_(self, f):
-            attrs = f.attrs
-            if attrs is None or "Composite" not in attrs:
-                body = self.visit_expr(f.body)
-                g = Function(f.params, body, f.ret_ty, f.is_pure, attrs, f.span)
-                sym = attrs.get("global_symbol") if attrs is not None else None
-                if sym is not None and "cutlass" in str(sym):
-                    inner = body.blocks[0].bindings[0].value
-                    if inner.attrs is not None and "WorkspaceSize" in inner.attrs:
-                        g = g.with_attr("WorkspaceSize", inner.attrs["WorkspaceSize"])
-                return g
-            comp = str(attrs["Composite"])
-            if "attention" in comp and "cutlass" in comp:
-                elem = {"float16": 2, "float32": 4}[str(f.ret_ty.dtype)]
-                size = cutlass._shape_1d(f.ret_ty.shape) * elem
-                if not isinstance(size, int | tirx.expr.IntImm):
-                    size = 8
-                return f.with_attr("WorkspaceSize", int(size))
-            return f
+    import tvm_workspace_fix  # tools/: TVM's annotate_workspace with its KeyError fixed
 
-    @tvm.transform.module_pass(opt_level=0)
-    def annotate_workspace(mod, _ctx):
-        w = _Workspace(mod)
-        for name, f in mod.functions_items():
-            if isinstance(f, Function):
-                mod.update_func(name, w.visit_expr(f))
-        return mod
-
-    cutlass.annotate_workspace = annotate_workspace
+    tvm_workspace_fix.install()
 
     def parse(text: str):
         return tvm.script.from_source(text)

@@ -17,7 +17,8 @@ rewriters follow byocc's documented deviations (rewrites.py docstring): a rewrit
 (``TypeError``, ...) leaves the chain unchanged; ``IntImm == Var`` in the bias-form checks is
 false (stock raises ``ValueError``); a BSH output is reshaped from the attention (permuted
 to ``(B, N, S, Hv)`` first when the inputs are BSNH); a replacement whose struct info differs
-from the replaced value's is not made; the multi-query rewrite needs ``R.repeat`` on axis 2; a fusion check that crashes on an
+from the replaced value's is not made; the multi-query rewrite needs ``R.repeat`` on axis 2 for
+both K and V, or the same repeat on axis 1 for both; a fusion check that crashes on an
 operand of unknown shape rejects the match.
 byocc's outputs are also parsed back by byocc (``well_formed`` must return []) and by TVM
 (``relax.analysis.well_formed``). Mismatches are written under ``--out`` (diff_N/).
@@ -543,6 +544,8 @@ def generate(n: int, seed: int) -> list[dict]:
 # TVM side (runs under --tvm-python)
 # ----------------------------------------------------------------------------------------------
 
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+
 TVM_SIDE = r'''
 import json, sys, threading
 import tvm_ffi
@@ -555,40 +558,10 @@ import tvm.relax.backend.patterns as P
 import tvm.relax.backend.cuda.cutlass as C
 
 
-@mutator
-class WA(PyExprMutator):
-    def __init__(self, mod):
-        super().__init__(mod)
+sys.path.insert(0, @TOOLS@)
+import tvm_workspace_fix  # TVM's annotate_workspace with its KeyError fixed
 
-    def visit_function_(self, f):
-        if "Composite" not in f.attrs:
-            body = super().visit_expr(f.body)
-            new_f = Function(f.params, body, f.ret_ty, f.is_pure, f.attrs, f.span)
-            if "global_symbol" in f.attrs and "cutlass" in f.attrs["global_symbol"]:
-                cf = body.blocks[0].bindings[0].value
-                if "WorkspaceSize" in cf.attrs:
-                    return new_f.with_attr("WorkspaceSize", cf.attrs["WorkspaceSize"])
-            return new_f
-        if "attention" in f.attrs["Composite"] and "cutlass" in f.attrs["Composite"]:
-            out_dtype = str(f.ret_ty.dtype)
-            n = C._shape_1d(f.ret_ty.shape)
-            ws = n * {"float16": 2, "float32": 4}[out_dtype]
-            if not isinstance(ws, int | tirx.expr.IntImm):
-                ws = 8
-            return f.with_attr("WorkspaceSize", int(ws))
-        return f
-
-
-@tvm.transform.module_pass(opt_level=0)
-def annotate_workspace(mod, _):
-    a = WA(mod)
-    for name, f in mod.functions_items():
-        if isinstance(f, Function):
-            mod.update_func(name, a.visit_expr(f))
-    return mod
-
-
-C.annotate_workspace = annotate_workspace
+tvm_workspace_fix.install()
 
 # --- the patched rewriters (byocc's documented deviations) ---
 STATE = threading.local()
@@ -652,14 +625,18 @@ def patched_make(qkv, out, with_bias, with_cast, with_kv_repeat=False):
     reps = repeat_patterns(pattern)
 
     def rewriter(orig, m):
+        found = []
         for rp in reps:
             try:
                 call = m[rp]
             except (KeyError, IndexError):
                 continue
             ax = call.attrs.axis
-            if ax is None or int(ax) % 4 != 2:
-                NOTES.add("repeat not on axis 2 refused")
+            found.append((None if ax is None else int(ax) % 4, int(call.attrs.repeats)))
+        if found:
+            axes = [a for a, _ in found]
+            if not (axes == [2, 2] or (axes == [1, 1] and found[0][1] == found[1][1])):
+                NOTES.add("repeat not on the head axis (nor equal on the sequence axis) refused")
                 return orig
         STATE.qkv = qkv
         EQ.__bool__ = eq_bool  # IntImm == Var: not equal (stock raises ValueError)
@@ -808,7 +785,7 @@ def run_tvm(jobs: list[dict], python: str, workdir: str, procs: int) -> dict:
         with open(jf, "w") as f:
             json.dump(chunk, f)
         with open(os.path.join(workdir, f"tvm{i}.log"), "w") as log:  # the child keeps its own handle
-            running.append((subprocess.Popen([python, "-c", TVM_SIDE, jf, rf], stderr=log), rf))
+            running.append((subprocess.Popen([python, "-c", TVM_SIDE.replace("@TOOLS@", repr(TOOLS)), jf, rf], stderr=log), rf))
     out = {}
     for p, rf in running:
         if p.wait() != 0:
