@@ -304,6 +304,18 @@ class SeqExpr(Expr):
         return self.body.struct_info
 
 
+def _same_after_simplify(a, b) -> bool:
+    """Tensor types whose dims agree once simplified (``4 * n`` and ``n * 4``): TVM's IsBaseOf
+    proves such dims equal, so its Function constructor takes the body's form."""
+    from .prim_simplify import simplify_struct_info_dims
+
+    if not (isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo)):
+        return False
+    if a.shape is None or b.shape is None or a.dtype != b.dtype or len(a.shape) != len(b.shape):
+        return False
+    return simplify_struct_info_dims(a) == simplify_struct_info_dims(b)
+
+
 @_node
 class Function(Expr):
     """A Relax function. ``attrs`` is a dict that must not be mutated after creation."""
@@ -321,13 +333,14 @@ class Function(Expr):
         body = self.body
         body_si = body.struct_info if isinstance(body, SeqExpr) else None
         ret = self.ret_struct_info
-        if body_si is not None and ret is not None and body_si != ret and is_base_of(ret, body_si):
+        if body_si is not None and ret is not None and body_si != ret and (
+                is_base_of(ret, body_si) or _same_after_simplify(ret, body_si)):
             defined = set()
             for p in self.params:
                 if p.struct_info is not None:
                     defined.update(struct_info_vars(p.struct_info))
             body_si = erase_to_well_defined(body_si, defined)
-            if body_si != ret and is_base_of(ret, body_si):
+            if body_si != ret and (is_base_of(ret, body_si) or _same_after_simplify(ret, body_si)):
                 object.__setattr__(self, "ret_struct_info", body_si)
 
     @property

@@ -68,6 +68,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from byocc.ir.prim_simplify import simplify_struct_info_dims
 from byocc.ir.functor import retype_rebound_var
 from byocc.ir import (
     Binding, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
@@ -266,6 +267,9 @@ class Materializer:
                 out.append(VarBinding(v, a))
                 a = v
             call_args.append(a)
+        # TVM derives the call's type by substituting the callee's symbolic variables and
+        # simplifying every dim that changed (so ``4 * n`` prints ``n * 4`` at the call site)
+        ret = simplify_struct_info_dims(ret)
         call = Call(gvar, tuple(call_args), None, (), ret)
         if len(outputs) == 1 and not isinstance(outputs[0], DataflowVar):
             new_var: Var = Var(self.supply.fresh("gv"), ret)
