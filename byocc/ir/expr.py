@@ -305,13 +305,12 @@ class SeqExpr(Expr):
 
 
 def _same_after_simplify(a, b) -> bool:
-    """Tensor types whose dims agree once simplified (``4 * n`` and ``n * 4``): TVM's IsBaseOf
+    """Types (tensors, tuples of them) whose dims agree once simplified (``4 * n`` and
+    ``n * 4``): TVM's IsBaseOf
     proves such dims equal, so its Function constructor takes the body's form."""
     from .prim_simplify import simplify_struct_info_dims
 
-    if not (isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo)):
-        return False
-    if a.shape is None or b.shape is None or a.dtype != b.dtype or len(a.shape) != len(b.shape):
+    if type(a) is not type(b):
         return False
     return simplify_struct_info_dims(a) == simplify_struct_info_dims(b)
 

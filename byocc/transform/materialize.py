@@ -68,11 +68,12 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from byocc.ops.registry import infer_struct_info
 from byocc.ir.prim_simplify import simplify_struct_info_dims
 from byocc.ir.functor import retype_rebound_var
 from byocc.ir import (
-    Binding, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
-    Op, PassError, SeqExpr, Tuple, TupleGetItem, Var, VarBinding,
+    Binding, ByoccError, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
+    Op, PassError, SeqExpr, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
 )
 from byocc.ir.analysis import analyze_var2value
 
@@ -126,15 +127,34 @@ class Materializer:
             args = tuple(self._remap(a) for a in e.args)
             if op is e.op and all(a is b for a, b in zip(args, e.args)):
                 return e
-            return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+            call = Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+            if isinstance(op, Op):
+                # TVM's normaliser re-infers an operator call whose arguments changed (a fused
+                # call site's simplified dims flow into the bindings that use it)
+                try:
+                    si = infer_struct_info(call)
+                except ByoccError:
+                    return call
+                if si != e.struct_info:
+                    call = Call(op, args, e.attrs, e.sinfo_args, si, e.span)
+            return call
         if t is Tuple:
             fields = tuple(self._remap(f) for f in e.fields)
             if all(a is b for a, b in zip(fields, e.fields)):
                 return e
-            return Tuple(fields, e.struct_info, e.span)
+            si = e.struct_info
+            if all(f.struct_info is not None for f in fields):  # re-derived, as TVM's normaliser
+                si = TupleStructInfo(tuple(f.struct_info for f in fields))
+            return Tuple(fields, si, e.span)
         if t is TupleGetItem:
             tv = self._remap(e.tuple_value)
-            return e if tv is e.tuple_value else TupleGetItem(tv, e.index, e.struct_info, e.span)
+            if tv is e.tuple_value:
+                return e
+            si = e.struct_info
+            tsi = tv.struct_info
+            if isinstance(tsi, TupleStructInfo) and 0 <= e.index < len(tsi.fields):
+                si = tsi.fields[e.index]
+            return TupleGetItem(tv, e.index, si, e.span)
         if t is SeqExpr:
             return self._seq(e)
         if t is If:
