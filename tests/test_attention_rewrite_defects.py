@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from byocc.backends.cutlass.rewrites import rewrite_attention
-from byocc.ir import Function
 from byocc.ir.well_formed import well_formed
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
 from byocc.runtime import Interpreter, random_arguments

@@ -612,12 +612,10 @@ def all_cases() -> list[Case]:
 
 def tvm_steps():
     import tvm
-    from tvm import tirx
     from tvm.relax import Function
     from tvm.relax.backend.cuda import cutlass
     from tvm.relax.backend.patterns import make_attention_rewrite_pattern
     from tvm.relax.dpl import rewrite_call
-    from tvm.relax.expr_functor import PyExprMutator, mutator
 
     import tvm_workspace_fix  # tools/: TVM's annotate_workspace with its KeyError fixed
 

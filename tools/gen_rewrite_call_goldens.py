@@ -5,7 +5,6 @@ rewriters with byocc's API."""
 import pathlib
 
 import tvm
-from tvm import relax
 from tvm.relax.dpl import is_op, rewrite_call, wildcard
 from tvm.script import relax as R
 

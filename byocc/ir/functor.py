@@ -15,7 +15,6 @@ from .expr import (
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
-    Expr,
     ExternFunc,
     Function,
     GlobalVar,
@@ -242,6 +241,22 @@ class ExprMutator(_Dispatch):
 
 
 ExprMutator.__init_subclass__()
+
+
+def rebuild_seq(seq: SeqExpr, old_blocks, new_blocks, body) -> SeqExpr:
+    """``seq`` with ``new_blocks`` (pairwise replacing ``old_blocks``; empty ones dropped) and
+    ``body``: the same object when no block and not the body changed."""
+    blocks = []
+    changed = body is not seq.body
+    for old, new in zip(old_blocks, new_blocks):
+        changed |= new is not old
+        if new.bindings:
+            blocks.append(new)
+        else:
+            changed = True
+    if not changed:
+        return seq
+    return SeqExpr(tuple(blocks), body, seq.span)
 
 
 def retype_rebound_var(var: Var, value, var_remap: dict, old: Var | None = None) -> Var:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, PrimStructInfo, TensorStructInfo
+from byocc.ir import Call, PrimStructInfo
 
 from .common import check_num_args, fail, fmt_sinfo, require_float, sinfo_of, tensor_arg, with_dtype
 from .registry import AttrField, define

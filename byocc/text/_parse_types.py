@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 
 from byocc.ir import (
-    FuncStructInfo, ObjectStructInfo, ParseError, PrimBinary, PrimMinMax, PrimStructInfo,
+    FuncStructInfo, ObjectStructInfo, ParseError, PrimMinMax, PrimStructInfo,
     ShapeStructInfo, Span, StructInfo, TensorStructInfo, TirVar, TupleStructInfo, Var,
     simplify_binary, substitute_dim,
 )

@@ -32,6 +32,7 @@ from byocc.ir import (
     MatchCast, PassError, PrimStructInfo, PrimValue, SeqExpr, ShapeStructInfo, TensorStructInfo,
     TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
 )
+from byocc.ir.functor import rebuild_seq
 from byocc.ir.analysis import free_vars
 from byocc.ir.structural import structural_equal
 
@@ -377,8 +378,7 @@ class _Apply:
         return Function(params, body, f.ret_struct_info, f.is_pure, dict(f.attrs), f.span)
 
     def seq(self, s: SeqExpr) -> SeqExpr:
-        blocks = []
-        changed = False
+        new_blocks = []
         for block in s.blocks:
             out = []
             for b in block.bindings:
@@ -393,17 +393,9 @@ class _Apply:
                     out.append(b if value is b.value and var is b.var else VarBinding(var, value, b.span))
             if isinstance(block, DataflowBlock):
                 out = _fold_output_aliases(out)
-            new = block if len(out) == len(block.bindings) and all(
-                a is b for a, b in zip(out, block.bindings)) else type(block)(tuple(out), block.span)
-            changed |= new is not block
-            if new.bindings:
-                blocks.append(new)
-            else:
-                changed = True
-        body = self.expr(s.body)
-        if not changed and body is s.body:
-            return s
-        return SeqExpr(tuple(blocks), body, s.span)
+            new_blocks.append(block if len(out) == len(block.bindings) and all(
+                a is b for a, b in zip(out, block.bindings)) else type(block)(tuple(out), block.span))
+        return rebuild_seq(s, s.blocks, new_blocks, self.expr(s.body))
 
 
 def _df_vars(value: Any, whole_function: bool) -> list:

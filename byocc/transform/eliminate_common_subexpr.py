@@ -49,6 +49,7 @@ from byocc.ir import (
     Var,
     VarBinding,
 )
+from byocc.ir.functor import rebuild_seq
 from byocc.ir.analysis import contains_impure_call
 from byocc.ir.struct_info import (
     TupleStructInfo,
@@ -237,19 +238,8 @@ class _Eliminator:
         return Function(f.params, body, ret, f.is_pure, dict(f.attrs), f.span)
 
     def seq(self, s: SeqExpr) -> SeqExpr:
-        blocks = []
-        changed = False
-        for block in s.blocks:
-            new = self.block(block)
-            changed |= new is not block
-            if new.bindings:
-                blocks.append(new)
-            else:
-                changed = True
-        body = self.expr(s.body)
-        if not changed and body is s.body:
-            return s
-        return SeqExpr(tuple(blocks), body, s.span)
+        new_blocks = [self.block(block) for block in s.blocks]
+        return rebuild_seq(s, s.blocks, new_blocks, self.expr(s.body))
 
     # ------------------------------------------------------------------ bindings
     def block(self, block: Any) -> Any:

@@ -70,7 +70,7 @@ from typing import Any
 
 from byocc.ops.registry import infer_struct_info
 from byocc.ir.prim_simplify import simplify_struct_info_dims
-from byocc.ir.functor import retype_rebound_var
+from byocc.ir.functor import rebuild_seq, retype_rebound_var
 from byocc.ir import (
     Binding, ByoccError, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
     Op, PassError, SeqExpr, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
@@ -178,8 +178,7 @@ class Materializer:
         return VarBinding(retype_rebound_var(b.var, value, self.var_remap), value, b.span)
 
     def _seq(self, seq: SeqExpr) -> SeqExpr:
-        blocks = []
-        changed = False
+        new_blocks = []
         for block in seq.blocks:
             bp = self.plan.blocks.get(id(block)) if isinstance(block, DataflowBlock) else None
             if bp is not None and bp.block is block:
@@ -188,15 +187,8 @@ class Materializer:
                 out = [self._rebind(b) for b in block.bindings]
                 new = block if all(a is b for a, b in zip(out, block.bindings)) \
                     else type(block)(tuple(out), block.span)
-            changed |= new is not block
-            if new.bindings:
-                blocks.append(new)
-            else:
-                changed = True
-        body = self._remap(seq.body)
-        if not changed and body is seq.body:
-            return seq
-        return SeqExpr(tuple(blocks), body, seq.span)
+            new_blocks.append(new)
+        return rebuild_seq(seq, seq.blocks, new_blocks, self._remap(seq.body))
 
     # ------------------------------------------------------------------ one block
     def _fuse_block(self, bp: BlockPlan) -> DataflowBlock:

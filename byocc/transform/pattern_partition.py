@@ -29,8 +29,7 @@ from byocc.dpl import (
     pattern_root_ops,
 )
 from byocc.ir import (
-    Call, DataflowBlock, DataflowVar, Function, If, Op, PatternError, SeqExpr, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Call, DataflowBlock, Function, If, Op, PatternError, SeqExpr, Var, VarBinding,
 )
 
 
