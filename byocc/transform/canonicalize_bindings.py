@@ -36,7 +36,7 @@ from byocc.ir.functor import rebuild_seq
 from byocc.ir.analysis import free_vars
 from byocc.ir.structural import structural_equal
 
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 from .symbolic import _Renew
 
 
@@ -462,14 +462,7 @@ class CanonicalizeBindings(Pass):
     opt_level: ClassVar[int] = 1
 
     def run(self, mod: IRModule) -> IRModule:
-        out = mod
-        for name in mod.names():
-            func = mod[name]
-            if isinstance(func, Function):
-                new = canonicalize_bindings(func)
-                if new is not func:
-                    out = out.with_function(name, new, mod.get_global_var(name))
-        return out
+        return map_functions(mod, lambda f: canonicalize_bindings(f))
 
 
 __all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic"]

@@ -59,7 +59,7 @@ from byocc.ir.struct_info import (
 )
 from byocc.ir.structural import _Canon
 
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 
 # Operators TVM 0.27 marks ``TAllocator``: their results are fresh buffers, never shared.
 ALLOCATOR_OPS = frozenset({
@@ -347,14 +347,7 @@ class EliminateCommonSubexpr(Pass):
     opt_level: ClassVar[int] = 1
 
     def run(self, mod: IRModule) -> IRModule:
-        out = mod
-        for name in mod.names():
-            func = mod[name]
-            if isinstance(func, Function):
-                new = eliminate_common_subexpr(func, self.call_only)
-                if new is not func:
-                    out = out.with_function(name, new, mod.get_global_var(name))
-        return out
+        return map_functions(mod, lambda f: eliminate_common_subexpr(f, self.call_only))
 
 
 __all__ = ["ALLOCATOR_OPS", "EliminateCommonSubexpr", "eliminate_common_subexpr"]

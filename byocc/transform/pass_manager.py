@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, ClassVar
 
-from byocc.ir import ByoccError, IRModule, MultipleErrors
+from byocc.ir import ByoccError, Function, IRModule, MultipleErrors
 
 
 @dataclass(frozen=True)
@@ -348,8 +348,21 @@ class ModulePass(Pass):
         return self._fn(mod)
 
 
+def map_functions(mod: IRModule, fn: Callable[[Function], Function]) -> IRModule:
+    """``mod`` with every Relax function ``f`` replaced by ``fn(f)`` (a function pass); the
+    same module when ``fn`` returns every function unchanged."""
+    out = mod
+    for name in mod.names():
+        func = mod[name]
+        if isinstance(func, Function):
+            new = fn(func)
+            if new is not func:
+                out = out.with_function(name, new, mod.get_global_var(name))
+    return out
+
+
 __all__ = [
-    "DumpIR", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
+    "DumpIR", "map_functions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "Sequential",
     "WellFormedInstrument", "pass_instrument",
 ]
