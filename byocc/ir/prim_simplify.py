@@ -8,14 +8,15 @@ dims print in its normal form. What was measured with TVM 0.27's ``Analyzer.simp
   ``n * 2 * 3`` -> ``n * 6``, ``3 * (n * m)`` -> ``n * m * 3``;
 * a sum's constant term goes last: ``2 + n`` -> ``n + 2``; ``n - 1`` stays;
 * a constant multiplies into a sum: ``(n + 1) * 2`` -> ``n * 2 + 2``;
-* a floor division by a constant dividing every coefficient divides them:
-  ``n * 4 // 2`` -> ``n * 2``;
+* a floor division by a positive constant dividing every coefficient divides them (the
+  constant term floor-divides): ``n * 4 // 2`` -> ``n * 2``;
 * variables keep their order (``m * n`` and ``n * m`` both stay), and so do the terms of a
   sum (``m + n`` stays).
 
 Anything else (divisions that do not divide, ``%``, ``min``/``max``, products of sums) is kept
-as an opaque factor whose operands are simplified. Iterative over the expression tree? The
-trees are dimension expressions of a handful of nodes, so plain recursion is bounded.
+as an opaque factor whose operands are simplified. The polynomial form here is also the
+linear canonical form the op inference rules use (:mod:`byocc.ops.dims`). Recursion follows
+the expression tree of one dimension (a handful of nodes), never the bindings.
 """
 
 from __future__ import annotations
@@ -62,8 +63,24 @@ class _Poly:
             return _Poly(0, {ka + kb: [fa + fb, ca * cb]})
         return None
 
-    def divides(self, c: int) -> bool:
-        return c != 0 and self.const % c == 0 and all(v % c == 0 for _, v in self.terms.values())
+    def divides_terms(self, c: int) -> bool:
+        return all(v % c == 0 for _, v in self.terms.values())
+
+    def linear(self):
+        """``(coeffs, const)`` with ``coeffs`` an insertion-ordered ``{id(var): (var, k)}`` (no
+        zero ``k``), or None when some term is not a single variable."""
+        coeffs = {}
+        for factors, c in self.terms.values():
+            if c == 0:
+                continue
+            if len(factors) != 1 or not isinstance(factors[0], TirVar):
+                return None
+            coeffs[id(factors[0])] = (factors[0], c)
+        return coeffs, self.const
+
+    @staticmethod
+    def from_linear(coeffs: dict, const: int) -> "_Poly":
+        return _Poly(const, {(("v", key),): [(var,), k] for key, (var, k) in coeffs.items()})
 
     def to_dim(self) -> Dim:
         out: Dim | None = None
@@ -110,12 +127,25 @@ def _poly(d: Dim) -> _Poly:
             if prod is not None:
                 return prod
             return _Poly.atom(PrimBinary("*", a.to_dim(), b.to_dim()))
-        if d.op == "//" and b.is_const() and a.divides(b.const):
+        if d.op == "//" and b.is_const() and b.const > 0 and a.divides_terms(b.const):
+            # (c*x + k) // c == x + k // c for integer x
             return _Poly(a.const // b.const, {k: [f, c // b.const] for k, (f, c) in a.terms.items()})
         return _Poly.atom(PrimBinary(d.op, a.to_dim(), b.to_dim()))
     if isinstance(d, PrimMinMax):
         return _Poly.atom(PrimMinMax(d.op, simplify_dim(d.a), simplify_dim(d.b)))
     return _Poly.atom(d)
+
+
+def linear_form(d: Dim):
+    """``(coeffs, const)``: ``d`` as ``sum(k * var) + const`` with ``coeffs`` an
+    insertion-ordered ``{id(var): (var, k)}``, or None when ``d`` is not linear."""
+    return _poly(d).linear()
+
+
+def from_linear_form(coeffs: dict, const: int) -> Dim:
+    """The dimension ``sum(k * var) + const`` in TVM's printed order (variables as given,
+    constant last)."""
+    return _Poly.from_linear(coeffs, const).to_dim()
 
 
 def simplify_dim(d: Dim) -> Dim:
@@ -159,4 +189,4 @@ def _rest(si) -> tuple:
     return tuple(getattr(si, n) for n in names[i:])
 
 
-__all__ = ["simplify_dim", "simplify_struct_info_dims"]
+__all__ = ["from_linear_form", "linear_form", "simplify_dim", "simplify_struct_info_dims"]

@@ -12,6 +12,7 @@ mirror the two layers TVM uses:
 from __future__ import annotations
 
 from byocc.ir.prim import Dim, PrimBinary, PrimMinMax, TirVar
+from byocc.ir.prim_simplify import from_linear_form, linear_form
 
 
 def is_int(d: Dim) -> bool:
@@ -67,63 +68,15 @@ def product(dims) -> Dim:
 # --------------------------------------------------------------------------- linear form
 def linear(d: Dim):
     """``(coeffs, const)`` with ``coeffs`` an insertion-ordered ``{id(var): (var, k)}``, or
-    ``None`` when ``d`` is not linear in its variables."""
+    ``None`` when ``d`` is not linear in its variables (:func:`byocc.ir.prim_simplify.linear_form`)."""
     if is_int(d):
         return {}, d
-    if isinstance(d, TirVar):
-        return {id(d): (d, 1)}, 0
-    if isinstance(d, PrimBinary):
-        if d.op in ("+", "-"):
-            la, lb = linear(d.a), linear(d.b)
-            if la is None or lb is None:
-                return None
-            sign = 1 if d.op == "+" else -1
-            coeffs = dict(la[0])
-            for key, (var, k) in lb[0].items():
-                old = coeffs.get(key, (var, 0))[1]
-                coeffs[key] = (var, old + sign * k)
-            return {k: v for k, v in coeffs.items() if v[1] != 0}, la[1] + sign * lb[1]
-        if d.op == "*":
-            la, lb = linear(d.a), linear(d.b)
-            if la is None or lb is None:
-                return None
-            if not la[0]:
-                la, lb = lb, la
-            if lb[0]:
-                return None  # var * var
-            c = lb[1]
-            return {k: (v, n * c) for k, (v, n) in la[0].items() if n * c != 0}, la[1] * c
-        if d.op == "//":
-            la, lb = linear(d.a), linear(d.b)
-            if la is None or lb is None or lb[0] or lb[1] <= 0:
-                return None
-            c = lb[1]
-            if all(n % c == 0 for _, n in la[0].values()):
-                # (c*x + k) // c == x + k // c for integer x
-                return {k: (v, n // c) for k, (v, n) in la[0].items()}, la[1] // c
-            return None
-    return None
+    return linear_form(d)
 
 
 def from_linear(coeffs: dict, const: int) -> Dim:
     """Rebuild a dimension from a linear form: variables in order, constant last."""
-    out: Dim | None = None
-    for var, k in coeffs.values():
-        if k == 0:
-            continue
-        if out is None:
-            out = var if k == 1 else (PrimBinary("*", var, k) if k > 0 else PrimBinary("*", var, k))
-        elif k > 0:
-            out = PrimBinary("+", out, var if k == 1 else PrimBinary("*", var, k))
-        else:
-            out = PrimBinary("-", out, var if k == -1 else PrimBinary("*", var, -k))
-    if out is None:
-        return const
-    if const > 0:
-        return PrimBinary("+", out, const)
-    if const < 0:
-        return PrimBinary("-", out, -const)
-    return out
+    return from_linear_form(coeffs, const)
 
 
 def simplify(d: Dim) -> Dim:
