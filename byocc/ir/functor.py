@@ -243,6 +243,40 @@ class ExprMutator(_Dispatch):
 ExprMutator.__init_subclass__()
 
 
+def operands(e) -> tuple:
+    """The operand expressions of a Call (its arguments), Tuple or TupleGetItem; () else."""
+    t = type(e)
+    if t is Call:
+        return e.args
+    if t is Tuple:
+        return e.fields
+    if t is TupleGetItem:
+        return (e.tuple_value,)
+    return ()
+
+
+def map_operands(e, fn, callee_kinds: tuple = ()):
+    """A Call, Tuple or TupleGetItem with ``fn`` applied to each operand (and to a Call's
+    callee when it is one of ``callee_kinds``); ``e`` itself when nothing changed. Struct
+    info is kept: callers that need it re-derived do so."""
+    t = type(e)
+    if t is Call:
+        op = fn(e.op) if isinstance(e.op, callee_kinds) else e.op
+        args = tuple(fn(a) for a in e.args)
+        if op is e.op and all(a is b for a, b in zip(args, e.args)):
+            return e
+        return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
+    if t is Tuple:
+        fields = tuple(fn(f) for f in e.fields)
+        if all(a is b for a, b in zip(fields, e.fields)):
+            return e
+        return Tuple(fields, e.struct_info, e.span)
+    if t is TupleGetItem:
+        tv = fn(e.tuple_value)
+        return e if tv is e.tuple_value else TupleGetItem(tv, e.index, e.struct_info, e.span)
+    return e
+
+
 def rebuild_seq(seq: SeqExpr, old_blocks, new_blocks, body) -> SeqExpr:
     """``seq`` with ``new_blocks`` (pairwise replacing ``old_blocks``; empty ones dropped) and
     ``body``: the same object when no block and not the body changed."""

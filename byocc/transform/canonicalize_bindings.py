@@ -32,7 +32,7 @@ from byocc.ir import (
     MatchCast, PassError, PrimStructInfo, PrimValue, SeqExpr, ShapeStructInfo, TensorStructInfo,
     TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
 )
-from byocc.ir.functor import rebuild_seq
+from byocc.ir.functor import map_operands, rebuild_seq
 from byocc.ir.analysis import free_vars
 from byocc.ir.structural import structural_equal
 
@@ -345,20 +345,8 @@ class _Apply:
         t = type(e)
         if t is Var or t is DataflowVar:
             return self.use_var(e)
-        if t is Call:
-            op = self.expr(e.op) if isinstance(e.op, (Var, Function)) else e.op
-            args = tuple(self.expr(a) for a in e.args)
-            if op is e.op and all(a is b for a, b in zip(args, e.args)):
-                return e
-            return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
-        if t is Tuple:
-            fields = tuple(self.expr(f) for f in e.fields)
-            if all(a is b for a, b in zip(fields, e.fields)):
-                return e
-            return Tuple(fields, e.struct_info, e.span)
-        if t is TupleGetItem:
-            tv = self.expr(e.tuple_value)
-            return e if tv is e.tuple_value else TupleGetItem(tv, e.index, e.struct_info, e.span)
+        if t is Call or t is Tuple or t is TupleGetItem:
+            return map_operands(e, self.expr, (Var, Function))
         if t is If:
             c, a, b = self.expr(e.cond), self.expr(e.true_branch), self.expr(e.false_branch)
             if c is e.cond and a is e.true_branch and b is e.false_branch:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from byocc.ir.functor import map_operands
 from byocc.ir import (
     Binding, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar, NameSupply, Op,
     PrimValue, SeqExpr, ShapeExpr, ShapeStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var,
@@ -211,21 +212,7 @@ class GroupFunction:
             if hit is not None:
                 return hit
             return self.remap.get(e, e)
-        if t is Call:
-            new_args = tuple(self._visit(a) for a in e.args)
-            new_op = self._visit(e.op) if isinstance(e.op, Var) else e.op
-            if new_op is e.op and all(a is b for a, b in zip(new_args, e.args)):
-                return e
-            return Call(new_op, new_args, e.attrs, e.sinfo_args, e.struct_info, e.span)
-        if t is Tuple:
-            fields = tuple(self._visit(f) for f in e.fields)
-            if all(a is b for a, b in zip(fields, e.fields)):
-                return e
-            return Tuple(fields, e.struct_info, e.span)
-        if t is TupleGetItem:
-            tv = self._visit(e.tuple_value)
-            return e if tv is e.tuple_value else TupleGetItem(tv, e.index, e.struct_info, e.span)
-        return e
+        return map_operands(e, self._visit, (Var,))
 
 
 

@@ -70,7 +70,7 @@ from typing import Any
 
 from byocc.ops.registry import infer_struct_info
 from byocc.ir.prim_simplify import simplify_struct_info_dims
-from byocc.ir.functor import rebuild_seq, retype_rebound_var
+from byocc.ir.functor import map_operands, rebuild_seq, retype_rebound_var
 from byocc.ir import (
     Binding, ByoccError, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
     Op, PassError, SeqExpr, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
@@ -122,39 +122,9 @@ class Materializer:
         t = type(e)
         if t is Var or t is DataflowVar:
             return self.var_remap.get(e, e)
-        if t is Call:
-            op = self._remap(e.op) if isinstance(e.op, (Var, Function)) else e.op
-            args = tuple(self._remap(a) for a in e.args)
-            if op is e.op and all(a is b for a, b in zip(args, e.args)):
-                return e
-            call = Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
-            if isinstance(op, Op):
-                # TVM's normaliser re-infers an operator call whose arguments changed (a fused
-                # call site's simplified dims flow into the bindings that use it)
-                try:
-                    si = infer_struct_info(call)
-                except ByoccError:
-                    return call
-                if si != e.struct_info:
-                    call = Call(op, args, e.attrs, e.sinfo_args, si, e.span)
-            return call
-        if t is Tuple:
-            fields = tuple(self._remap(f) for f in e.fields)
-            if all(a is b for a, b in zip(fields, e.fields)):
-                return e
-            si = e.struct_info
-            if all(f.struct_info is not None for f in fields):  # re-derived, as TVM's normaliser
-                si = TupleStructInfo(tuple(f.struct_info for f in fields))
-            return Tuple(fields, si, e.span)
-        if t is TupleGetItem:
-            tv = self._remap(e.tuple_value)
-            if tv is e.tuple_value:
-                return e
-            si = e.struct_info
-            tsi = tv.struct_info
-            if isinstance(tsi, TupleStructInfo) and 0 <= e.index < len(tsi.fields):
-                si = tsi.fields[e.index]
-            return TupleGetItem(tv, e.index, si, e.span)
+        if t is Call or t is Tuple or t is TupleGetItem:
+            new = map_operands(e, self._remap, (Var, Function))
+            return e if new is e else _rederive(new)
         if t is SeqExpr:
             return self._seq(e)
         if t is If:
@@ -304,6 +274,35 @@ class Materializer:
                 else Var(self.supply.fresh("gv"), si)
             out.append(VarBinding(nv, item))
             self.var_remap[v] = nv
+
+
+def _rederive(e: Expr) -> Expr:
+    """``e``, whose operands were remapped, with its struct info derived again as TVM's
+    normaliser does (a fused call site's simplified dims flow into the bindings that use it):
+    operator calls re-inferred (kept as they were if inference fails), tuples from their
+    fields, tuple items from their tuple."""
+    si = e.struct_info
+    if type(e) is Call:
+        if not isinstance(e.op, Op):
+            return e
+        try:
+            si = infer_struct_info(e)
+        except ByoccError:
+            return e
+    elif type(e) is Tuple:
+        if all(f.struct_info is not None for f in e.fields):
+            si = TupleStructInfo(tuple(f.struct_info for f in e.fields))
+    else:
+        tsi = e.tuple_value.struct_info
+        if isinstance(tsi, TupleStructInfo) and 0 <= e.index < len(tsi.fields):
+            si = tsi.fields[e.index]
+    if si == e.struct_info:
+        return e
+    if type(e) is Call:
+        return Call(e.op, e.args, e.attrs, e.sinfo_args, si, e.span)
+    if type(e) is Tuple:
+        return Tuple(e.fields, si, e.span)
+    return TupleGetItem(e.tuple_value, e.index, si, e.span)
 
 
 def _warn_stderr(message: str) -> None:

@@ -33,6 +33,7 @@ from byocc.ir import (
     BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, If, MatchCast, SeqExpr, Tuple,
     TupleGetItem, Var, VarBinding,
 )
+from byocc.ir.functor import map_operands, operands
 from byocc.ir.analysis import contains_impure_call, free_vars
 from byocc.ir.structural import structural_equal
 
@@ -238,14 +239,14 @@ class _PatternRewriter:
             node, ready = stack.pop()
             if id(node) in done:
                 continue
-            kids = _operands(node)
+            kids = operands(node)
             if not ready:
                 stack.append((node, True))
                 for k in reversed(kids):
                     if isinstance(k, (Call, TupleGetItem, Tuple)) and id(k) not in done:
                         stack.append((k, False))
                 continue
-            rebuilt = _rebuild(node, [done.get(id(k), k) for k in kids])
+            rebuilt = map_operands(node, lambda k: done.get(id(k), k))
             if node is not value and not isinstance(node, Tuple):
                 key = id(node)
                 var = cache.get(key)
@@ -276,27 +277,6 @@ def _root_op(pattern):
         if pattern.op.expr.name not in ("relax.multiply", "relax.divide"):
             return pattern.op.expr
     return None
-
-
-def _operands(node) -> tuple:
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    return ()
-
-
-def _rebuild(node, kids: list):
-    old = _operands(node)
-    if all(a is b for a, b in zip(old, kids)):
-        return node
-    if isinstance(node, Call):
-        return Call(node.op, tuple(kids), node.attrs, node.sinfo_args, node.struct_info, node.span)
-    if isinstance(node, Tuple):
-        return Tuple(tuple(kids), node.struct_info, node.span)
-    return TupleGetItem(kids[0], node.index, node.struct_info, node.span)
 
 
 def _topological_sort(bindings: list) -> list:
