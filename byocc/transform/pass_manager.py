@@ -63,7 +63,24 @@ class Pass:
         return PassContext.current().run_pass(self, mod)
 
 
-class Sequential(Pass):
+class _NamedPass(Pass):
+    """A pass whose name, opt level and required passes are given per instance."""
+
+    def __init__(self, name: str, opt_level: int = 0, required: Sequence[str] = ()):
+        self._name = name
+        self._opt_level = opt_level
+        self._required = tuple(required)
+
+    @property
+    def info(self) -> PassInfo:
+        return PassInfo(self._name, self._opt_level, self._required)
+
+    @property
+    def pass_name(self) -> str:
+        return self._name
+
+
+class Sequential(_NamedPass):
     """Run ``passes`` in order (TVM ``tvm.transform.Sequential``).
 
     A member pass is skipped when the context disables it, or when its ``opt_level`` exceeds
@@ -74,18 +91,8 @@ class Sequential(Pass):
 
     def __init__(self, passes: Sequence[Pass] = (), opt_level: int = 0, name: str = "sequential",
                  required: Sequence[str] = ()):
+        super().__init__(name, opt_level, required)
         self.passes: tuple[Pass, ...] = tuple(passes)
-        self._opt_level = opt_level
-        self._name = name
-        self._required = tuple(required)
-
-    @property
-    def info(self) -> PassInfo:
-        return PassInfo(self._name, self._opt_level, self._required)
-
-    @property
-    def pass_name(self) -> str:
-        return self._name
 
     def run(self, mod: IRModule) -> IRModule:
         ctx = PassContext.current()
@@ -326,23 +333,13 @@ def pass_instrument(cls: type) -> type:
 FunctionPassCallable = Callable[[IRModule], IRModule]
 
 
-class ModulePass(Pass):
+class ModulePass(_NamedPass):
     """A pass made from a function ``IRModule -> IRModule`` (TVM ``module_pass``)."""
 
     def __init__(self, fn: FunctionPassCallable, name: str, opt_level: int = 0,
                  required: Sequence[str] = ()):
+        super().__init__(name, opt_level, required)
         self._fn = fn
-        self._name = name
-        self._opt_level = opt_level
-        self._required = tuple(required)
-
-    @property
-    def info(self) -> PassInfo:
-        return PassInfo(self._name, self._opt_level, self._required)
-
-    @property
-    def pass_name(self) -> str:
-        return self._name
 
     def run(self, mod: IRModule) -> IRModule:
         return self._fn(mod)
