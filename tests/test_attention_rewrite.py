@@ -17,6 +17,7 @@ from byocc.ir import Function
 from byocc.ir.well_formed import well_formed
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
 from byocc.script import from_source
+from byocc.transform import map_functions
 
 DATA = Path(__file__).parent / "data" / "attention_rewrite"
 CASES = sorted(p.stem for p in DATA.glob("*.relax"))
@@ -28,11 +29,7 @@ def _load(case: str):
 
 
 def _step1(mod, mqa: bool):
-    for name in mod.names():
-        func = mod[name]
-        if isinstance(func, Function):
-            mod = mod.with_function(name, rewrite_attention(func, mqa), mod.get_global_var(name))
-    return mod
+    return map_functions(mod, lambda f: rewrite_attention(f, mqa))
 
 
 def _run(case: str, step: str) -> str:

@@ -15,6 +15,7 @@ from byocc.ir import ByoccError, Function
 from byocc.ir.well_formed import well_formed
 from byocc.runtime import Interpreter, random_arguments
 from byocc.script import from_source
+from byocc.transform import map_functions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import tvm_diff_attention as generator  # noqa: E402  (its generator needs no TVM)
@@ -29,10 +30,7 @@ def _outputs(value) -> list:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['name']}" for c in CASES])
 def test_step1_keeps_results(case):
     mod = from_source(case["text"])
-    new = mod
-    for name in mod.names():
-        if isinstance(mod[name], Function):
-            new = new.with_function(name, rewrite_attention(mod[name], case["mqa"]), mod.get_global_var(name))
+    new = map_functions(mod, lambda f: rewrite_attention(f, case["mqa"]))
     assert not well_formed(new)
     for name in mod.names():
         func = mod[name]
@@ -53,8 +51,6 @@ def test_the_random_modules_exercise_the_rewrites():
     formed = 0
     for case in CASES:
         mod = from_source(case["text"])
-        for name in mod.names():
-            if isinstance(mod[name], Function):
-                mod = mod.with_function(name, rewrite_attention(mod[name], case["mqa"]), mod.get_global_var(name))
+        mod = map_functions(mod, lambda f: rewrite_attention(f, case["mqa"]))
         formed += "R.nn.attention" in mod.script()
     assert formed >= len(CASES) // 2

@@ -13,7 +13,6 @@ failed, 70 a bug in byocc, 130 interrupted. Errors never print a Python tracebac
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import click

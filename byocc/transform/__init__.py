@@ -13,6 +13,7 @@ from .rewrite_call import rewrite_call
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions, merge_composite_functions
 from .pass_manager import (
+    map_functions,
     DumpIR, ModulePass, Pass, PassContext, PassInfo, PassInstrument, PassTimingInstrument,
     PrintAfterAll, PrintBeforeAll, Sequential, WellFormedInstrument, pass_instrument,
 )
@@ -29,7 +30,7 @@ from .run_codegen import (
 __all__ = [
     "AllocateWorkspace", "allocate_workspace",
     "CanonicalizeBindings", "CodegenModule", "EliminateCommonSubexpr", "eliminate_common_subexpr",
-    "rewrite_call", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
+    "rewrite_call", "map_functions", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
     "convert_layout", "fold_batch_norm", "fold_constant", "prepare_for_backend", "prepare_passes", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RunCodegen", "Sequential",

@@ -450,7 +450,7 @@ class CanonicalizeBindings(Pass):
     opt_level: ClassVar[int] = 1
 
     def run(self, mod: IRModule) -> IRModule:
-        return map_functions(mod, lambda f: canonicalize_bindings(f))
+        return map_functions(mod, canonicalize_bindings)
 
 
 __all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic"]

@@ -39,7 +39,7 @@ from byocc.ir import (
 )
 
 from .fold_constant import constant_of, used_vars
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 
 Perm = tuple  # tuple[int, ...]: permute_dims axes taking the original value to the current one
 
@@ -545,11 +545,7 @@ def convert_layout_function(func: Function, desired: dict) -> Function:
 def convert_layout(mod: IRModule, desired: Mapping) -> IRModule:
     """Functional form of :class:`ConvertLayout`."""
     table = _validate(desired)
-    for name, func in list(mod.items()):
-        if isinstance(func, Function):
-            new = convert_layout_function(func, table)
-            if new is not func:
-                mod = mod.with_function(name, new, mod.get_global_var(name))
+    mod = map_functions(mod, lambda f: convert_layout_function(f, table))
     return mod
 
 

@@ -33,7 +33,7 @@ from byocc.ir import (
 )
 from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impure_call
 
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 
 
 def is_public(func) -> bool:
@@ -148,11 +148,7 @@ def dead_code_elimination(mod: IRModule, entry_functions: Sequence[str] = ()) ->
         if name not in entries and is_public(func):
             entries.append(name)
     mod = _remove_unreachable(mod, entries)
-    for name, func in list(mod.items()):
-        if isinstance(func, Function):
-            new = remove_all_unused(func)
-            if new is not func:
-                mod = mod.with_function(name, new, mod.get_global_var(name))
+    mod = map_functions(mod, remove_all_unused)
     return _remove_unreachable(mod, entries)
 
 

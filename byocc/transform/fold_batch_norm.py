@@ -31,7 +31,7 @@ from byocc.ir import (
 from byocc.ir.analysis import collect_var_usage
 
 from .fold_constant import SKIP_FUNCTION_ATTRS, constant_of
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 
 _CONVS = frozenset(("relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"))
 
@@ -181,11 +181,7 @@ def fold_batch_norm_function(func: Function) -> Function:
 
 def fold_batch_norm(mod: IRModule) -> IRModule:
     """Functional form of :class:`FoldBatchNorm`."""
-    for name, func in list(mod.items()):
-        if isinstance(func, Function):
-            new = fold_batch_norm_function(func)
-            if new is not func:
-                mod = mod.with_function(name, new, mod.get_global_var(name))
+    mod = map_functions(mod, fold_batch_norm_function)
     return mod
 
 

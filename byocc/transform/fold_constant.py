@@ -29,7 +29,7 @@ from byocc.ir import (
 )
 from byocc.ir.analysis import free_vars, is_impure_call
 
-from .pass_manager import Pass
+from .pass_manager import Pass, map_functions
 
 SKIP_FUNCTION_ATTRS = ("Composite", "Codegen", "Primitive")
 MAX_CREATED_ELEMENTS = 1024  # TVM's kMaxFoldElements for creation ops
@@ -243,11 +243,7 @@ def fold_constant_function(func: Function) -> Function:
 
 def fold_constant(mod: IRModule) -> IRModule:
     """Functional form of :class:`FoldConstant`."""
-    for name, func in list(mod.items()):
-        if isinstance(func, Function):
-            new = fold_constant_function(func)
-            if new is not func:
-                mod = mod.with_function(name, new, mod.get_global_var(name))
+    mod = map_functions(mod, fold_constant_function)
     return mod
 
 

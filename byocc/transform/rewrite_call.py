@@ -35,10 +35,12 @@ from byocc.ir import (
 )
 from byocc.ir.functor import map_operands, operands
 from byocc.ir.analysis import contains_impure_call, free_vars
+from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.structural import structural_equal
 
 from .canonicalize_bindings import canonicalize_bindings
 from .dead_code_elimination import merge_adjacent_blocks, remove_all_unused
+from .eliminate_common_subexpr import eliminate_common_subexpr
 
 Rewriter = Callable[[Expr, dict], Optional[Expr]]
 
@@ -313,10 +315,6 @@ def _topological_sort(bindings: list) -> list:
 def _clean(seq: SeqExpr) -> SeqExpr:
     """One round of CanonicalizeBindings, EliminateCommonSubexpr and RemoveAllUnused on a
     sequence (run on a parameterless function around it: free variables stay free)."""
-    from byocc.ir.struct_info import ObjectStructInfo
-
-    from .eliminate_common_subexpr import eliminate_common_subexpr
-
     func = Function((), seq, seq.body.struct_info or ObjectStructInfo(), True, {}, seq.span)
     func = canonicalize_bindings(func)
     func = eliminate_common_subexpr(func)

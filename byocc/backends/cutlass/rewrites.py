@@ -46,7 +46,9 @@ Differences from TVM 0.27 (TVM defects, not copied; tests named after them):
 from __future__ import annotations
 
 from byocc.dpl.constructors import is_const, is_op, wildcard
-from byocc.ir import Constant, InputError, PrimValue, TensorStructInfo, TypeInferenceError
+from byocc.ir import (
+    Call, Constant, Function, If, InputError, PrimValue, SeqExpr, TensorStructInfo, TypeInferenceError,
+)
 from byocc.ir.struct_info import ShapeStructInfo
 from byocc.ir.structural import structural_equal
 from byocc.ops.registry import make_call
@@ -304,8 +306,6 @@ def rewrite_attention(func, use_flash_mqa: bool = True):
 def _has_softmax(func) -> bool:
     """Whether a softmax call is bound anywhere in ``func`` (local functions and ``if``
     branches included); an explicit stack, no recursion."""
-    from byocc.ir import Call, Function, If, SeqExpr
-
     stack = [func.body]
     while stack:
         seq = stack.pop()

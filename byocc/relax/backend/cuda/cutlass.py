@@ -25,7 +25,7 @@ import operator
 from byocc.backends import get_patterns_with_prefix
 from byocc.backends.cutlass.rewrites import rewrite_attention
 from byocc.ir import Function, IRModule, SeqExpr, TensorStructInfo, UnsupportedError, VarBinding
-from byocc.transform import AllocateWorkspace, FuseOpsByPattern
+from byocc.transform import AllocateWorkspace, FuseOpsByPattern, map_functions
 
 _ELEMENT_BYTES = {"float16": 2, "float32": 4}
 
@@ -38,12 +38,7 @@ def partition_for_cutlass(mod: IRModule, annotate_codegen: bool = True,
     K and V) before the 16 attention rewrites."""
     if not isinstance(mod, IRModule):
         raise TypeError(f"partition_for_cutlass: expected an IRModule, got {type(mod).__name__}")
-    for name in mod.names():
-        func = mod[name]
-        if isinstance(func, Function):
-            new = rewrite_attention(func, use_flash_mqa)
-            if new is not func:
-                mod = mod.with_function(name, new, mod.get_global_var(name))
+    mod = map_functions(mod, lambda f: rewrite_attention(f, use_flash_mqa))
     patterns = get_patterns_with_prefix("cutlass")
     out = FuseOpsByPattern(patterns, bind_constants=False, annotate_codegen=annotate_codegen)(mod)
     out = annotate_workspace(out)
