@@ -1,0 +1,351 @@
+"""What an offloaded function computes, in a form the C++ generators read (spec/backends.md
+sections 6 and 7.1).
+
+Both partition paths hand a codegen a function carrying ``Codegen``. Its body binds local
+``Composite`` functions and calls them: once (annotate path) or several times, in order,
+feeding one call's result to the next (merge path). :func:`offloaded_program` turns it into
+an :class:`OffloadedProgram`: the parameters, one :class:`CompositeCall` per call in order
+(arguments as :class:`ValueRef`: a parameter, an earlier call's result, or a bound
+constant), the temporaries (kept in scratch) and the outputs.
+
+:func:`gemm_step` reads a composite of the GEMM family *from its body* (not its name, so a
+user's pattern file with other names works): ``[permute_dims(w)] -> matmul -> [add bias] ->
+[relu|gelu|silu] -> [add|multiply residual] -> [relu]``, each stage the sole use of the
+previous one.
+
+Dims are kept as IR dims (``int`` or a symbolic :class:`~byocc.ir.prim.PrimExpr`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from byocc.ir import (
+    Call, Constant, Function, Op, SeqExpr, TensorStructInfo, Tuple, TupleGetItem,
+    Var, VarBinding,
+)
+from byocc.ir.prim import TirVar
+
+from .codegen import CodegenError
+
+ACTIVATIONS = {"relax.nn.relu": "relu", "relax.nn.gelu": "gelu", "relax.nn.silu": "silu"}
+
+
+@dataclass(frozen=True)
+class ValueRef:
+    """A tensor the generated code can address: ``param`` (entry-point argument ``index``),
+    ``temp`` (the result of call ``index``, in scratch unless it is an output), ``const``
+    (bound constant ``index`` of the program's ``constants``), or ``output``."""
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class CompositeCall:
+    composite: str
+    func: Function
+    args: tuple  # ValueRef per composite parameter
+    constants: tuple  # (Constant, ValueRef) inside the composite body
+    result: int  # temp index
+    sinfo: TensorStructInfo
+
+
+@dataclass(frozen=True)
+class OffloadedProgram:
+    symbol: str
+    backend: str
+    func: Function
+    params: tuple  # Var
+    calls: tuple  # CompositeCall
+    temps: tuple  # TensorStructInfo per temp (= per call)
+    outputs: tuple  # ValueRef (temp or param) per output
+    output_sinfo: tuple  # TensorStructInfo per output
+    constants: tuple  # (name, Constant)
+
+    @property
+    def composites(self) -> tuple[str, ...]:
+        return tuple(c.composite for c in self.calls)
+
+    def sinfo_of(self, ref: ValueRef) -> TensorStructInfo:
+        if ref.kind == "param":
+            return self.params[ref.index].struct_info
+        if ref.kind == "temp":
+            return self.temps[ref.index]
+        if ref.kind == "const":
+            return self.constants[ref.index][1].struct_info
+        if ref.kind == "output":
+            return self.output_sinfo[ref.index]
+        raise ValueError(ref.kind)
+
+
+def _tensor_sinfo(sinfo, what: str, symbol: str) -> TensorStructInfo:
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None or sinfo.dtype in (None, ""):
+        raise CodegenError(f"{symbol}: {what} must be a tensor with known shape and dtype "
+                           f"(got {sinfo!s})")
+    return sinfo
+
+
+def _bindings(body: SeqExpr):
+    for block in body.blocks:
+        for binding in block.bindings:
+            if not isinstance(binding, VarBinding):
+                raise CodegenError("match_cast inside an offloaded function is not supported")
+            yield binding
+
+
+def offloaded_program(symbol: str, func: Function, constant_names: dict | None = None) -> OffloadedProgram:
+    """The :class:`OffloadedProgram` of the ``Codegen`` function ``func``."""
+    backend = str(func.attrs.get("Codegen"))
+    params = tuple(func.params)
+    env: dict[Var, Any] = {p: ValueRef("param", i) for i, p in enumerate(params)}
+    for i, p in enumerate(params):
+        _tensor_sinfo(p.struct_info, f"parameter {i} ({p.name_hint})", symbol)
+    local_funcs: dict[Var, Function] = {}
+    calls: list[CompositeCall] = []
+    temps: list[TensorStructInfo] = []
+    constants: list[tuple[str, Constant]] = []
+    const_index: dict[int, int] = {}
+    names = constant_names or {}
+
+    def const_ref(c: Constant) -> ValueRef:
+        key = id(c)
+        if key not in const_index:
+            name = names.get(c) or f"{symbol}_{backend}_const_{len(constants)}"
+            _tensor_sinfo(c.struct_info, f"constant {name}", symbol)
+            const_index[key] = len(constants)
+            constants.append((name, c))
+        return ValueRef("const", const_index[key])
+
+    def ref_of(e) -> Any:
+        if isinstance(e, Var) and e in env:
+            return env[e]
+        if isinstance(e, Constant):
+            return const_ref(e)
+        if isinstance(e, Tuple):
+            return tuple(ref_of(f) for f in e.fields)
+        raise CodegenError(f"{symbol}: unsupported value {type(e).__name__} in the offloaded function")
+
+    for binding in _bindings(func.body):
+        value = binding.value
+        if isinstance(value, Function):
+            if "Composite" not in value.attrs:
+                raise CodegenError(f"{symbol}: a local function without a Composite attribute")
+            local_funcs[binding.var] = value
+            continue
+        if isinstance(value, Call) and isinstance(value.op, Var) and value.op in local_funcs:
+            comp = local_funcs[value.op]
+            args = tuple(ref_of(a) for a in value.args)
+            if any(not isinstance(a, ValueRef) for a in args):
+                raise CodegenError(f"{symbol}: composite {comp.attrs['Composite']} takes a tuple argument; "
+                                   "only tensor arguments are supported")
+            sinfo = _tensor_sinfo(value.struct_info, f"the result of {comp.attrs['Composite']}", symbol)
+            inner_consts: list = []
+
+            def collect(e, acc=inner_consts):
+                if isinstance(e, Constant):
+                    acc.append((e, const_ref(e)))
+
+            from byocc.ir.analysis import post_order_visit
+
+            post_order_visit(comp.body, collect)
+            calls.append(CompositeCall(str(comp.attrs["Composite"]), comp, args, tuple(inner_consts),
+                                       len(temps), sinfo))
+            env[binding.var] = ValueRef("temp", len(temps))
+            temps.append(sinfo)
+            continue
+        if isinstance(value, (Var, Tuple)):
+            env[binding.var] = ref_of(value)
+            continue
+        if isinstance(value, TupleGetItem):
+            base = ref_of(value.tuple_value)
+            if isinstance(base, tuple):
+                env[binding.var] = base[value.index]
+                continue
+        raise CodegenError(f"{symbol}: unsupported binding {binding.var.name_hint} "
+                           f"({type(value).__name__}) in the offloaded function")
+
+    result = ref_of(func.body.body)
+    outputs = result if isinstance(result, tuple) else (result,)
+    out_sinfo: list[TensorStructInfo] = []
+    for i, r in enumerate(outputs):
+        if not isinstance(r, ValueRef):
+            raise CodegenError(f"{symbol}: nested tuple outputs are not supported")
+    ret = func.ret_struct_info
+    fields = getattr(ret, "fields", None) if not isinstance(ret, TensorStructInfo) else None
+    sinfos = list(fields) if fields is not None else [ret]
+    if len(sinfos) != len(outputs):
+        raise CodegenError(f"{symbol}: return type does not match the returned values")
+    for i, s in enumerate(sinfos):
+        out_sinfo.append(_tensor_sinfo(s, f"output {i}", symbol))
+    return OffloadedProgram(symbol, backend, func, params, tuple(calls), tuple(temps),
+                            tuple(outputs), tuple(out_sinfo), tuple(constants))
+
+
+# --------------------------------------------------------------------------- GEMM family
+@dataclass(frozen=True)
+class GemmStep:
+    """``out = post(bin(act(lhs @ rhs' + bias), residual))`` with ``rhs' = rhs`` or
+    ``permute_dims(rhs, axes)`` (``transposed``). Operands are composite-parameter indices
+    (:class:`int`) or :class:`Constant` nodes; :func:`resolve` maps them to ValueRefs."""
+
+    lhs: Any
+    rhs: Any
+    transposed: bool
+    perm_axes: Optional[tuple]  # None = reverse all axes (permute_dims default)
+    bias: Any
+    act: Optional[str]
+    residual_op: Optional[str]  # "add" | "multiply"
+    residual: Any
+    post: Optional[str]  # "relu"
+    lhs_sinfo: TensorStructInfo
+    rhs_sinfo: TensorStructInfo  # before the permute
+    out_sinfo: TensorStructInfo
+    bias_sinfo: Optional[TensorStructInfo]
+    residual_sinfo: Optional[TensorStructInfo]
+    matmul_out_dtype: str
+
+    @property
+    def last_two_swapped(self) -> bool:
+        """The permute (if any) is a swap of the last two axes (CUTLASS's TN case)."""
+        nd = self.rhs_sinfo.ndim
+        axes = self.perm_axes if self.perm_axes is not None else tuple(reversed(range(nd)))
+        want = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+        return tuple(int(a) % nd for a in axes) == want
+
+    def describe(self) -> str:
+        parts = ["matmul" + ("(x, permute_dims(w))" if self.transposed else "(x, w)")]
+        if self.bias is not None:
+            parts.append("+ bias")
+        if self.act:
+            parts.append(self.act)
+        if self.residual_op:
+            parts.append(f"{self.residual_op} residual")
+        if self.post:
+            parts.append(self.post)
+        return " -> ".join(parts)
+
+
+def _operand(e, params: dict) -> Any:
+    if isinstance(e, Var) and e in params:
+        return params[e]
+    if isinstance(e, Constant):
+        return e
+    return None
+
+
+def gemm_step(comp: Function) -> Optional[GemmStep]:
+    """The GEMM reading of a composite, or None when its body is not of that form."""
+    params = {p: i for i, p in enumerate(comp.params)}
+    binds: list[tuple[Var, Call]] = []
+    for binding in _bindings(comp.body):
+        if not isinstance(binding.value, Call) or not isinstance(binding.value.op, Op):
+            return None
+        binds.append((binding.var, binding.value))
+    if not binds or comp.body.body is not binds[-1][0]:
+        return None
+    i = 0
+    transposed, perm_axes, rhs_expr = False, None, None
+    permuted: Optional[Var] = None
+    if binds[0][1].op.name == "relax.permute_dims":
+        permuted = binds[0][0]
+        rhs_expr = binds[0][1].args[0]
+        perm_axes = binds[0][1].attrs.get("axes") if binds[0][1].attrs is not None else None
+        transposed = True
+        i = 1
+    if i >= len(binds) or binds[i][1].op.name != "relax.matmul":
+        return None
+    mm_var, mm = binds[i]
+    lhs_e, rhs_e = mm.args
+    if transposed:
+        if rhs_e is not permuted:
+            return None
+    else:
+        rhs_expr = rhs_e
+    lhs = _operand(lhs_e, params)
+    rhs = _operand(rhs_expr, params)
+    if lhs is None or rhs is None:
+        return None
+    prev = mm_var
+    bias = act = residual_op = residual = post = None
+    stage = 0  # 0: after matmul, 1: after bias, 2: after act, 3: after residual, 4: done
+    for var, call in binds[i + 1:]:
+        name = call.op.name
+        if name in ("relax.add", "relax.multiply") and len(call.args) == 2:
+            a, b = call.args
+            if a is prev and b is not prev:
+                other = b
+            elif b is prev and a is not prev:
+                other = a
+            else:
+                return None
+            operand = _operand(other, params)
+            if operand is None:
+                return None
+            if name == "relax.add" and stage == 0:
+                bias, stage = operand, 1
+            elif stage <= 2:
+                residual_op = "add" if name == "relax.add" else "multiply"
+                residual, stage = operand, 3
+            else:
+                return None
+        elif name in ACTIVATIONS and len(call.args) == 1 and call.args[0] is prev:
+            if stage <= 1:
+                act, stage = ACTIVATIONS[name], 2
+            elif stage == 3 and name == "relax.nn.relu":
+                post, stage = "relu", 4
+            else:
+                return None
+        else:
+            return None
+        prev = var
+    def sinfo(e):
+        return e.struct_info if isinstance(e, Constant) else comp.params[e].struct_info
+    return GemmStep(
+        lhs=lhs, rhs=rhs, transposed=transposed, perm_axes=None if perm_axes is None else tuple(perm_axes),
+        bias=bias, act=act, residual_op=residual_op, residual=residual, post=post,
+        lhs_sinfo=sinfo(lhs), rhs_sinfo=sinfo(rhs), out_sinfo=comp.body.body.struct_info,
+        bias_sinfo=None if bias is None else sinfo(bias),
+        residual_sinfo=None if residual is None else sinfo(residual),
+        matmul_out_dtype=mm.struct_info.dtype,
+    )
+
+
+def resolve(call: CompositeCall, operand) -> ValueRef:
+    """The program-level reference of a GemmStep operand of ``call``."""
+    if isinstance(operand, int):
+        return call.args[operand]
+    for const, ref in call.constants:
+        if const is operand:
+            return ref
+    raise CodegenError(f"composite {call.composite}: operand not found")
+
+
+# --------------------------------------------------------------------------- dims
+def symbolic_positions(tensors) -> dict[str, list[tuple[int, int]]]:
+    """For every symbolic variable appearing as a whole dim: its (tensor index, axis)
+    positions, in order. ``tensors`` are TensorStructInfo (args then outputs)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for t, sinfo in enumerate(tensors):
+        for axis, dim in enumerate(sinfo.shape):
+            if isinstance(dim, TirVar):
+                out.setdefault(dim.name, []).append((t, axis))
+    return out
+
+
+def is_static(dim) -> bool:
+    return isinstance(dim, int)
+
+
+def numel(shape) -> Any:
+    total: Any = 1
+    for d in shape:
+        total = total * d
+    return total
+
+
+__all__ = [
+    "ACTIVATIONS", "CompositeCall", "GemmStep", "OffloadedProgram", "ValueRef", "gemm_step",
+    "is_static", "numel", "offloaded_program", "resolve", "symbolic_positions",
+]
