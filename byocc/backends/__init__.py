@@ -19,6 +19,19 @@ from .registry import (
 )
 from .utils import has_leaking_intermediate_variables, is_shape_valid_for_cutlass_matmul, leak_reason
 
+
+def _register_builtin_codegens() -> None:
+    """The cutlass and cublas codegens, imported on first use (RunCodegen's registry)."""
+    from byocc.transform.run_codegen import _CODEGENS, register_codegen
+
+    for backend, target in (("cutlass", "byocc.backends.cutlass.codegen:codegen"),
+                            ("cublas", "byocc.backends.cublas.codegen:codegen")):
+        if backend not in _CODEGENS:
+            register_codegen(backend, target)
+
+
+_register_builtin_codegens()
+
 __all__ = [
     "CheckResult", "FusionPattern", "PatternCheckContext", "backend_of", "explain_no_match",
     "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",

@@ -77,12 +77,12 @@ class ConstantSpec:
     name: str
     dtype: str
     shape: tuple
-    npz: str
-    key: str
+    npz: str = ""  # filled in by the writer: the manifest's ``constants_file``
+    key: str = ""  # the npz key; defaults to ``name``
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
-                "npz": self.npz, "key": self.key}
+                "npz": self.npz or None, "key": self.key or self.name}
 
 
 @dataclass(frozen=True)
