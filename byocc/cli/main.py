@@ -19,7 +19,7 @@ import click
 
 from byocc import __version__, cli_runtime
 
-from . import check, partition, show
+from . import build, check, partition, show
 from .output import StdoutClosed
 
 EXIT_INTERNAL = 70
@@ -77,6 +77,7 @@ def cli(debug: bool) -> None:
 cli.add_command(show.show)
 cli.add_command(check.check)
 cli.add_command(partition.partition)
+cli.add_command(build.build)
 cli_runtime.register(cli)  # run, verify, import
 
 

@@ -1,0 +1,524 @@
+"""The build files of a generated library: ``build.ninja``, ``config.ninja`` and
+``CMakeLists.txt`` (spec/backends.md sections 13, 17.2, 17.3).
+
+``build.ninja`` is machine-independent and byte-deterministic: the flags of spec 13, one
+compile edge per translation unit (rules ``nvcc_sm90``, ``nvcc_sm80``, ``nvcc_light``; the
+first two in pool ``heavy``), objects under ``obj/``, one ``link`` edge to
+``lib/libbyocc_<stem>.so``. Everything that depends on the machine is in ``config.ninja``,
+which it includes:
+
+==================  ==================================================================
+``nvcc``            the compiler
+``launcher``        compile-command prefix: the object cache
+                    (``python -m byocc.runtime.objcache ... --``), a user launcher
+                    (``ccache``), both (the cache runs the launcher), or empty
+``cutlass_cflags``  ``-I`` flags of the CUTLASS headers (empty when no unit needs them)
+``cublaslt_cflags`` ``-I`` of ``cublasLt.h`` when it is not in the toolkit
+``cublaslt_libs``   ``-lcublasLt``, or ``-L<dir> -l:libcublasLt.so.13 -Xlinker -rpath,<dir>``
+``ldflags``         extra link flags (an rpath to the toolkit's ``libcudart``)
+``defines``         ``-DBYOCC_NO_SM90`` / ``-DBYOCC_NO_SM80`` for a one-arch build
+``heavy_depth``     depth of pool ``heavy``
+==================  ==================================================================
+
+``byocc build`` rewrites ``config.ninja`` for the machine it runs on; ``ninja`` in the
+folder builds with whatever it holds. A header (``unit == "header"``) is never compiled;
+each edge lists the headers of ``src/`` its unit includes as implicit dependencies.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from byocc.ir import ExternalToolError
+
+from .codegen import CODEGEN_VERSION, SourceFile
+
+try:  # the CUTLASS kernel units own the flags (one source of truth) once they exist
+    from .cutlass.kernels import NVCC_ARCH_FLAGS as _ARCH_FLAGS
+    from .cutlass.kernels import NVCC_COMMON_FLAGS as _COMMON_FLAGS
+except ImportError:
+    _COMMON_FLAGS = ("-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr",
+                     "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden")
+    _ARCH_FLAGS = {
+        "sm90": ("-gencode=arch=compute_90a,code=sm_90a",),
+        "sm80": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
+        "light": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
+    }
+
+#: Flags of every compile (spec 13), without include directories.
+NVCC_COMMON_FLAGS: tuple[str, ...] = tuple(_COMMON_FLAGS)
+#: Code-generation flags per unit kind.
+NVCC_ARCH_FLAGS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _ARCH_FLAGS.items()}
+#: Unit kinds compiled in pool ``heavy``.
+HEAVY_KINDS = ("sm90", "sm80")
+COMPILED_KINDS = ("sm90", "sm80", "light")
+#: ``byocc build --arch`` values -> the unit kinds they build (light units always).
+ARCH_KINDS = {"sm_90a": ("sm90",), "sm_80": ("sm80",)}
+#: The macro a wrapper sees when the units of one arch are not built.
+NO_ARCH_MACRO = {"sm90": "BYOCC_NO_SM90", "sm80": "BYOCC_NO_SM80"}
+#: CUDA_ARCHITECTURES of each unit kind in the CMake project.
+CMAKE_ARCHS = {"sm90": "90a", "sm80": "80;90", "light": "80;90"}
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit of the build: its source, kind and the ``src/`` headers it
+    includes (transitively), which are its implicit dependencies."""
+
+    source: str
+    kind: str
+    headers: tuple[str, ...] = ()
+
+    @property
+    def object(self) -> str:
+        rel = self.source[4:] if self.source.startswith("src/") else self.source
+        return "obj/" + str(Path(rel).with_suffix(".o"))
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The machine-specific half of a build (what ``config.ninja`` holds)."""
+
+    nvcc: str = "nvcc"
+    cutlass_include_dirs: tuple[str, ...] = ()
+    cublaslt_include_dir: str | None = None  # None: the toolkit's
+    cublaslt_lib_dir: str | None = None  # None: the toolkit's (-lcublasLt)
+    cublaslt_lib_name: str = "libcublasLt.so"
+    cuda_lib_dir: str | None = None
+    launcher: str = ""  # ccache, sccache, distcc ... (inside the object cache)
+    cache_dir: str | None = None  # None: no object cache
+    python: str = sys.executable
+    cutlass_version: str = ""
+    codegen_version: str = CODEGEN_VERSION
+    heavy_depth: int = 1
+    defines: tuple[str, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def compile_prefix(self) -> str:
+        if self.cache_dir is None:
+            return self.launcher
+        words = [self.python, "-m", "byocc.runtime.objcache", "--cache-dir", self.cache_dir,
+                 "--salt", f"codegen={self.codegen_version}"]
+        if self.cutlass_version:
+            words += ["--salt", f"cutlass={self.cutlass_version}"]
+        if self.launcher:
+            words += ["--launcher", self.launcher]
+        return " ".join(shlex.quote(w) for w in words) + " --"
+
+    def cublaslt_libs(self) -> str:
+        if self.cublaslt_lib_dir is None:
+            return "-lcublasLt"
+        d = shlex.quote(self.cublaslt_lib_dir)
+        return f"-L{d} -l:{self.cublaslt_lib_name} -Xlinker -rpath,{d}"
+
+
+# --------------------------------------------------------------------------- discovery
+def find_nvcc() -> str | None:
+    """nvcc on PATH, else under ``$CUDA_HOME``/``$CUDA_PATH``, else ``/usr/local/cuda``
+    (only when neither variable is set)."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    roots = [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    if not roots:
+        roots = ["/usr/local/cuda"]
+    for root in roots:
+        cand = Path(root) / "bin" / "nvcc"
+        if cand.is_file() and os.access(cand, os.X_OK):
+            return str(cand)
+    return None
+
+
+def cuda_root(nvcc: str) -> Path:
+    """The toolkit directory of ``nvcc`` (``bin/..``; for a wrapper script, the ``TOP`` its
+    ``--dryrun`` reports)."""
+    root = Path(os.path.realpath(nvcc)).parent.parent
+    if (root / "include" / "cuda_runtime_api.h").is_file():
+        return root
+    return _dryrun_root(nvcc) or root
+
+
+@functools.lru_cache(maxsize=8)
+def _dryrun_root(nvcc: str) -> Path | None:
+    import subprocess
+
+    try:
+        proc = subprocess.run([nvcc, "--dryrun", "-c", "x.cu"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"^#\$ TOP=(.+)$", proc.stderr + proc.stdout, re.M)
+    return Path(found.group(1).strip()).resolve() if found else None
+
+
+def cuda_lib_dir(nvcc: str) -> str | None:
+    root = cuda_root(nvcc)
+    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+        if (root / sub / "libcudart.so").exists() or list((root / sub).glob("libcudart.so.*")):
+            return str(root / sub)
+    return None
+
+
+def find_ninja() -> str | None:
+    """The PyPI ``ninja`` package's binary, else ``ninja`` on PATH."""
+    try:
+        import ninja  # the PyPI package: a tiny module with BIN_DIR
+
+        cand = Path(getattr(ninja, "BIN_DIR", "")) / "ninja"
+        if cand.is_file():
+            return str(cand)
+    except ImportError:
+        pass
+    return shutil.which("ninja")
+
+
+def find_cublaslt(nvcc: str | None) -> tuple[str | None, str | None, str] | None:
+    """``(include_dir, lib_dir, lib_name)`` of cuBLASLt: ``(None, None, ...)`` when the
+    toolkit has it; the ``nvidia-cublas`` (``cu13``) or ``nvidia-cublas-cu12`` wheel's
+    directories otherwise, found through the installed package; None when neither."""
+    if nvcc is not None:
+        root = cuda_root(nvcc)
+        incs = [root / "include", root / "targets/x86_64-linux/include"]
+        libs = [root / "lib64", root / "lib", root / "targets/x86_64-linux/lib"]
+        if any((d / "cublasLt.h").is_file() for d in incs) and any(
+                (d / "libcublasLt.so").exists() for d in libs):
+            return (None, None, "libcublasLt.so")
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        for sub, name in (("cu13", "libcublasLt.so.13"), ("cublas", "libcublasLt.so.12")):
+            inc, lib = Path(base) / sub / "include", Path(base) / sub / "lib"
+            if (inc / "cublasLt.h").is_file() and (lib / name).exists():
+                return (str(inc), str(lib), name)
+    return None
+
+
+def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
+    """CUTLASS include directories: ``--cutlass-dir`` (a CUTLASS checkout or its
+    ``include``), else the ``nvidia-cutlass`` package (``cutlass_library/source``)."""
+    if override is None:
+        try:
+            from .cutlass.kernels import cutlass_include_dirs
+        except ImportError:
+            cutlass_include_dirs = None
+        if cutlass_include_dirs is not None:
+            try:
+                dirs = tuple(str(d) for d in cutlass_include_dirs(None))
+            except Exception:  # their lookup failed: try ours before reporting
+                dirs = ()
+            if dirs:
+                return dirs
+    roots: list[Path] = []
+    if override is not None:
+        roots.append(Path(override))
+    else:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("cutlass_library")
+        except (ImportError, ValueError):
+            spec = None
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            roots.append(Path(loc) / "source")
+    for root in roots:
+        inc = root if (root / "cutlass" / "cutlass.h").is_file() else root / "include"
+        if (inc / "cutlass" / "cutlass.h").is_file():
+            dirs = [str(inc.resolve())]
+            util = root / "tools" / "util" / "include"
+            if util.is_dir():
+                dirs.append(str(util.resolve()))
+            return tuple(dirs)
+    return None
+
+
+def cutlass_version_of(include_dirs: Sequence[str]) -> str:
+    """``major.minor.patch`` from ``cutlass/version.h`` (empty when unreadable)."""
+    for d in include_dirs:
+        try:
+            text = (Path(d) / "cutlass" / "version.h").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        parts = [re.search(rf"#define\s+CUTLASS_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            return ".".join(p.group(1) for p in parts if p)
+    return ""
+
+
+def default_heavy_depth(total_bytes: int | None = None) -> int:
+    """``max(1, min(nproc, floor(free_GiB / 4)))``; ``MemAvailable`` unless given."""
+    if total_bytes is None:
+        total_bytes = meminfo("MemAvailable")
+    nproc = os.cpu_count() or 1
+    return max(1, min(nproc, total_bytes // (4 << 30)))
+
+
+def meminfo(key: str) -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 4 << 30
+
+
+def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool = False,
+                     cutlass_dir: str | None = None, launcher: str = "",
+                     cache_dir: str | None = None, heavy_depth: int | None = None,
+                     defines: Sequence[str] = ()) -> Toolchain:
+    """The toolchain of this machine. ``strict``: a missing tool is an
+    :class:`ExternalToolError` naming it (``byocc build``); otherwise a placeholder is
+    written (``byocc partition -o`` on a machine without CUDA). Without ``heavy_depth`` the
+    non-strict default is computed from ``MemTotal`` so that generated files do not change
+    with the free memory of the moment."""
+    nvcc = find_nvcc()
+    if nvcc is None and strict:
+        raise ExternalToolError("nvcc not found (put it on PATH or set CUDA_HOME)")
+    tc = Toolchain(nvcc=nvcc or "nvcc", cuda_lib_dir=cuda_lib_dir(nvcc) if nvcc else None,
+                   launcher=launcher, cache_dir=cache_dir, defines=tuple(defines))
+    if needs_cutlass:
+        dirs = find_cutlass(cutlass_dir)
+        if dirs is None and strict:
+            where = f" in {cutlass_dir}" if cutlass_dir else " (pip install nvidia-cutlass, or --cutlass-dir)"
+            raise ExternalToolError(f"CUTLASS headers not found{where}")
+        tc = replace(tc, cutlass_include_dirs=dirs or (), cutlass_version=cutlass_version_of(dirs or ()))
+    if needs_cublaslt:
+        found = find_cublaslt(nvcc)
+        if found is None and strict:
+            raise ExternalToolError("cuBLASLt not found (neither in the CUDA toolkit nor the nvidia-cublas wheel)")
+        if found is not None:
+            tc = replace(tc, cublaslt_include_dir=found[0], cublaslt_lib_dir=found[1],
+                         cublaslt_lib_name=found[2])
+    if heavy_depth is None:
+        heavy_depth = default_heavy_depth(None if strict else meminfo("MemTotal"))
+    return replace(tc, heavy_depth=max(1, int(heavy_depth)))
+
+
+# --------------------------------------------------------------------------- the files
+def units_of(sources: Iterable[SourceFile]) -> tuple[Unit, ...]:
+    """The compiled units of ``sources`` (sorted by path), each with the headers of
+    ``sources`` it includes, directly or through other headers."""
+    srcs = sorted(sources, key=lambda s: s.path)
+    by_path = {s.path: s for s in srcs}
+
+    def resolve(name: str, including: str) -> str | None:
+        for base in (str(Path(including).parent), "src"):
+            cand = os.path.normpath(f"{base}/{name}")
+            if cand in by_path:
+                return cand
+        return None
+
+    units = []
+    for s in srcs:
+        if s.unit == "header":
+            continue
+        seen: dict[str, None] = {}
+        stack = [s.path]
+        while stack:
+            cur = stack.pop()
+            for name in _INCLUDE.findall(by_path[cur].text):
+                dep = resolve(name, cur)
+                if dep is not None and dep not in seen and dep != s.path:
+                    seen[dep] = None
+                    stack.append(dep)
+        units.append(Unit(s.path, s.unit, tuple(sorted(seen))))
+    return tuple(units)
+
+
+def _esc(path: str) -> str:
+    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def build_ninja(stem: str, units: Sequence[Unit], needs_cutlass: bool, needs_cublaslt: bool,
+                skip_kinds: Sequence[str] = ()) -> str:
+    """The text of ``build.ninja`` (deterministic). ``skip_kinds``: unit kinds left out
+    (a one-arch build; the wrappers then see ``-DBYOCC_NO_SM<xx>`` from ``defines``)."""
+    lines = [
+        f"# build.ninja: builds lib/libbyocc_{stem}.so; written by byocc (spec/backends.md 13).",
+        "# Machine-specific settings are in config.ninja (`byocc build DIR` rewrites it for the",
+        "# machine it runs on); `ninja` in this folder builds with the settings it holds.",
+        "ninja_required_version = 1.5",
+        "",
+        "include config.ninja",
+        "",
+        f"byocc_stem = {stem}",
+        f"byocc_needs_cutlass = {int(needs_cutlass)}",
+        f"byocc_needs_cublaslt = {int(needs_cublaslt)}",
+        "common_flags = " + " ".join(NVCC_COMMON_FLAGS + ("-Isrc",)),
+    ]
+    lines += [f"{kind}_flags = " + " ".join(NVCC_ARCH_FLAGS[kind]) for kind in COMPILED_KINDS]
+    lines += ["", "pool heavy", "  depth = $heavy_depth", ""]
+    for kind in COMPILED_KINDS:
+        lines += [
+            f"rule nvcc_{kind}",
+            f"  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags $defines "
+            f"${kind}_flags -c $in -o $out",
+            f"  description = {kind} $in",
+        ]
+        if kind in HEAVY_KINDS:
+            lines.append("  pool = heavy")
+        lines.append("")
+    link_libs = " $cublaslt_libs" if needs_cublaslt else ""
+    lines += ["rule link",
+              f"  command = $nvcc -shared -cudart shared $ldflags -o $out $in{link_libs}",
+              "  description = link $out", ""]
+    objects = []
+    for u in units:
+        if u.kind in skip_kinds or u.kind not in COMPILED_KINDS:
+            continue
+        implicit = (" | " + " ".join(_esc(h) for h in u.headers)) if u.headers else ""
+        lines.append(f"build {_esc(u.object)}: nvcc_{u.kind} {_esc(u.source)}{implicit}")
+        objects.append(_esc(u.object))
+    lib = f"lib/libbyocc_{stem}.so"
+    lines += ["", f"build {lib}: link " + " ".join(objects), "", f"default {lib}", ""]
+    return "\n".join(lines)
+
+
+def config_ninja(tc: Toolchain) -> str:
+    """The text of ``config.ninja`` for ``tc``."""
+    def q(words: Iterable[str]) -> str:
+        return " ".join(shlex.quote(w).replace("$", "$$") for w in words)
+
+    cutlass = q(f"-I{d}" for d in tc.cutlass_include_dirs)
+    cublas = q([f"-I{tc.cublaslt_include_dir}"]) if tc.cublaslt_include_dir else ""
+    ldflags = q(["-Xlinker", f"-rpath,{tc.cuda_lib_dir}"]) if tc.cuda_lib_dir else ""
+    values = {
+        "nvcc": q([tc.nvcc]),
+        "launcher": tc.compile_prefix().replace("$", "$$"),
+        "cutlass_cflags": cutlass,
+        "cublaslt_cflags": cublas,
+        "cublaslt_libs": tc.cublaslt_libs().replace("$", "$$"),
+        "ldflags": ldflags,
+        "defines": q(f"-D{d}" for d in tc.defines),
+        "heavy_depth": str(tc.heavy_depth),
+        **dict(sorted(tc.extra.items())),
+    }
+    lines = ["# config.ninja: machine-specific settings of build.ninja, written by byocc",
+             "# (`byocc build DIR` rewrites it; edit freely for a hand-run `ninja`)."]
+    lines += [f"{k} = {v}".rstrip() for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def cmake_lists(stem: str, units: Sequence[Unit], needs_cutlass: bool, needs_cublaslt: bool,
+                tc: Toolchain) -> str:
+    """The text of ``CMakeLists.txt`` (spec 17.3): target ``byocc_<stem>`` (SHARED) made
+    of one OBJECT library per unit kind, so that each kind gets its CUDA_ARCHITECTURES."""
+    target = f"byocc_{stem}"
+    kinds = [k for k in COMPILED_KINDS if any(u.kind == k for u in units)]
+    archs = sorted({a for k in kinds for a in CMAKE_ARCHS[k].split(";")}, key=lambda a: (a[:2], a))
+    out = [
+        f"# CMakeLists.txt: builds the target {target} (lib{target}.so); written by byocc",
+        "# (spec/backends.md 17.3). Use it from a project with",
+        f"#   add_subdirectory(<this folder>)  and  target_link_libraries(app PRIVATE {target})",
+        "# byocc_abi.h (src/) is its public header. CMAKE_CUDA_COMPILER_LAUNCHER (ccache, sccache)",
+        "# applies to every unit. -DBYOCC_SM90=OFF builds the sm_80 units only.",
+        "cmake_minimum_required(VERSION 3.24)",
+        f"project({target} LANGUAGES CXX CUDA)",
+        "find_package(CUDAToolkit REQUIRED)",
+        "",
+        'option(BYOCC_SM90 "Build the sm_90a units" ON)',
+    ]
+    if needs_cutlass:
+        out.append(f'set(BYOCC_CUTLASS_INCLUDE_DIRS "{";".join(tc.cutlass_include_dirs)}" CACHE STRING '
+                   '"CUTLASS include directories")')
+    if needs_cublaslt:
+        lib = f"{tc.cublaslt_lib_dir}/{tc.cublaslt_lib_name}" if tc.cublaslt_lib_dir else ""
+        out += [
+            f'set(BYOCC_CUBLASLT_LIBRARY "{lib}" CACHE FILEPATH '
+            '"libcublasLt outside the toolkit (empty: CUDA::cublasLt)")',
+            f'set(BYOCC_CUBLASLT_INCLUDE_DIR "{tc.cublaslt_include_dir or ""}" CACHE PATH '
+            '"Directory of cublasLt.h outside the toolkit")',
+        ]
+    out += [
+        "",
+        "set(_byocc_defines NDEBUG)",
+        "if(NOT BYOCC_SM90)",
+        "  list(APPEND _byocc_defines BYOCC_NO_SM90)",
+        "endif()",
+        "function(byocc_units name archs)",
+        "  add_library(${name} OBJECT ${ARGN})",
+        "  set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES \"${archs}\" CUDA_STANDARD 17",
+        "    CUDA_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON CUDA_VISIBILITY_PRESET hidden",
+        "    CUDA_RUNTIME_LIBRARY Shared)",
+        "  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr>)",
+        "  target_compile_definitions(${name} PRIVATE ${_byocc_defines})",
+        "  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src"
+        + (" ${BYOCC_CUTLASS_INCLUDE_DIRS}" if needs_cutlass else "")
+        + (" ${BYOCC_CUBLASLT_INCLUDE_DIR}" if needs_cublaslt else "") + ")",
+        "endfunction()",
+        "",
+    ]
+    objects = []
+    for kind in kinds:
+        files = " ".join(u.source for u in units if u.kind == kind)
+        call = f'byocc_units({target}_{kind} "{CMAKE_ARCHS[kind]}" {files})'
+        if kind == "sm90":
+            out += ["if(BYOCC_SM90)", "  " + call,
+                    f"  set(_byocc_sm90_objects $<TARGET_OBJECTS:{target}_sm90>)", "endif()"]
+            objects.append("${_byocc_sm90_objects}")
+        else:
+            out.append(call)
+            objects.append(f"$<TARGET_OBJECTS:{target}_{kind}>")
+    out += [
+        "",
+        f"add_library({target} SHARED {' '.join(objects)})",
+        f'set_target_properties({target} PROPERTIES LINKER_LANGUAGE CUDA CUDA_ARCHITECTURES "{";".join(archs)}"',
+        "  CUDA_RUNTIME_LIBRARY Shared LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/lib)",
+        f"target_include_directories({target} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}}/src)",
+        f"target_link_libraries({target} PUBLIC CUDA::cudart)",
+    ]
+    if needs_cublaslt:
+        out += [
+            "if(BYOCC_CUBLASLT_LIBRARY)",
+            f"  target_link_libraries({target} PRIVATE ${{BYOCC_CUBLASLT_LIBRARY}})",
+            "  get_filename_component(_byocc_cublaslt_dir ${BYOCC_CUBLASLT_LIBRARY} DIRECTORY)",
+            f"  set_property(TARGET {target} APPEND PROPERTY BUILD_RPATH ${{_byocc_cublaslt_dir}})",
+            f"  set_property(TARGET {target} APPEND PROPERTY INSTALL_RPATH ${{_byocc_cublaslt_dir}})",
+            "else()",
+            f"  target_link_libraries({target} PRIVATE CUDA::cublasLt)",
+            "endif()",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def build_files(stem: str, sources: Iterable[SourceFile], needs_cutlass: bool,
+                needs_cublaslt: bool, toolchain: Toolchain | None = None) -> dict[str, str]:
+    """``build.ninja``, ``config.ninja`` and ``CMakeLists.txt`` of an output folder.
+    ``toolchain`` defaults to this machine's (:func:`detect_toolchain`, non-strict, with the
+    default object cache); pass one to make ``config.ninja`` independent of the machine."""
+    units = units_of(sources)
+    if toolchain is None:
+        toolchain = detect_toolchain(needs_cutlass, needs_cublaslt, cache_dir=default_cache_dir())
+    return {
+        "build.ninja": build_ninja(stem, units, needs_cutlass, needs_cublaslt),
+        "config.ninja": config_ninja(toolchain),
+        "CMakeLists.txt": cmake_lists(stem, units, needs_cutlass, needs_cublaslt, toolchain),
+    }
+
+
+def default_cache_dir() -> str:
+    """``$BYOCC_CACHE``, default ``~/.cache/byocc``."""
+    return os.environ.get("BYOCC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "byocc")
+
+
+__all__ = [
+    "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "cuda_lib_dir", "cuda_root", "meminfo", "HEAVY_KINDS", "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS",
+    "NVCC_COMMON_FLAGS", "Toolchain", "Unit", "build_files", "build_ninja", "cmake_lists",
+    "config_ninja", "cutlass_version_of", "default_cache_dir", "default_heavy_depth",
+    "detect_toolchain", "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "units_of",
+]

@@ -1,0 +1,92 @@
+"""``byocc build DIR``: compile the sources ``byocc partition -o DIR`` wrote into
+``DIR/lib/libbyocc_<stem>.so`` (spec/backends.md 17.2; the work is
+:func:`byocc.runtime.build.build`).
+
+On a terminal a rich progress bar shows units done / total and the current unit; otherwise
+one plain line per finished step goes to stderr. stdout stays empty except for the
+library's path at the end (the product). A missing tool or a failed unit is one line and
+exit code 3; the compiler output is in ``DIR/build.log``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .output import stderr_is_terminal
+
+
+@click.command()
+@click.argument("directory", metavar="DIR", type=click.Path(exists=True, file_okay=False))
+@click.option("--arch", "archs", multiple=True, type=click.Choice(["sm_90a", "sm_80"]),
+              help="Build only the units for these archs (repeatable; default both). "
+                   "sm_80 alone skips the sm_90a units and compiles the wrappers with "
+                   "-DBYOCC_NO_SM90.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Heavy (CUTLASS) units compiled at once [default: max(1, min(nproc, "
+                   "free GiB / 4))]; light units share the remaining slots.")
+@click.option("--cache/--no-cache", "use_cache", default=True, show_default=True,
+              help="Use the object cache ($BYOCC_CACHE, default ~/.cache/byocc).")
+@click.option("--launcher", metavar="CMD", default="",
+              help="Prefix every compile with CMD (ccache, sccache, distcc); runs inside the cache.")
+@click.option("--cutlass-dir", metavar="D", default=None,
+              type=click.Path(exists=True, file_okay=False),
+              help="CUTLASS checkout (or its include/) instead of the nvidia-cutlass package.")
+@click.option("--ninja/--no-ninja", "use_ninja", default=True, show_default=True,
+              help="Run ninja when available, or always use the internal process pool.")
+def build(directory: str, archs: tuple[str, ...], jobs: int | None, use_cache: bool,
+          launcher: str, cutlass_dir: str | None, use_ninja: bool) -> None:
+    """Compile DIR's generated sources into DIR/lib/libbyocc_<stem>.so.
+
+    \b
+    Examples:
+      byocc partition samples/mlp_fp16.relax --backend cutlass -o out/
+      byocc build out/
+      byocc build out/ --arch sm_80 -j 2 --launcher ccache
+    """
+    ctx = click.get_current_context()
+    ctx.find_root().meta["byocc.source"] = directory
+    from byocc.runtime.build import build as run_build
+
+    reporter = _RichReporter() if stderr_is_terminal() else _PlainReporter()
+    try:
+        result = run_build(directory, archs=archs, jobs=jobs, use_cache=use_cache,
+                           launcher=launcher, cutlass_dir=cutlass_dir, use_ninja=use_ninja,
+                           on_progress=reporter.update)
+    finally:
+        reporter.close()
+    how = "ninja" if result.used_ninja else "process pool"
+    cached = f", {result.cache_hits} from the cache" if result.cache_hits else ""
+    skipped = f", skipped {'/'.join(result.skipped_kinds)} units" if result.skipped_kinds else ""
+    click.echo(f"built {result.library} ({result.units} units{cached}{skipped}; {how}, "
+               f"heavy {result.heavy_depth}, jobs {result.jobs}; {result.seconds:.1f} s)", err=True)
+    click.echo(str(result.library))
+
+
+class _PlainReporter:
+    def update(self, p) -> None:
+        click.echo(f"[{p.done}/{p.total}] {p.current}", err=True)
+
+    def close(self) -> None:
+        pass
+
+
+class _RichReporter:
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("building", markup=False), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
+                                  console=Console(stderr=True, markup=False, highlight=False),
+                                  transient=True)
+        self._task = self._progress.add_task("", total=None)
+        self._progress.start()
+
+    def update(self, p) -> None:
+        self._progress.update(self._task, completed=p.done, total=p.total, description=p.current)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+__all__ = ["build"]

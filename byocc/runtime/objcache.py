@@ -1,0 +1,237 @@
+"""The object cache of ``byocc build``: a compiler launcher (spec/backends.md 13, 17.2).
+
+``python -m byocc.runtime.objcache --cache-dir D [--salt K=V]... [--launcher CMD] -- nvcc ...
+-c SRC -o OBJ`` looks up ``D/obj/<sha256>.o`` and copies it to ``OBJ`` on a hit; on a miss it
+runs ``[CMD...] nvcc ...`` (the launcher, e.g. ``ccache``, goes inside the cache) and stores
+the object. Because it is a prefix of the compile command (``$launcher`` in
+``config.ninja``), it works the same under ninja, under ``byocc build``'s process pool and
+for a hand-run ``ninja``.
+
+Key: sha256 over the compile arguments (output and input paths replaced by placeholders),
+the text of ``SRC`` and of every header it includes from the build folder (transitively;
+system and CUTLASS headers are covered by the salts and the compiler's identity), the
+salts (byocc's codegen version, the CUTLASS version) and ``nvcc --version`` (memoised on
+disk per compiler path, size and mtime). Writes are atomic (temp file + ``os.replace``), so
+concurrent builds sharing a cache never see half an object.
+
+When ``$BYOCC_OBJCACHE_LOG`` names a file, one line ``hit OBJ`` or ``miss OBJ`` is appended
+per compile (``byocc build`` counts cache hits from it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+KEY_VERSION = "byocc-objcache-1"
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\r\n]+)[">]', re.M)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A parsed launcher command line."""
+
+    cache_dir: str | None
+    salts: tuple[str, ...]
+    launcher: tuple[str, ...]
+    command: tuple[str, ...]  # the compiler and its arguments
+    source: str
+    output: str
+
+
+def parse_invocation(argv: Sequence[str]) -> Invocation:
+    """Split ``[options] -- compiler args...``; ValueError on a malformed line."""
+    args = list(argv)
+    if "--" not in args:
+        raise ValueError("expected `--` before the compile command")
+    split = args.index("--")
+    opts, command = args[:split], args[split + 1:]
+    cache_dir: str | None = None
+    salts: list[str] = []
+    launcher: list[str] = []
+    i = 0
+    while i < len(opts):
+        opt = opts[i]
+        if opt in ("--cache-dir", "--salt", "--launcher") and i + 1 < len(opts):
+            value = opts[i + 1]
+            if opt == "--cache-dir":
+                cache_dir = value
+            elif opt == "--salt":
+                salts.append(value)
+            else:
+                launcher += shlex.split(value)
+            i += 2
+            continue
+        raise ValueError(f"unknown option {opt!r}")
+    if not command:
+        raise ValueError("empty compile command")
+    source = output = ""
+    for j, word in enumerate(command[:-1]):
+        if word == "-o":
+            output = command[j + 1]
+        elif word == "-c":
+            source = command[j + 1]
+    if not source or not output:
+        raise ValueError("the compile command needs `-c SRC` and `-o OBJ`")
+    return Invocation(cache_dir, tuple(salts), tuple(launcher), tuple(command), source, output)
+
+
+def included_files(source: str, include_dirs: Sequence[str], root: str = ".") -> list[str]:
+    """Files under ``root`` that ``source`` includes, transitively, sorted (quoted includes
+    resolve next to the including file first, then in ``include_dirs``)."""
+    root_abs = os.path.realpath(root)
+    seen: dict[str, None] = {}
+    stack = [source]
+    while stack:
+        cur = stack.pop()
+        try:
+            text = Path(cur).read_bytes()
+        except OSError:
+            continue
+        for quote, name in _INCLUDE.findall(text):
+            bases = ([os.path.dirname(cur)] if quote == b'"' else []) + list(include_dirs)
+            for base in bases:
+                cand = os.path.normpath(os.path.join(base, name.decode("utf-8", "replace")))
+                if os.path.isfile(cand):
+                    real = os.path.realpath(cand)
+                    if real.startswith(root_abs + os.sep) and cand not in seen and cand != source:
+                        seen[cand] = None
+                        stack.append(cand)
+                    break
+    return sorted(seen)
+
+
+def compiler_identity(compiler: str, cache_dir: str | None) -> bytes:
+    """``<compiler> --version``, memoised in ``cache_dir/tools`` by path, size and mtime."""
+    path = shutil.which(compiler) or compiler
+    try:
+        st = os.stat(path)
+        stamp = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        stamp = path
+    memo = None
+    if cache_dir is not None:
+        memo = Path(cache_dir) / "tools" / (hashlib.sha256(stamp.encode()).hexdigest() + ".txt")
+        try:
+            return memo.read_bytes()
+        except OSError:
+            pass
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, check=False, timeout=60)
+        ident = proc.stdout + proc.stderr
+    except (OSError, subprocess.SubprocessError):
+        ident = stamp.encode()
+    if memo is not None:
+        _atomic_write(memo, ident)
+    return ident
+
+
+def cache_key(inv: Invocation, identity: bytes) -> str:
+    """The sha256 (hex) naming the object ``inv`` produces."""
+    h = hashlib.sha256()
+
+    def put(tag: str, data: bytes) -> None:
+        h.update(f"{tag}:{len(data)}:".encode())
+        h.update(data)
+
+    put("version", KEY_VERSION.encode())
+    for salt in sorted(inv.salts):
+        put("salt", salt.encode())
+    put("compiler", identity)
+    words = inv.command[1:]
+    for j, word in enumerate(words):
+        if j > 0 and words[j - 1] == "-o":
+            word = "<out>"
+        elif j > 0 and words[j - 1] == "-c":
+            word = "<in>"
+        put("arg", word.encode())
+    put("source", Path(inv.source).read_bytes())
+    for dep in included_files(inv.source, _include_dirs(inv.command)):
+        put("header", dep.encode())
+        put("text", Path(dep).read_bytes())
+    return h.hexdigest()
+
+
+def _include_dirs(command: Sequence[str]) -> list[str]:
+    dirs = []
+    for j, word in enumerate(command):
+        if word.startswith("-I") and len(word) > 2:
+            dirs.append(word[2:])
+        elif word in ("-I", "--include-path") and j + 1 < len(command):
+            dirs.append(command[j + 1])
+    return dirs
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _atomic_copy(src: Path, dst: Path) -> None:
+    _atomic_write(dst, src.read_bytes())
+
+
+def _log(event: str, output: str) -> None:
+    log = os.environ.get("BYOCC_OBJCACHE_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{event} {output}\n")
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run one launcher invocation; the compiler's exit status."""
+    try:
+        inv = parse_invocation(argv)
+    except ValueError as exc:
+        sys.stderr.write(f"byocc.runtime.objcache: {exc}\n")
+        return 2
+    full = list(inv.launcher) + list(inv.command)
+    if inv.cache_dir is None or not os.path.isfile(inv.source):
+        return subprocess.call(full)
+    key = cache_key(inv, compiler_identity(inv.command[0], inv.cache_dir))
+    cached = Path(inv.cache_dir) / "obj" / f"{key}.o"
+    if cached.is_file():
+        try:
+            _atomic_copy(cached, Path(inv.output))
+            _log("hit", inv.output)
+            return 0
+        except OSError:
+            pass  # unreadable entry: compile instead
+    rc = subprocess.call(full)
+    if rc == 0 and os.path.isfile(inv.output):
+        try:
+            _atomic_copy(Path(inv.output), cached)
+        except OSError:
+            pass  # a read-only or full cache never fails a build
+    _log("miss", inv.output)
+    return rc
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["Invocation", "cache_key", "compiler_identity", "included_files", "parse_invocation", "run"]
