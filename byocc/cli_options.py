@@ -5,6 +5,61 @@ from __future__ import annotations
 
 import click
 
+#: The largest value ``--dim`` takes; larger work is refused by the memory check anyway.
+MAX_DIM = 2**62
+
+
+class DimType(click.ParamType):
+    """``NAME=VALUE``: a symbolic dimension's name (an identifier) and its value (an integer
+    in ``[0, 2**62]``); converts to ``(name, value)``. Anything else is a usage error."""
+
+    name = "NAME=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        name, sep, text = str(value).partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name.isidentifier():
+            self.fail(f"expected NAME=VALUE with NAME a dimension's name, got {value!r}", param, ctx)
+        try:
+            number = int(text)
+        except ValueError:
+            self.fail(f"{name}: expected an integer value, got {text!r}", param, ctx)
+        if not 0 <= number <= MAX_DIM:
+            self.fail(f"{name}: a dimension must be in [0, 2**62], got {number}", param, ctx)
+        return (name, number)
+
+
+class BackendType(click.ParamType):
+    """A registered backend's name (``cutlass``, ``cublas``, ...); an unknown name is a
+    usage error listing the known ones. The registry is read only when a value is given,
+    so ``byocc --help`` does not import the backends."""
+
+    name = "backend"
+
+    def convert(self, value, param, ctx):
+        from byocc.backends import registered_backends
+
+        known = registered_backends()
+        if value in known:
+            return value
+        import difflib
+
+        close = difflib.get_close_matches(str(value), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        self.fail(f"unknown backend {value!r} (known: {', '.join(known)}){hint}", param, ctx)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+        from byocc.backends import registered_backends
+
+        return [CompletionItem(b) for b in registered_backends() if b.startswith(incomplete)]
+
+
+DIM = DimType()
+BACKEND = BackendType()
+
 
 def prepare_options(command):
     """The options that run :func:`byocc.transform.prepare_for_backend` first."""

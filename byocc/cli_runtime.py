@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from byocc.cli_options import apply_prepare, prepare_options as _prepare_options
+from byocc.cli_options import BACKEND, DIM, apply_prepare, prepare_options as _prepare_options
 
 _MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
 
@@ -29,8 +29,10 @@ def load_any_model(path: str, params_as_inputs: bool = False):
     """A module from a ``.relax`` file (or ``-``) or an ``.onnx`` file."""
     _set_source(path)
     if path != "-" and path.lower().endswith(".onnx"):
+        from byocc.cli.output import note_input
         from byocc.frontend import from_onnx
 
+        note_input(path)
         return from_onnx(path, params_as_inputs=params_as_inputs)
     from byocc.cli.model import load_model
 
@@ -52,8 +54,10 @@ def _entry_function(mod, entry: str):
 def _read_inputs(path: str) -> dict:
     import numpy as np
 
+    from byocc.cli.output import note_input
     from byocc.ir import InputError
 
+    note_input(path)
     if not os.path.isfile(path):
         raise InputError(f"cannot read inputs {path!r}: no such file")
     try:
@@ -63,48 +67,34 @@ def _read_inputs(path: str) -> dict:
         raise InputError(f"cannot read inputs {path!r}: {err}") from None
 
 
-def _atomic_write(path: str, write) -> None:
-    """Write ``path`` through ``write(file)`` into a temporary file beside it, then rename
-    (readers never see half a file); permissions follow the umask like a plain open()."""
-    import tempfile
+def _write_npz(path: str, arrays: dict) -> None:
+    import io
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
-def _atomic_savez(path: str, arrays: dict) -> None:
     import numpy as np
 
-    _atomic_write(path, lambda f: np.savez(f, **arrays))
+    from byocc.cli.output import write_file
 
-
-def _atomic_text(path: str, text: str) -> None:
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_file(path, buffer.getvalue())
 
 
 def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, markup=False, highlight=False,
-                   no_color=bool(os.environ.get("NO_COLOR")) or None)
+    from byocc.cli.output import stderr_is_terminal, stdout_is_terminal, use_colour
+
+    colour = use_colour(stderr_is_terminal() if stderr else stdout_is_terminal())
+    return Console(stderr=stderr, markup=False, highlight=False, no_color=not colour,
+                   force_terminal=colour or None)
 
 
 def _is_terminal(stream) -> bool:
-    try:
-        return stream.isatty() or bool(os.environ.get("FORCE_COLOR"))
-    except (AttributeError, ValueError):
-        return False
+    """Tables are drawn on a terminal, or off one when FORCE_COLOR asks for colour."""
+    from byocc.cli.output import stderr_is_terminal, stdout_is_terminal, use_colour
+
+    tty = stderr_is_terminal() if stream is sys.stderr else stdout_is_terminal()
+    return tty or use_colour(tty)
 
 
 def _render_table(title: str, columns: list[str], rows: list[list[str]], stderr: bool = False) -> None:
@@ -156,17 +146,18 @@ def _summary_rows(leaves: list) -> list[list[str]]:
 @click.argument("model", metavar="MODEL")
 @click.option("--inputs", "inputs_file", metavar="FILE.npz",
               help="Arrays for the parameters, by name (or by position when no name matches).")
-@click.option("--random-inputs", "seed", type=int, metavar="SEED",
+@click.option("--random-inputs", "seed", type=click.IntRange(min=0), metavar="SEED",
               help="Random inputs from this seed (the default, with seed 0, when --inputs is not given).")
 @click.option("-o", "--output", "out_file", metavar="OUT.npz",
-              help="Write the outputs to OUT.npz as output_0, output_1, ...")
+              help="Write the outputs to OUT.npz as output_0, output_1, ... (- for stdout; the "
+                   "summary then goes to stderr).")
 @click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to run.")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
-              help="Value of a symbolic dimension for random inputs (repeatable).")
+@click.option("--dim", "dims", multiple=True, type=DIM, metavar="NAME=VALUE",
+              help="Value (>= 0) of a symbolic dimension for random inputs (repeatable).")
 @click.option("--check/--no-check", default=False,
               help="Check every value against its variable's type while running.")
 def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | None, entry: str,
-        dims: tuple[str, ...], check: bool) -> None:
+        dims: tuple[tuple[str, int], ...], check: bool) -> None:
     """Interpret MODEL with numpy and summarise its outputs.
 
     \b
@@ -182,33 +173,51 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
         random_arguments,
     )
 
+    from byocc.cli.output import check_output_file, note_input
+
     if inputs_file and seed is not None:
         raise click.UsageError("give either --inputs or --random-inputs, not both")
+    if inputs_file:
+        note_input(inputs_file)
     mod = load_any_model(model)
+    check_output_file(out_file)  # before the work: a bad destination fails fast
     func = _entry_function(mod, entry)
     if inputs_file:
         args = bind_arguments(func, _read_inputs(inputs_file), what=inputs_file)
     else:
-        args = bind_arguments(func, random_arguments(func, seed or 0, _parse_dims(dims)))
+        _check_dims(func, dims)
+        args = bind_arguments(func, random_arguments(func, seed or 0, dict(dims)))
     result = Interpreter(mod, check=check).run(args, entry)
     leaves = flatten_outputs(result)
     _render_table(f"{entry}: {len(leaves)} output{'s' if len(leaves) != 1 else ''}",
-                  ["output", "shape", "dtype", "min", "max", "mean"], _summary_rows(leaves))
+                  ["output", "shape", "dtype", "min", "max", "mean"], _summary_rows(leaves),
+                  stderr=out_file == "-")
     if out_file:
         import numpy as np
 
-        _atomic_savez(out_file, {f"output_{i}": np.asarray(v) for i, v in enumerate(leaves)})
-        click.echo(f"wrote {len(leaves)} output{'s' if len(leaves) != 1 else ''} to {out_file}", err=True)
+        _write_npz(out_file, {f"output_{i}": np.asarray(v) for i, v in enumerate(leaves)})
+        where = "stdout" if out_file == "-" else out_file
+        click.echo(f"wrote {len(leaves)} output{'s' if len(leaves) != 1 else ''} to {where}", err=True)
 
 
-def _parse_dims(items: tuple[str, ...]) -> dict:
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not value.strip().lstrip("-").isdigit():
-            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--dim")
-        out[name.strip()] = int(value)
-    return out
+def _check_dims(func, dims: tuple[tuple[str, int], ...]) -> None:
+    """Warn about a ``--dim`` that names no symbolic dimension of ``func``'s parameters (a
+    script may pass the same ``--dim`` to many models, so this is not an error)."""
+    if not dims:
+        return
+    from byocc.ir import struct_info_vars
+
+    names = sorted({v.name for p in func.params for v in struct_info_vars(p.struct_info)})
+    for name, _ in dims:
+        if name not in names:
+            click.echo(f"warning: --dim {name}: {_func_name(func)} has no symbolic dimension of that "
+                       f"name ({'dimensions: ' + ', '.join(names) if names else 'its parameter shapes are static'})",
+                       err=True)
+
+
+def _func_name(func) -> str:
+    sym = func.attrs.get("global_symbol") if hasattr(func, "attrs") else None
+    return repr(sym) if isinstance(sym, str) else "the function"
 
 
 # --------------------------------------------------------------------------- verify
@@ -216,20 +225,21 @@ def _parse_dims(items: tuple[str, ...]) -> dict:
 @click.argument("model", metavar="MODEL")
 @click.option("--path", "path_", type=click.Choice(["annotate", "merge"]), default="annotate",
               show_default=True, help="The partitioning path.")
-@click.option("--backend", "backends", multiple=True, metavar="NAME",
-              help="A backend's pattern table (repeatable, in priority order).")
+@click.option("--backend", "backends", multiple=True, type=BACKEND, metavar="NAME",
+              help="A backend's pattern table (cutlass, cublas; repeatable, in priority order).")
 @click.option("--patterns", "patterns_file", metavar="FILE.py", help="A pattern file (before any --backend).")
 @click.option("--bind-constants/--no-bind-constants", default=True, show_default=True,
               help="Keep constants inside the fused functions, or lift them to parameters.")
 @click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True,
               help="How many random input sets to compare on.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first trial.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed (>= 0) of the first trial.")
 @click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to compare.")
-@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
-              help="Value of a symbolic dimension (repeatable; default: random in [10, 50)).")
+@click.option("--dim", "dims", multiple=True, type=DIM, metavar="NAME=VALUE",
+              help="Value (>= 0) of a symbolic dimension (repeatable; default: random in [10, 50)).")
 @_prepare_options
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
-           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[str, ...],
+           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[tuple[str, int], ...],
            prepare: bool, layout: str | None, fold_bn: bool | None) -> None:
     """Check that partitioning MODEL keeps what it computes.
 
@@ -266,7 +276,8 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     worst: dict = {}
     original = Interpreter(mod)
     runners = [(name, Interpreter(m)) for name, m in stages]
-    fixed_dims = _parse_dims(dims)
+    fixed_dims = dict(dims)
+    _check_dims(func, dims)
     for t in range(trials):
         args = bind_arguments(func, random_arguments(func, seed + t, fixed_dims))
         expected = original.run(args, entry)
@@ -348,12 +359,19 @@ def import_(model: str, out_file: str | None, params_as_inputs: bool) -> None:
       byocc import samples/small_cnn.onnx -o small_cnn.relax
       byocc import samples/small_encoder.onnx --params-as-inputs -o encoder.relax
     """
+    from byocc.cli.output import check_output_file, note_input
     from byocc.frontend import from_onnx
 
     _set_source(model)
+    note_input(model)
+    sidecar = None
+    if out_file is not None and out_file != "-":
+        sidecar = os.path.splitext(out_file)[0] + ".npz"
+        check_output_file(out_file)
+        check_output_file(sidecar)
     mod = from_onnx(model, params_as_inputs=params_as_inputs)
     text, constants = print_with_constants(mod)
-    if out_file is None or out_file == "-":
+    if sidecar is None:
         from byocc.cli.output import write_stdout
 
         if constants:
@@ -361,13 +379,13 @@ def import_(model: str, out_file: str | None, params_as_inputs: bool) -> None:
                        "use -o OUT.relax to get the sidecar .npz", err=True)
         write_stdout(text + "\n")
         return
-    stem, _ = os.path.splitext(out_file)
-    sidecar = stem + ".npz"
+    from byocc.cli.output import write_file
+
     if constants:
-        _atomic_savez(sidecar, constants)
-    elif os.path.exists(sidecar):
+        _write_npz(sidecar, constants)
+    elif os.path.lexists(sidecar):
         os.remove(sidecar)  # a stale sidecar would give the new module wrong constants
-    _atomic_text(out_file, text + "\n")
+    write_file(out_file, text + "\n")
     n_ops = sum(1 for _ in _bindings(mod))
     click.echo(f"wrote {out_file} ({n_ops} bindings)" + (f" and {sidecar} ({len(constants)} constants)"
                                                         if constants else ""), err=True)

@@ -87,8 +87,9 @@ def test_pattern_name_without_backend_prefix_is_an_input_error(tmp_path):
 
 
 def test_unknown_backend_names_the_known_ones():
+    # a usage error, like an unknown --path (issue 9)
     result = run("partition", SEED, "--backend", "nosuch")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "unknown backend 'nosuch'" in result.stderr
     assert "cutlass" in result.stderr and "cublas" in result.stderr
 
@@ -253,14 +254,15 @@ def test_output_folder_with_a_codegen(tmp_path, stub_backend):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "seed.relax", "stub.py"]
 
 
-def test_output_path_that_is_a_file_is_an_input_error(tmp_path, stub_backend):
+def test_output_path_that_is_a_file_is_a_usage_error_before_the_work(tmp_path, stub_backend):
     patterns = tmp_path / "stub.py"
     patterns.write_text('patterns = [("stubbed.multiply", is_op("relax.multiply")(wildcard(), wildcard()))]\n')
     target = tmp_path / "taken"
     target.write_text("keep me\n")
     result = run("partition", SEED, "--patterns", patterns, "-o", target)
-    assert result.exit_code == 1
-    assert result.stderr == f"{target}: error: exists and is not a folder\n"
+    assert result.exit_code == 2
+    assert result.stderr.endswith(f"Error: Invalid value for '-o': cannot write '{target}': "
+                                  "exists and is not a folder\n")
     assert target.read_text() == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stub.py", "taken"]
 

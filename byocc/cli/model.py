@@ -9,6 +9,7 @@ import sys
 import click
 
 from .diagnostics import remember_source
+from .output import note_model_input
 
 STDIN_NAME = "<stdin>"
 
@@ -20,6 +21,7 @@ def load_model(path: str):
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.find_root().meta["byocc.source"] = STDIN_NAME if path == "-" else path
+    note_model_input(path)
     if path == "-":
         try:
             text = sys.stdin.read()

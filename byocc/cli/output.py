@@ -1,14 +1,26 @@
-"""Writing the CLI's products: stdout that tolerates a closed pipe, atomic files and folders.
+"""Writing the CLI's products: stdout that tolerates a closed pipe, and the one writer of
+every output file and folder.
 
 stdout holds only the product (IR text, JSON); messages go to stderr (style.md section 9).
-Files are written to a temporary name beside the target and renamed into place, so a
-reader never sees half a file and a failed run leaves the old outputs as they were.
+Every output goes through :func:`write_file` or :func:`write_tree_atomic`:
+
+- ``-`` is stdout;
+- a symlink is written through, to its target (atomically, beside the target);
+- a special file (``/dev/stdout``, a fifo, a terminal; anything reached through
+  ``/proc`` or ``/dev/fd``) is opened and written directly;
+- a regular file is written to a temporary name beside it and renamed into place, so a
+  reader never sees half a file and a failed run leaves the old output as it was; a new
+  file gets the umask's permissions, a replaced one keeps its mode;
+- an output that is the same file (same inode) as an input the command read is refused
+  (:func:`note_input` records the inputs), and destinations are checked before the work
+  (:func:`check_output_file`, :func:`check_output_dir`);
+- errors name the user's path, never a temporary file.
 """
 
 from __future__ import annotations
 
-import errno
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Mapping, NoReturn
@@ -66,58 +78,294 @@ def use_colour(stream_is_tty: bool) -> bool:
     return stream_is_tty
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` via a temporary file and rename."""
+# --------------------------------------------------------------------------- inputs
+def _registry() -> dict[tuple[int, int], str]:
+    """(device, inode) -> the name the user gave, of every input file this command read."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return _NO_CONTEXT_INPUTS
+    return ctx.find_root().meta.setdefault("byocc.inputs", {})
+
+
+_NO_CONTEXT_INPUTS: dict[tuple[int, int], str] = {}
+
+
+def note_input(path: str | os.PathLike[str]) -> None:
+    """Record ``path`` (``-``: stdin, when it is a file) as an input; outputs may not be it."""
+    try:
+        st = os.fstat(sys.stdin.fileno()) if str(path) == "-" else os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return  # not there (yet) or no descriptor: nothing can be overwritten
+    if str(path) == "-" and not stat.S_ISREG(st.st_mode):
+        return
+    _registry()[(st.st_dev, st.st_ino)] = "stdin" if str(path) == "-" else str(path)
+
+
+def note_model_input(path: str) -> None:
+    """Record a MODEL argument and, for a ``.relax`` file, its sidecar ``<stem>.npz``."""
+    note_input(path)
+    if path != "-":
+        p = Path(path)
+        note_input(p.with_name(p.stem + ".npz"))
+
+
+def _same_input(path: str) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _registry().get((st.st_dev, st.st_ino))
+
+
+# --------------------------------------------------------------------------- destinations
+class OutputRefused(Exception):
+    """An output destination that cannot or must not be written (a usage error, exit 2).
+
+    The CLI turns it into click's ``BadParameter`` for the option that named it."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path!r}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def check_output_file(path: str | None, option: str = "-o") -> None:
+    """Check before any work that ``path`` can be written as a file; usage error if not."""
+    import click
+
+    if path is None:
+        return
+    try:
+        _check_file(str(path))
+    except OutputRefused as err:
+        raise click.BadParameter(f"cannot write {err.path!r}: {err.reason}", param_hint=f"'{option}'") from None
+
+
+def check_output_dir(path: str | None, option: str = "-o") -> None:
+    """Check before any work that ``path`` can be (created and) filled as a folder."""
+    import click
+
+    if path is None:
+        return
+    try:
+        _check_dir(str(path))
+    except OutputRefused as err:
+        raise click.BadParameter(f"cannot write {err.path!r}: {err.reason}", param_hint=f"'{option}'") from None
+
+
+def _check_file(path: str) -> None:
+    if path == "-":
+        return
+    if path == "":
+        raise OutputRefused(path, "empty file name")
+    clash = _same_input(path)
+    if clash is not None:
+        raise OutputRefused(path, f"it is the input {clash!r}, which byocc never overwrites")
+    target, special = _resolve(path)
+    if os.path.isdir(target):
+        raise OutputRefused(path, "is a folder")
+    if special or (os.path.exists(target) and not os.path.isfile(target)):
+        if os.path.exists(target) and not os.access(target, os.W_OK):
+            raise OutputRefused(path, "permission denied")
+        return
+    _check_parent(path, os.path.dirname(target) or ".")
+
+
+def _check_parent(path: str, parent: str) -> None:
+    if not os.path.exists(parent):
+        raise OutputRefused(path, f"no folder {_shown(path, parent)!r}")
+    if not os.path.isdir(parent):
+        raise OutputRefused(path, f"{_shown(path, parent)!r} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputRefused(path, f"permission denied in folder {_shown(path, parent)!r}")
+
+
+def _shown(path: str, parent: str) -> str:
+    """``parent`` as the user spelt it when it is the parent of what they wrote."""
+    given = os.path.dirname(path)
+    if given and os.path.abspath(given) == os.path.abspath(parent):
+        return given
+    return parent if given else (parent if parent != "." else ".")
+
+
+def _check_dir(path: str) -> None:
+    if path in ("", "-"):
+        raise OutputRefused(path, "an output folder needs a name")
+    target, _ = _resolve(path)
+    if os.path.exists(target):
+        if not os.path.isdir(target):
+            raise OutputRefused(path, "exists and is not a folder")
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise OutputRefused(path, "permission denied")
+        return
+    # created with its parents: the nearest existing ancestor must be a writable folder
+    ancestor = os.path.dirname(os.path.abspath(target))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise OutputRefused(path, f"{ancestor!r} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise OutputRefused(path, f"permission denied in folder {ancestor!r}")
+
+
+def _resolve(path: str) -> tuple[str, bool]:
+    """The file a write to ``path`` lands in, following symlinks (also dangling ones);
+    ``special`` when a hop goes through ``/proc`` or ``/dev/fd`` (``/dev/stdout``), where
+    renaming would not reach the file the link means."""
+    current = path
+    for _ in range(40):
+        if current.startswith(("/proc/", "/dev/fd/")):
+            return current, True
+        if not os.path.islink(current):
+            return current, False
+        link = os.readlink(current)
+        current = link if os.path.isabs(link) else os.path.join(os.path.dirname(current), link)
+    return current, True  # a symlink loop: let open() report it
+
+
+# --------------------------------------------------------------------------- writing
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
+    """Write ``content`` (text as UTF-8 with ``\n`` line ends) to ``path`` (``-``: stdout),
+    by the rules in this module's docstring. OSErrors name ``path``."""
+    path = str(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    if path == "-" or _is_our_stdout(path):
+        write_stdout_bytes(data)  # also /dev/stdout: a second open would truncate a redirect
+        return
+    try:
+        _check_file(path)
+    except OutputRefused as err:
+        import click
+
+        raise click.UsageError(f"cannot write {err.path!r}: {err.reason}") from None
+    target, special = _resolve(path)
+    try:
+        if special or (os.path.exists(target) and not os.path.isfile(target)):
+            with open(target, "wb") as f:
+                f.write(data)
+            return
+        _replace_atomically(target, data)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write: {err.strerror or err}", path) from None
+
+
+def _is_our_stdout(path: str) -> bool:
+    try:
+        st, out = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
+
+
+def _replace_atomically(target: str, data: bytes) -> None:
     import tempfile
 
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    directory = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, target)
     except BaseException:
         _remove_quietly(tmp)
         raise
 
 
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path``: :func:`write_file` (kept for its callers)."""
+    write_file(path, text)
+
+
+def write_stdout_bytes(data: bytes) -> None:
+    """Write ``data`` to stdout's binary buffer and flush; EPIPE raises :class:`StdoutClosed`."""
+    try:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(data.decode("utf-8", errors="replace"))
+            sys.stdout.flush()
+        else:
+            sys.stdout.flush()
+            buffer.write(data)
+            buffer.flush()
+    except BrokenPipeError:
+        stdout_closed()
+
+
 def write_tree_atomic(out_dir: Path, files: Mapping[str, str | bytes]) -> list[Path]:
     """Write ``files`` (relative path -> content) into ``out_dir`` all-or-nothing.
 
-    Everything is first written into a temporary folder beside ``out_dir``. If ``out_dir``
-    does not exist the folder is renamed into place in one step; otherwise each file is
-    moved in with ``os.replace`` (atomic per file) only after all of them were written.
-    Returns the final paths, in the order given.
+    Everything is first written into a temporary folder beside ``out_dir`` (beside its
+    target, when ``out_dir`` is a symlink). If ``out_dir`` does not exist the folder gets
+    the umask's permissions and is renamed into place in one step; otherwise each file is
+    moved in with ``os.replace`` (atomic per file) only after all of them were written; a
+    file there that is a symlink is written through. A file that is one of the command's
+    inputs is refused before anything is written. Returns the final paths, in the order
+    given; OSErrors name ``out_dir`` or the file in it, never the temporary folder.
     """
     import shutil
     import tempfile
 
-    out_dir = Path(out_dir)
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
+    import click
+
+    given = Path(out_dir)
     try:
+        _check_dir(str(given))
+        for rel in files:
+            clash = _same_input(str(given / rel))
+            if clash is not None:
+                raise OutputRefused(str(given / rel), f"it is the input {clash!r}, which byocc never overwrites")
+    except OutputRefused as err:
+        raise click.UsageError(f"cannot write {err.path!r}: {err.reason}") from None
+    target = Path(_resolve(str(given))[0])
+    parent = target.parent if str(target.parent) else Path(".")
+    staging: Path | None = None
+    current = given
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
         for rel, content in files.items():
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                target.write_bytes(content)
-            else:
-                with open(target, "w", encoding="utf-8", newline="\n") as f:
-                    f.write(content)
-        if not out_dir.exists():
-            os.replace(staging, out_dir)
+            current = given / rel
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        current = given
+        if not target.exists():
+            _chmod_tree(staging)
+            os.replace(staging, target)
         else:
-            if not out_dir.is_dir():
-                raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(out_dir))
             for rel in files:
-                final = out_dir / rel
+                current = given / rel
+                final = target / rel
+                if final.is_symlink():
+                    write_file(str(final), (staging / rel).read_bytes())
+                    continue
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / rel, final)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write: {err.strerror or err}", str(current)) from None
     finally:
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return [out_dir / rel for rel in files]
+    return [given / rel for rel in files]
+
+
+def _chmod_tree(root: Path) -> None:
+    """Folders made by mkdtemp are 0700: give the staged folder the umask's permissions."""
+    mode = 0o777 & ~_umask()
+    os.chmod(root, mode)
 
 
 def _remove_quietly(path: str) -> None:
@@ -128,6 +376,7 @@ def _remove_quietly(path: str) -> None:
 
 
 __all__ = [
-    "StdoutClosed", "stderr_is_terminal", "stdout_closed", "stdout_is_terminal", "use_colour", "write_stdout",
-    "write_text_atomic", "write_tree_atomic",
+    "OutputRefused", "StdoutClosed", "check_output_dir", "check_output_file", "note_input", "note_model_input",
+    "stderr_is_terminal", "stdout_closed", "stdout_is_terminal", "use_colour", "write_file", "write_stdout",
+    "write_stdout_bytes", "write_text_atomic", "write_tree_atomic",
 ]

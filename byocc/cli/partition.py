@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from byocc.cli_options import apply_prepare, prepare_options
+from byocc.cli_options import BACKEND, apply_prepare, prepare_options
 
 from .model import load_model, model_argument
-from .output import write_stdout, write_tree_atomic
+from .output import check_output_dir, check_output_file, note_input, write_stdout, write_tree_atomic
 
 
 @click.command()
@@ -29,7 +29,7 @@ from .output import write_stdout, write_tree_atomic
               show_default=True,
               help="annotate: one external function per match. merge: neighbouring matches for "
                    "the same backend merged (MergeCompositeFunctions).")
-@click.option("--backend", "backends", multiple=True, metavar="NAME",
+@click.option("--backend", "backends", multiple=True, type=BACKEND, metavar="NAME",
               help="Use a backend's pattern table (cutlass, cublas); repeat to concatenate "
                    "tables in the order given.")
 @click.option("--patterns", "patterns_file", metavar="FILE.py",
@@ -54,7 +54,7 @@ from .output import write_stdout, write_tree_atomic
 @click.option("--explain", is_flag=True,
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
-              help="Write the explanation as JSON to FILE.")
+              help="Write the explanation as JSON to FILE (- for stdout, with -o DIR).")
 def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
@@ -71,8 +71,14 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     """
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
+    if explain_json == "-" and out_dir is None:
+        raise click.BadParameter("stdout holds the partitioned module; give -o DIR to have the "
+                                 "JSON on stdout, or a file name", param_hint="'--explain-json'")
     mod = load_model(model)
     patterns = load_patterns(patterns_file, backends)
+    check_output_file(explain_json, "--explain-json")  # destinations before the work
+    check_output_dir(out_dir)
+    check_output_dir(dump_dir, "--dump-ir")
     mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
 
     from byocc.transform import PassContext, PassTimingInstrument, partition as run_partition
@@ -112,10 +118,12 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         if explain:
             render_explanation(report)
 
-    from byocc.text import print_module
-
     if out_dir is None:
-        text = print_module(partitioned) + "\n"
+        from byocc.text import constant_arrays, print_module_with_metadata
+
+        text, meta = print_module_with_metadata(partitioned)
+        text += "\n"
+        _warn_dropped_constants(len(constant_arrays(meta)))
         if explain_json:
             _write_json_file(explain_json, report)
         write_stdout(text)
@@ -138,6 +146,7 @@ def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
     if patterns_file:
         import os
 
+        note_input(patterns_file)
         if not os.path.isfile(patterns_file):
             raise InputError(f"cannot read pattern file {patterns_file!r}: "
                              + ("is a folder" if os.path.isdir(patterns_file) else "no such file"))
@@ -188,9 +197,17 @@ def _print_after_instrument(wanted: frozenset):
 def _write_json_file(path: str, report) -> None:
     import json
 
-    from .output import write_text_atomic
+    from .output import write_file
 
-    write_text_atomic(Path(path), json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_file(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def _warn_dropped_constants(count: int) -> None:
+    """stdout carries text only: say on stderr that tensor constant values are not in it."""
+    if count:
+        click.echo(f"warning: the values of {count} tensor constant{'s' if count != 1 else ''} are "
+                   "not written to stdout (the text refers to them as metadata[...]); use -o DIR "
+                   "to keep them in a sidecar .npz", err=True)
 
 
 __all__ = ["load_patterns", "partition"]

@@ -78,14 +78,69 @@ def random_arguments(func: Function, seed: int, dims: Mapping[str, int] | None =
     rng = np.random.default_rng(seed)
     chosen: dict = {}
     fixed = dict(dims or {})
-    out: dict = {}
     for p in func.params:
-        si = p.struct_info
-        for v in struct_info_vars(si):
+        for v in struct_info_vars(p.struct_info):
             if v not in chosen:
                 chosen[v] = int(fixed.get(v.name, rng.integers(10, 50)))
-        out[p.name_hint] = _random_value(si, chosen, rng, np, np_dtype, p.name_hint)
-    return out
+    needed = sum(_value_bytes(p.struct_info, chosen, p.name_hint) for p in func.params)
+    check_memory(needed, "the random inputs")
+    return {p.name_hint: _random_value(p.struct_info, chosen, rng, np, np_dtype, p.name_hint)
+            for p in func.params}
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still get (MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as people read it: ``5.8 TiB``, ``12 KiB``, ``100 B``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"
+
+
+def check_memory(needed: int, what: str) -> None:
+    """Refuse up front (InterpretError) work that needs more memory than is available."""
+    available = available_memory()
+    if available is not None and needed > available:
+        raise InterpretError(f"{what} would need {format_bytes(needed)} of memory; this machine "
+                             f"has {format_bytes(available)} available",
+                             notes=("give smaller --dim values, or --inputs",))
+
+
+def _value_bytes(si, chosen: dict, name: str) -> int:
+    from byocc.ops.reference import np_dtype
+
+    from .symbolic import eval_dim
+
+    if isinstance(si, TensorStructInfo) and si.shape is not None and si.dtype is not None:
+        size = 1
+        for d in si.shape:
+            size *= max(int(eval_dim(d, chosen)), 0)
+        return size * np_dtype(si.dtype).itemsize
+    if isinstance(si, TupleStructInfo):
+        return sum(_value_bytes(f, chosen, name) for f in si.fields)
+    return 0
+
+
+#: Random values are drawn in chunks of this many elements, straight into an array of the
+#: parameter's own dtype (no float64 copy of a float16 input).
+_CHUNK = 1 << 20
 
 
 def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
@@ -97,11 +152,18 @@ def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
                                  "is unknown; give --inputs")
         shape = tuple(eval_dim(d, chosen) for d in si.shape)
         dt = np_dtype(si.dtype)
-        if dt == np.bool_:
-            return rng.integers(0, 2, size=shape).astype(bool)
-        if dt.kind in "iu":
-            return rng.integers(0, 4, size=shape).astype(dt)
-        return rng.standard_normal(shape).astype(dt)
+        out = np.empty(shape, dtype=dt)
+        flat = out.reshape(-1)
+        # The draws are the ones one call for the whole array would make, chunk by chunk.
+        for start in range(0, flat.size, _CHUNK):
+            n = min(_CHUNK, flat.size - start)
+            if dt == np.bool_:
+                flat[start:start + n] = rng.integers(0, 2, size=n).astype(bool)
+            elif dt.kind in "iu":
+                flat[start:start + n] = rng.integers(0, 4, size=n).astype(dt)
+            else:
+                flat[start:start + n] = rng.standard_normal(n).astype(dt)
+        return out
     if isinstance(si, TupleStructInfo):
         return tuple(_random_value(f, chosen, rng, np, np_dtype, name) for f in si.fields)
     if isinstance(si, ShapeStructInfo) and si.values is not None:
@@ -160,4 +222,7 @@ def compare(expected: Any, actual: Any) -> list[dict]:
     return records
 
 
-__all__ = ["TOLERANCES", "bind_arguments", "compare", "random_arguments", "tolerance"]
+__all__ = [
+    "TOLERANCES", "available_memory", "bind_arguments", "check_memory", "compare", "format_bytes",
+    "random_arguments", "tolerance",
+]
