@@ -1,0 +1,602 @@
+"""The cuBLAS backend's codegen: one light wrapper TU per offloaded function, calling
+cuBLASLt through ``src/cublaslt_runtime.cu`` (spec/backends.md sections 6, 11, 13, 14, 16).
+
+``codegen(functions, options, constant_names) -> list[GeneratedModule]`` (the contract of
+:mod:`byocc.backends.codegen`); one module per function, as TVM's cuBLAS codegen.
+
+Steps per function: read it as an :class:`~byocc.backends.program.OffloadedProgram`; read every
+composite call as a GEMM (:func:`~byocc.backends.program.gemm_step`) and plan it (:func:`plan_step`:
+dtypes, the row-major -> column-major mapping, the batch mode, the epilogue, a weight that must
+be permuted first); emit the wrapper (:func:`~byocc.backends.cuda.wrapper.emit_wrapper`) with
+one ``byocc::cublaslt_matmul`` call per step; describe the entry point for the manifest.
+Anything that cannot be generated raises :class:`CodegenError` naming the function, the
+composite and the reason, before anything is returned.
+
+Mapping (spec section 11): row-major ``D(M x N) = X(M x K) W(K x N)`` is computed as the
+column-major ``D^T(N x M) = W^T X^T``: cuBLASLt's A is the weight (``OP_N``, N x K, lda = N; or,
+for a weight stored ``(N, K)`` and transposed in the graph, ``OP_T``, K x N, lda = K), B is X
+(K x M, ldb = K), D is N x M (ldd = N); m, n, k = N, M, K, and a bias of length N is per row of
+``D^T``, which is what the ``*_BIAS`` epilogues add.
+
+Options (``target_options["cublas"]``): ``fast_gelu`` (True: cuBLASLt's ``GELU_BIAS``, the
+tanh approximation; default: the exact erf GELU, a ``BIAS`` epilogue then byocc's erf-GELU
+kernel, since ``relax.nn.gelu`` is the erf form, spec section 16 item 8; ``exact_gelu=False``
+means the same as ``fast_gelu=True``); ``fp32_math`` (``"ieee"``, the default, full fp32
+``CUBLAS_COMPUTE_32F``; ``"tf32"``: ``CUBLAS_COMPUTE_32F_FAST_TF32``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from byocc.ir.prim import TirVar, dim_text
+
+from ..codegen import CodegenError, ConstantSpec, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
+from ..program import (
+    CompositeCall, GemmStep, OffloadedProgram, ValueRef, gemm_step, offloaded_program, resolve,
+    symbolic_positions,
+)
+from ..cuda.cxx import c_comment, c_identifier, c_string
+from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
+from .runtime import HEADER_PATH, WORKSPACE_BYTES, runtime_sources
+
+BACKEND = "cublas"
+
+#: input dtype -> (cuBLASLt A/B type, {output dtype: D type}, compute type, scale type, accumulator)
+_TYPES = {
+    "float16": ("CUDA_R_16F", {"float16": "CUDA_R_16F", "float32": "CUDA_R_32F"},
+                "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
+    "bfloat16": ("CUDA_R_16BF", {"bfloat16": "CUDA_R_16BF", "float32": "CUDA_R_32F"},
+                 "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
+    "float32": ("CUDA_R_32F", {"float32": "CUDA_R_32F"}, "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
+    "int8": ("CUDA_R_8I", {"int32": "CUDA_R_32I"}, "CUBLAS_COMPUTE_32I", "CUDA_R_32I", "int32"),
+}
+
+#: Composites of the table whose codegen is deferred (spec section 12), with the reason.
+DEFERRED = {
+    "cublas.matmul_transposed_dequantize":
+        "the fp8 dequantize epilogue is deferred (spec/backends.md section 12: the scale becomes "
+        "alpha only while the constant stays bound)",
+    "cublas.matmul_transposed_multiply":
+        "the fp8 scaled matmul (A/B scale pointers) is deferred (spec/backends.md section 12)",
+}
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+
+#: (has bias, activation, gelu mode) -> (epilogue, erf-GELU kernel after the GEMM)
+_EPILOGUES = {
+    (True, None, None): ("CUBLASLT_EPILOGUE_BIAS", False),
+    (True, "relu", None): ("CUBLASLT_EPILOGUE_RELU_BIAS", False),
+    (True, "gelu", "tanh"): ("CUBLASLT_EPILOGUE_GELU_BIAS", False),
+    (True, "gelu", "erf"): ("CUBLASLT_EPILOGUE_BIAS", True),
+    (False, None, None): ("CUBLASLT_EPILOGUE_DEFAULT", False),
+    (False, "relu", None): ("CUBLASLT_EPILOGUE_RELU", False),
+    (False, "gelu", "tanh"): ("CUBLASLT_EPILOGUE_GELU", False),
+    (False, "gelu", "erf"): ("CUBLASLT_EPILOGUE_DEFAULT", True),
+}
+
+MAX_PERMUTE_RANK = 8
+
+
+@dataclass(frozen=True)
+class Options:
+    gelu: str  # "erf" | "tanh"
+    fp32_math: str  # "ieee" | "tf32"
+
+
+def parse_options(options: Mapping[str, Any]) -> Options:
+    """The backend options this codegen reads; unknown values are a CodegenError."""
+    fast = options.get("fast_gelu")
+    exact = options.get("exact_gelu")
+    if fast is not None and not isinstance(fast, bool):
+        raise CodegenError(f"cublas option fast_gelu must be true or false, got {fast!r}")
+    if exact is not None and not isinstance(exact, bool):
+        raise CodegenError(f"cublas option exact_gelu must be true or false, got {exact!r}")
+    if fast and exact:
+        raise CodegenError("cublas options fast_gelu and exact_gelu are both set")
+    gelu = "tanh" if (fast or exact is False) else "erf"
+    math = options.get("fp32_math") or "ieee"
+    if math not in ("ieee", "tf32"):
+        raise CodegenError(f"cublas option fp32_math must be 'ieee' or 'tf32', got {math!r}")
+    return Options(gelu, str(math))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One composite call planned for cuBLASLt (dims are program-level IR dims)."""
+
+    index: int
+    call: CompositeCall
+    gemm: GemmStep
+    lhs: ValueRef
+    rhs: ValueRef
+    bias: Optional[ValueRef]
+    out: ValueRef
+    in_dtype: str
+    out_dtype: str
+    ab_type: str
+    d_type: str
+    compute: str
+    scale_type: str
+    accumulator: str
+    M: Any
+    K: Any
+    N: Any
+    lhs_batch: tuple
+    w_batch: tuple
+    rhs_shape: tuple  # the weight as stored
+    op_a: str  # CUBLAS_OP_N | CUBLAS_OP_T
+    prep_axes: Optional[tuple]  # permute the stored weight into scratch first (output axis i <- axes[i])
+    act: Optional[str]
+    gelu: Optional[str]
+    epilogue: str
+    gelu_kernel: bool
+    batch_mode: str  # "none" | "flatten" | "broadcast_lhs" | "strided" | "runtime"
+    bias_check: Optional[Any]  # a bias length to compare with N at run time
+
+    @property
+    def lda(self) -> Any:
+        return self.N if self.op_a == "CUBLAS_OP_N" else self.K
+
+    @property
+    def weight_prep(self) -> Optional[str]:
+        if self.prep_axes is None:
+            return None
+        nd = len(self.prep_axes)
+        swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+        return "transpose" if self.prep_axes == swap else "permute"
+
+    @property
+    def rhs_layout(self) -> str:
+        """How the stored weight reads (manifest ``layout``)."""
+        if self.gemm.transposed and self.prep_axes is None and len(self.rhs_shape) >= 2:
+            return "col_major_nk"
+        return "row_major"
+
+    @property
+    def prep_bytes_dims(self) -> tuple:
+        return self.rhs_shape
+
+
+def _fail(symbol: str, composite: str, reason: str) -> CodegenError:
+    return CodegenError(f"cannot generate cuBLAS code for function {symbol} (composite {composite}): {reason}")
+
+
+def _is_one(dim) -> bool:
+    return isinstance(dim, int) and dim == 1
+
+
+def _static_numel(dims: Sequence) -> Optional[int]:
+    total = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        total *= d
+    return total
+
+
+def _same_dim(a, b) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return a is b or dim_text(a) == dim_text(b)
+
+
+def _batch_mode(lhs_batch: tuple, w_batch: tuple, where) -> str:
+    bl, bw = _static_numel(lhs_batch), _static_numel(w_batch)
+    if bw == 1:
+        return "none" if bl == 1 else "flatten"
+    if bl == 1:
+        return "broadcast_lhs"
+    if bl is not None and bw is not None:
+        n = max(len(lhs_batch), len(w_batch))
+        lp = (1,) * (n - len(lhs_batch)) + tuple(lhs_batch)
+        wp = (1,) * (n - len(w_batch)) + tuple(w_batch)
+        if lp != wp:
+            raise where(f"batch dims {tuple(lhs_batch)} and {tuple(w_batch)} broadcast on both sides; "
+                        "cuBLASLt takes equal batches or one unbatched side")
+        return "strided"
+    return "runtime"
+
+
+def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: Options) -> Step:
+    """Plan one composite call; CodegenError when cuBLASLt cannot compute it."""
+    symbol, composite = program.symbol, call.composite
+
+    def where(reason: str) -> CodegenError:
+        return _fail(symbol, composite, reason)
+
+    if composite in DEFERRED:
+        raise where(DEFERRED[composite])
+    gemm = gemm_step(call.func)
+    if gemm is None:
+        raise where("its body is not a GEMM byocc can read ([permute_dims(w)] -> matmul -> [add bias] "
+                    "-> [relu|gelu])")
+    for role, sinfo in (("lhs", gemm.lhs_sinfo), ("rhs", gemm.rhs_sinfo)):
+        if sinfo.dtype in _FP8:
+            raise where(f"fp8 ({sinfo.dtype}) matmul codegen is deferred (spec/backends.md section 12)")
+    if gemm.residual_op is not None or gemm.post is not None:
+        raise where("cuBLASLt has no residual epilogue (a residual add/multiply is not a cuBLAS pattern)")
+    if gemm.act == "silu":
+        raise where("cuBLASLt has no SiLU epilogue")
+    lhs, rhs = resolve(call, gemm.lhs), resolve(call, gemm.rhs)
+    bias = None if gemm.bias is None else resolve(call, gemm.bias)
+    out = ValueRef("temp", call.result)
+    lhs_s, rhs_s, out_s = program.sinfo_of(lhs), program.sinfo_of(rhs), program.temps[call.result]
+    in_dtype, out_dtype = lhs_s.dtype, out_s.dtype
+    if rhs_s.dtype != in_dtype:
+        raise where(f"lhs dtype {in_dtype} and rhs dtype {rhs_s.dtype} differ")
+    if in_dtype not in _TYPES:
+        raise where(f"dtype {in_dtype} is not one cuBLASLt takes here (float16, bfloat16, float32, int8)")
+    ab_type, outs, compute, scale_type, accumulator = _TYPES[in_dtype]
+    if out_dtype not in outs:
+        raise where(f"{in_dtype} inputs with a {out_dtype} output are not supported "
+                    f"(outputs: {', '.join(sorted(outs))})")
+    d_type = outs[out_dtype]
+    if in_dtype == "float32" and opts.fp32_math == "tf32":
+        compute = "CUBLAS_COMPUTE_32F_FAST_TF32"
+
+    # ---- shapes: lhs (..., M, K), the logical weight (..., K, N) = permute(rhs) or rhs
+    lshape, rshape = tuple(lhs_s.shape), tuple(rhs_s.shape)
+    if not lshape or not rshape:
+        raise where("matmul operands must have rank >= 1")
+    if len(lshape) == 1:
+        lhs_batch, M, K = (), 1, lshape[0]
+    else:
+        lhs_batch, M, K = lshape[:-2], lshape[-2], lshape[-1]
+    int8 = in_dtype == "int8"
+    prep_axes: Optional[tuple] = None
+    nd = len(rshape)
+    if nd == 1:
+        # (K,) is both the K x 1 weight (OP_N, lda = 1) and the stored (N, K) = (1, K) one (OP_T).
+        w_batch, K_w, N = (), rshape[0], 1
+        op_a = "CUBLAS_OP_T" if int8 else "CUBLAS_OP_N"
+    else:
+        swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+        if gemm.transposed:
+            axes = gemm.perm_axes if gemm.perm_axes is not None else tuple(reversed(range(nd)))
+            axes = tuple(int(a) % nd for a in axes)
+        else:
+            axes = tuple(range(nd))
+        logical = tuple(rshape[a] for a in axes)
+        w_batch, K_w, N = logical[:-2], logical[-2], logical[-1]
+        stored_nk = axes == swap  # the stored weight is (..., N, K)
+        if stored_nk:
+            op_a = "CUBLAS_OP_T"
+        elif int8:
+            # cuBLASLt's int8 (IMMA) kernels take only "TN" with the regular order: store the
+            # weight as (..., N, K) first. Output axis i of the copy reads rhs axis axes[swap[i]].
+            op_a, prep_axes = "CUBLAS_OP_T", tuple(axes[s] for s in swap)
+        elif axes == tuple(range(nd)):
+            op_a = "CUBLAS_OP_N"
+        else:
+            op_a, prep_axes = "CUBLAS_OP_N", axes
+        if prep_axes is not None and nd > MAX_PERMUTE_RANK:
+            raise where(f"a permuted weight of rank {nd} (at most {MAX_PERMUTE_RANK})")
+    if not _same_dim(K, K_w):
+        raise where(f"reduction dims differ: lhs K = {dim_text(K)}, weight K = {dim_text(K_w)}")
+    if isinstance(K, int) and K == 0:
+        raise where("the reduction dim K is 0")
+    batch_mode = _batch_mode(tuple(lhs_batch), tuple(w_batch), where)
+
+    # ---- epilogue
+    act = gemm.act
+    gelu = opts.gelu if act == "gelu" else None
+    if int8 and (bias is not None or act is not None):
+        raise where("int8 matmul with an int32 output takes no epilogue in cuBLASLt "
+                    "(the cuBLAS check rejects a bias with int8)")
+    bias_check = None
+    if bias is not None:
+        bias_s = program.sinfo_of(bias)
+        if bias_s.dtype != out_dtype:
+            raise where(f"bias dtype {bias_s.dtype} differs from the output dtype {out_dtype}")
+        bshape = tuple(bias_s.shape)
+        if not bshape or not all(_is_one(d) for d in bshape[:-1]):
+            raise where(f"bias of shape {shape_text(bias_s)} is not a vector (N,) or (1, ..., 1, N)")
+        if not _same_dim(bshape[-1], N):
+            if isinstance(bshape[-1], int) and isinstance(N, int):
+                raise where(f"bias length {bshape[-1]} differs from N = {N} (cuBLASLt's bias is a "
+                            "vector of N)")
+            bias_check = bshape[-1]
+    epilogue, gelu_kernel = _EPILOGUES[(bias is not None, act, gelu)]
+    return Step(index, call, gemm, lhs, rhs, bias, out, in_dtype, out_dtype, ab_type, d_type, compute,
+                scale_type, accumulator, M, K, N, tuple(lhs_batch), tuple(w_batch), rshape, op_a,
+                prep_axes, act, gelu, epilogue, gelu_kernel, batch_mode, bias_check)
+
+
+# --------------------------------------------------------------------------- C++ per step
+def _numel_expr(ctx: WrapperContext, dims: Sequence) -> str:
+    return ctx.numel(tuple(dims))
+
+
+def step_scratch_expr(step: Step, ctx: WrapperContext) -> str:
+    expr = "byocc::kCublasLtWorkspaceBytes"
+    if step.prep_axes is not None:
+        expr += (f" + byocc::round_up(uint64_t({_numel_expr(ctx, step.rhs_shape)}) * "
+                 f"{itemsize(step.in_dtype)}u)")
+    return expr
+
+
+def step_code(step: Step, ctx: WrapperContext) -> str:
+    """The C++ body of one step (inside the wrapper's exported function)."""
+    name = c_string(step.call.composite)
+    L: list[str] = []
+    out = L.append
+    out(f"// {c_comment(step.gemm.describe())}: cuBLASLt m = N, n = M, k = K")
+    out("if (dev.major != 8 && dev.major != 9) {")
+    out(f'  return byocc::fail(BYOCC_E_ARCH, "%s: no variant for compute capability %d.%d '
+        f'(the cuBLASLt variant runs on 8.x and 9.x)", {name}, dev.major, dev.minor);')
+    out("}")
+    out(f"const int64_t M = {ctx.dim(step.M)};")
+    out(f"const int64_t N = {ctx.dim(step.N)};")
+    out(f"const int64_t K = {ctx.dim(step.K)};")
+    if step.bias_check is not None:
+        out(f"if ({ctx.dim(step.bias_check)} != N) {{")
+        out(f'  return byocc::fail(BYOCC_E_SHAPE, "%s: bias length %lld differs from N = %lld", {name}, '
+            f"static_cast<long long>({ctx.dim(step.bias_check)}), static_cast<long long>(N));")
+        out("}")
+    out("int64_t rows = M;  // n of cuBLASLt: the lhs batch is flattened into M when the weight is unbatched")
+    out("int64_t batch = 1;")
+    out("int64_t stride_x = M * K;")
+    out("int64_t stride_w = K * N;")
+    mode = step.batch_mode
+    if mode == "flatten":
+        out(f"rows = {_numel_expr(ctx, step.lhs_batch)} * M;")
+    elif mode == "broadcast_lhs":
+        out(f"batch = {_numel_expr(ctx, step.w_batch)};")
+        out("stride_x = 0;  // one lhs matrix for every batch (cuBLASLt broadcasts a zero batch offset)")
+    elif mode == "strided":
+        out(f"batch = {_numel_expr(ctx, step.w_batch)};")
+    else:
+        out(f"const int64_t batch_x = {_numel_expr(ctx, step.lhs_batch)};")
+        out(f"const int64_t batch_w = {_numel_expr(ctx, step.w_batch)};")
+        out("if (batch_w == 1) {")
+        out("  rows = batch_x * M;")
+        out("} else if (batch_x == 1) {")
+        out("  batch = batch_w;")
+        out("  stride_x = 0;")
+        out("} else {")
+        n = max(len(step.lhs_batch), len(step.w_batch))
+        lp = (1,) * (n - len(step.lhs_batch)) + step.lhs_batch
+        wp = (1,) * (n - len(step.w_batch)) + step.w_batch
+        conds = [f"{ctx.dim(a)} != {ctx.dim(b)}" for a, b in zip(lp, wp) if not _same_dim(a, b)]
+        if conds:
+            out(f"  if ({' || '.join(conds)}) {{")
+            out(f'    return byocc::fail(BYOCC_E_SHAPE, "%s: the batch dims of lhs and rhs differ; cuBLASLt '
+                f'takes equal batches or one unbatched side", {name});')
+            out("  }")
+        out("  batch = batch_w;")
+        out("}")
+    out("if (rows > 0 && N > 0 && batch > 0) {")
+    out("  if (K == 0) {")
+    out(f'    return byocc::fail(BYOCC_E_UNSUPPORTED, "%s: reduction dim K is 0", {name});')
+    out("  }")
+    out("  char* const scratch_base = static_cast<char*>(step_scratch);")
+    w_ptr = ctx.ptr(step.rhs)
+    if step.prep_axes is not None:
+        dims = ", ".join(ctx.dim(d) for d in step.rhs_shape)
+        axes = ", ".join(str(a) for a in step.prep_axes)
+        out(f"  // the weight, permuted into scratch (output axis i <- rhs axis axes[i]) so that it reads as "
+            f"{'(..., N, K)' if step.op_a == 'CUBLAS_OP_T' else '(..., K, N)'}")
+        out("  void* const weight = scratch_base + byocc::kCublasLtWorkspaceBytes;")
+        out(f"  const int64_t w_shape[{len(step.rhs_shape)}] = {{{dims}}};")
+        out(f"  const int w_axes[{len(step.prep_axes)}] = {{{axes}}};")
+        out(f"  rc = byocc::cublaslt_permute(device, {w_ptr}, weight, {itemsize(step.in_dtype)}, "
+            f"{len(step.rhs_shape)}, w_shape, w_axes, stream);")
+        out("  if (rc != BYOCC_OK) return rc;")
+        w_ptr = "weight"
+    out("  byocc::CublasLtMatmul p{};")
+    out("  p.device = device;")
+    out(f"  p.ab_type = {step.ab_type};")
+    out(f"  p.d_type = {step.d_type};")
+    out(f"  p.compute = {step.compute};")
+    out(f"  p.scale_type = {step.scale_type};")
+    out(f"  p.op_a = {step.op_a};")
+    out("  p.m = static_cast<uint64_t>(N);")
+    out("  p.n = static_cast<uint64_t>(rows);")
+    out("  p.k = static_cast<uint64_t>(K);")
+    lda = "N" if step.op_a == "CUBLAS_OP_N" else "K"
+    out(f"  p.lda = {lda};  // A = weight: {'N x K' if lda == 'N' else 'K x N'} column-major")
+    out("  p.ldb = K;  // B = lhs: K x M column-major (row-major M x K)")
+    out("  p.ldd = N;  // D = output: N x M column-major (row-major M x N)")
+    out("  p.batch = batch;")
+    out("  p.stride_a = batch > 1 ? stride_w : 0;")
+    out("  p.stride_b = batch > 1 ? stride_x : 0;")
+    out("  p.stride_d = batch > 1 ? rows * N : 0;")
+    out(f"  p.epilogue = {step.epilogue};")
+    out(f"  p.a = {w_ptr};")
+    out(f"  p.b = {ctx.ptr(step.lhs)};")
+    out(f"  p.bias = {ctx.ptr(step.bias) if step.bias is not None else 'nullptr'};")
+    out(f"  p.d = {ctx.ptr(step.out)};")
+    out("  p.workspace = scratch_base;")
+    out("  p.workspace_bytes = byocc::kCublasLtWorkspaceBytes;")
+    out("  rc = byocc::cublaslt_matmul(p, stream);")
+    out("  if (rc != BYOCC_OK) return rc;")
+    if step.gelu_kernel:
+        out("  // exact GELU (erf form, as relax.nn.gelu) after the epilogue; cuBLASLt's GELU is tanh")
+        out(f"  rc = byocc::cublaslt_gelu_erf_inplace(device, p.d, {step.d_type}, batch * rows * N, stream);")
+        out("  if (rc != BYOCC_OK) return rc;")
+    out("}")
+    return "\n".join(L) + "\n"
+
+
+# --------------------------------------------------------------------------- description
+def _round_up(n: int) -> int:
+    return (n + 255) & ~255
+
+
+def _text(dim) -> str:
+    return dim_text(dim)
+
+
+def _header_lines(program: OffloadedProgram, steps: Sequence[Step]) -> list[str]:
+    lines = [f"Backend cublas (cuBLASLt), {len(steps)} composite call(s)."]
+    for s in steps:
+        def arg(ref: ValueRef) -> str:
+            si = program.sinfo_of(ref)
+            return f"{si.dtype} {shape_text(si)}"
+        lines.append(f"step {s.index}: {s.call.composite}: {s.gemm.describe()}")
+        lines.append(f"  lhs {arg(s.lhs)}; rhs {arg(s.rhs)} ({s.rhs_layout}"
+                     + (f", {s.weight_prep}d into scratch" if s.weight_prep else "") + ")"
+                     + (f"; bias {arg(s.bias)}" if s.bias is not None else ""))
+        lines.append(f"  output {s.out_dtype} {shape_text(program.temps[s.call.result])}; "
+                     f"accumulate {s.accumulator}")
+        lines.append(f"  row-major D(M x N) = X(M x K) W(K x N): M = {_text(s.M)}, N = {_text(s.N)}, "
+                     f"K = {_text(s.K)}")
+        a_dims = "N x K" if s.op_a == "CUBLAS_OP_N" else "K x N"
+        lines.append(f"  cuBLASLt column-major D^T = op(A) B: A = weight ({s.op_a}, {a_dims}, lda = "
+                     f"{_text(s.lda)}), B = lhs (CUBLAS_OP_N, K x M, ldb = {_text(s.K)}), "
+                     f"D (N x M, ldd = {_text(s.N)})")
+        batch = {"none": "none", "flatten": "lhs batch flattened into M (unbatched weight)",
+                 "broadcast_lhs": "strided over the weight's batch, lhs batch stride 0",
+                 "strided": "strided, equal batches", "runtime": "chosen at run time from the batch dims"}
+        lines.append(f"  m = N, n = M, k = K; batch: {batch[s.batch_mode]}")
+        lines.append(f"  types: A/B {s.ab_type}, C/D {s.d_type}, compute {s.compute}, scale {s.scale_type}")
+        epi = f"  epilogue {s.epilogue}"
+        if s.bias is not None:
+            epi += f" (bias {s.d_type}, length N, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set)"
+        if s.gelu_kernel:
+            epi += ", then byocc's erf-GELU kernel in place"
+        elif s.gelu == "tanh":
+            epi += " (tanh GELU, fast_gelu)"
+        lines.append(epi)
+        lines.append(f"  workspace {WORKSPACE_BYTES} bytes from the step scratch")
+    return lines
+
+
+def _static_scratch(program: OffloadedProgram, steps: Sequence[Step], ctx: WrapperContext) -> tuple:
+    """(bytes or None, expression text or None): the wrapper's scratch layout, as a number when
+    every shape it depends on is static."""
+    total, parts, static = 0, [], True
+    for c in program.calls:
+        ref = ValueRef("temp", c.result)
+        if ctx.is_output(ref):
+            continue
+        si = program.temps[c.result]
+        n = _static_numel(si.shape)
+        if n is None:
+            static = False
+            parts.append(f"round_up({' * '.join(_text(d) for d in si.shape)} * {itemsize(si.dtype)})")
+        else:
+            total += _round_up(n * itemsize(si.dtype))
+            parts.append(str(_round_up(n * itemsize(si.dtype))))
+    needs, texts = [], []
+    for s in steps:
+        need, text = WORKSPACE_BYTES, str(WORKSPACE_BYTES)
+        if s.prep_axes is not None:
+            n = _static_numel(s.rhs_shape)
+            if n is None:
+                static = False
+                text += f" + round_up({' * '.join(_text(d) for d in s.rhs_shape)} * {itemsize(s.in_dtype)})"
+            else:
+                need += _round_up(n * itemsize(s.in_dtype))
+                text = str(need)
+        needs.append(need)
+        texts.append(text)
+    if static:
+        return total + max(needs), None
+    step_text = texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"
+    return None, " + ".join(parts + [step_text])
+
+
+def _tensor_specs(program: OffloadedProgram, steps: Sequence[Step]) -> tuple:
+    roles: dict[int, tuple] = {}
+    for s in steps:
+        for ref, role in ((s.lhs, "lhs"), (s.rhs, "rhs"), (s.bias, "bias")):
+            if ref is None or ref.kind != "param" or ref.index in roles:
+                continue
+            layout = s.rhs_layout if role == "rhs" else "row_major"
+            operand_class = "per_column" if role == "bias" else None
+            roles[ref.index] = (role, layout, operand_class)
+    args = []
+    for i, p in enumerate(program.params):
+        si = p.struct_info
+        role, layout, operand_class = roles.get(i, ("input", "row_major", None))
+        args.append(TensorSpec(p.name_hint, role, si.dtype, tuple(d if isinstance(d, int) else _text(d) for d in si.shape),
+                               layout, itemsize(si.dtype), operand_class))
+    outs = [TensorSpec(f"output{i}", "output", si.dtype,
+                       tuple(d if isinstance(d, int) else _text(d) for d in si.shape), "row_major", itemsize(si.dtype))
+            for i, si in enumerate(program.output_sinfo)]
+    return tuple(args), tuple(outs)
+
+
+def _step_json(s: Step) -> dict[str, Any]:
+    return {
+        "composite": s.call.composite, "impl": "cublaslt", "m": _text(s.N), "n": _text(s.M), "k": _text(s.K),
+        "op_a": s.op_a, "op_b": "CUBLAS_OP_N", "lda": _text(s.lda), "ldb": _text(s.K), "ldd": _text(s.N),
+        "batch": s.batch_mode, "epilogue": s.epilogue, "gelu_kernel": s.gelu_kernel,
+        "weight_prep": s.weight_prep, "ab_type": s.ab_type, "d_type": s.d_type, "compute": s.compute,
+    }
+
+
+def _attrs(s: Step, opts: Options) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "activation": s.act, "transposed_rhs": s.gemm.transposed, "accumulator": s.accumulator,
+        "gelu": s.gelu, "epilogue": s.epilogue, "compute_type": s.compute, "op_a": s.op_a,
+        "weight_prep": s.weight_prep,
+    }
+    if s.in_dtype == "float32":
+        attrs["fp32_math"] = opts.fp32_math
+    return attrs
+
+
+def _pattern_ranks(composites: Sequence[str]) -> tuple:
+    from ..registry import get_patterns_with_prefix
+
+    names = [p.name for p in get_patterns_with_prefix(BACKEND)]
+    return tuple(names.index(c) if c in names else None for c in composites)
+
+
+def generate_function(symbol: str, func, opts: Options, constant_names: Mapping | None = None) -> GeneratedModule:
+    """The module of one offloaded function."""
+    c_identifier(symbol, "global symbol")
+    program = offloaded_program(symbol, func, dict(constant_names or {}))
+    if not program.calls:
+        raise CodegenError(f"cannot generate cuBLAS code for function {symbol}: it calls no composite")
+    steps = [plan_step(program, i, call, opts) for i, call in enumerate(program.calls)]
+    by_call = {id(s.call): s for s in steps}
+    wrapper = Wrapper(
+        program=program,
+        header_lines=_header_lines(program, steps),
+        includes=[f'#include "{HEADER_PATH.split("/", 1)[1]}"'],
+        prelude="",
+        step_code=lambda i, call, ctx: step_code(by_call[id(call)], ctx),
+        step_scratch=lambda i, call, ctx: step_scratch_expr(by_call[id(call)], ctx),
+    )
+    text = emit_wrapper(wrapper)
+    tensors = [p.struct_info for p in program.params] + list(program.output_sinfo)
+    ctx = WrapperContext(program)
+    scratch_bytes, scratch_expr = _static_scratch(program, steps, ctx)
+    args, outs = _tensor_specs(program, steps)
+    source = f"src/funcs/{symbol}.cu"
+    entry = EntryPoint(
+        symbol=symbol,
+        backend=BACKEND,
+        composites=program.composites,
+        source_file=source,
+        args=args,
+        outputs=outs,
+        kernel_sources=(runtime_sources()[1].path,),
+        pattern_ranks=_pattern_ranks(program.composites),
+        symbols={k: tuple(tuple(p) for p in v) for k, v in symbolic_positions(tensors).items()},
+        attrs=_attrs(steps[0], opts),
+        scratch_bytes=scratch_bytes,
+        scratch_expr=scratch_expr,
+        variants=(Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES}),),
+        constants=tuple(ConstantSpec(name, c.struct_info.dtype,
+                                     tuple(d if isinstance(d, int) else _text(d) for d in c.struct_info.shape),
+                                     "", name)
+                        for name, c in program.constants),
+        steps=tuple(_step_json(s) for s in steps),
+    )
+    return GeneratedModule(BACKEND, (entry,), (SourceFile(source, text, "light"), *runtime_sources()),
+                           needs_cublaslt=True)
+
+
+def codegen(functions, options, constant_names) -> list[GeneratedModule]:
+    """RunCodegen's entry for backend ``cublas``: one :class:`GeneratedModule` per function."""
+    opts = parse_options(options or {})
+    return [generate_function(symbol, func, opts, constant_names) for symbol, func in functions]
+
+
+__all__ = ["DEFERRED", "Options", "Step", "codegen", "generate_function", "parse_options", "plan_step",
+           "step_code"]
