@@ -1,0 +1,538 @@
+"""The native runner: call a built byocc library from Python (spec/backends.md 6, 17.4).
+
+``lib = load(DIR)`` opens ``DIR/<manifest library>`` with ctypes and checks
+``byocc_abi_version()``; ``lib.functions`` maps each symbol to its manifest entry;
+``lib[symbol](*tensors, out=None, stream=None)`` calls it:
+
+* tensors: any ``__dlpack__`` objects. PyTorch tensors and ``__cuda_array_interface__``
+  producers (CuPy, Numba) are described from their attributes (fast path); anything else
+  through its own DLPack capsule, zero copy.
+* ``out``: allocated with the inputs' framework on their device when None (``torch.empty``,
+  ``cupy.empty``, ``numpy.empty``), the shape from the manifest's ``outputs`` with symbolic
+  dims read from the inputs through ``symbols``.
+* ``stream``: an int handle, a ``torch.cuda.Stream``/``cupy`` stream, or None for the
+  framework's current stream (0 otherwise). Nothing synchronises unless ``lib.synchronize()``.
+* scratch: ``byocc_scratch_bytes_<symbol>`` is asked per call (unless the manifest says 0);
+  one buffer per (device, stream), grown when needed and reused; outgrown buffers are kept
+  until ``synchronize()`` (a kernel may still read them).
+* bound constants: on the first call per device, each manifest ``constants`` entry is read
+  from its ``npz``, uploaded with the inputs' framework and bound with ``byocc_set_constant``.
+* a non-zero return raises :class:`ByoccRuntimeError` with the code and
+  ``byocc_last_error()``'s text.
+
+Per call the host work is: describe each tensor into a cached per-thread ``DLTensor``
+buffer (``struct.pack_into``), one optional scratch query, one foreign call.
+``lib.host_overhead_us(symbol, *tensors)`` measures all of it but the entry call.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from byocc.ir import ByoccError, ExternalToolError, InputError
+
+from .dlpack import DTYPES, TensorSlots, capsule_tensor, kDLCPU, kDLCUDA
+
+#: ``byocc_abi.h`` return codes, by value.
+ERROR_NAMES = {
+    0: "OK", 1: "E_NARGS", 2: "E_DTYPE", 3: "E_SHAPE", 4: "E_LAYOUT", 5: "E_SCRATCH", 6: "E_ARCH",
+    7: "E_UNSUPPORTED", 8: "E_CUTLASS", 9: "E_CUDA", 10: "E_CUBLAS", 11: "E_INTERNAL",
+    12: "E_CONSTANT",
+}
+
+
+class ByoccRuntimeError(ByoccError):
+    """A byocc library function returned a non-zero code (``code``; ``name`` its
+    ``BYOCC_E_*`` name); the message is ``byocc_last_error()``'s text."""
+
+    exit_code = 3
+
+    def __init__(self, code: int, message: str, symbol: str | None = None):
+        self.code = int(code)
+        self.name = ERROR_NAMES.get(self.code, f"E_{self.code}")
+        self.symbol = symbol
+        where = f"{symbol}: " if symbol else ""
+        super().__init__(f"{where}{self.name} ({self.code}): {message}")
+        self.detail = message
+
+
+# --------------------------------------------------------------------------- frameworks
+class _Framework:
+    """How to describe, allocate and synchronise one framework's tensors."""
+
+    name = "dlpack"
+
+    def describe(self, slots: TensorSlots, i: int, t: Any, keep: list) -> None:
+        capsule = t.__dlpack__()
+        keep.append(capsule)
+        slots.pointers[i] = capsule_tensor(capsule)
+
+    def device(self, t: Any) -> tuple[int, int]:
+        dev = t.__dlpack_device__()
+        return int(dev[0]), int(dev[1])
+
+    def empty(self, like: Any, shape: tuple[int, ...], dtype: str) -> Any:
+        raise InputError(f"cannot allocate outputs for {type(like).__name__} tensors; pass out=")
+
+    def upload(self, like: Any, array: Any) -> Any:
+        raise InputError(f"cannot upload constants for {type(like).__name__} tensors")
+
+    def current_stream(self, device: tuple[int, int]) -> int:
+        return 0
+
+    def synchronize(self, device: tuple[int, int]) -> None:
+        _cudart_synchronize(device[1])
+
+
+class _Numpy(_Framework):
+    name = "numpy"
+
+    def empty(self, like, shape, dtype):
+        import numpy as np
+
+        return np.empty(shape, dtype=dtype)
+
+    def upload(self, like, array):
+        return array
+
+    def synchronize(self, device):
+        pass
+
+
+class _Torch(_Framework):
+    name = "torch"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        self._dtypes: dict[Any, tuple[int, int]] = {}
+
+    def describe(self, slots, i, t, keep):
+        dt = self._dtypes.get(t.dtype)
+        if dt is None:
+            name = str(t.dtype).rpartition(".")[2]
+            if name not in DTYPES:
+                return super().describe(slots, i, t, keep)
+            dt = self._dtypes[t.dtype] = DTYPES[name]
+        dev = t.device
+        kind = kDLCUDA if dev.type == "cuda" else kDLCPU
+        slots.fill(i, t.data_ptr(), kind, dev.index or 0, dt[0], dt[1], t.shape, t.stride())
+
+    def device(self, t):
+        dev = t.device
+        return (kDLCUDA if dev.type == "cuda" else kDLCPU), dev.index or 0
+
+    def empty(self, like, shape, dtype):
+        return self.torch.empty(shape, dtype=getattr(self.torch, dtype), device=like.device)
+
+    def upload(self, like, array):
+        return self.torch.from_numpy(array.copy()).to(like.device)
+
+    def current_stream(self, device):
+        if device[0] != kDLCUDA:
+            return 0
+        return int(self.torch.cuda.current_stream(device[1]).cuda_stream)
+
+    def synchronize(self, device):
+        if device[0] == kDLCUDA:
+            self.torch.cuda.synchronize(device[1])
+
+
+class _CudaArray(_Framework):
+    """``__cuda_array_interface__`` producers; CuPy also allocates."""
+
+    name = "cuda_array_interface"
+
+    def __init__(self, cupy: Any = None) -> None:
+        self.cupy = cupy
+        self._dtypes: dict[str, tuple[int, int]] = {}
+
+    def describe(self, slots, i, t, keep):
+        cai = t.__cuda_array_interface__
+        typestr = cai["typestr"]
+        dt = self._dtypes.get(typestr)
+        if dt is None:
+            import numpy as np
+
+            dt = self._dtypes[typestr] = DTYPES.get(np.dtype(typestr).name, (255, 0))
+        shape = cai["shape"]
+        strides = cai.get("strides")
+        if strides is not None:
+            size = dt[1] // 8 or 1
+            strides = [s // size for s in strides]
+        slots.fill(i, cai["data"][0], kDLCUDA, self.device(t)[1], dt[0], dt[1], shape, strides)
+
+    def device(self, t):
+        dev = getattr(t, "device", None)
+        return kDLCUDA, int(getattr(dev, "id", 0) or 0)
+
+    def empty(self, like, shape, dtype):
+        if self.cupy is None:
+            return super().empty(like, shape, dtype)
+        with self.cupy.cuda.Device(self.device(like)[1]):
+            return self.cupy.empty(shape, dtype=dtype)
+
+    def upload(self, like, array):
+        if self.cupy is None:
+            return super().upload(like, array)
+        with self.cupy.cuda.Device(self.device(like)[1]):
+            return self.cupy.asarray(array)
+
+    def current_stream(self, device):
+        if self.cupy is None:
+            return 0
+        return int(self.cupy.cuda.get_current_stream().ptr)
+
+    def synchronize(self, device):
+        if self.cupy is None:
+            return super().synchronize(device)
+        with self.cupy.cuda.Device(device[1]):
+            self.cupy.cuda.Device().synchronize()
+
+
+_frameworks: dict[type, _Framework] = {}
+
+
+def framework_of(t: Any) -> _Framework:
+    """The adapter for ``t``'s type (cached per type)."""
+    fw = _frameworks.get(type(t))
+    if fw is None:
+        module = type(t).__module__.split(".")[0]
+        if module == "torch":
+            fw = _Torch()
+        elif hasattr(t, "__cuda_array_interface__"):
+            fw = _CudaArray(__import__("cupy") if module == "cupy" else None)
+        elif module == "numpy":
+            fw = _Numpy()
+        elif hasattr(t, "__dlpack__"):
+            fw = _Framework()
+        else:
+            raise InputError(f"{type(t).__name__} is not a tensor (no __dlpack__)")
+        _frameworks[type(t)] = fw
+    return fw
+
+
+_cudart: Any = None
+
+
+def _cudart_synchronize(device: int) -> None:
+    global _cudart
+    if _cudart is None:
+        for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+            try:
+                _cudart = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        else:
+            raise ExternalToolError("libcudart not found (needed by synchronize())")
+    for call in (lambda: _cudart.cudaSetDevice(device), lambda: _cudart.cudaDeviceSynchronize()):
+        rc = call()
+        if rc != 0:
+            _cudart.cudaGetErrorString.restype = ctypes.c_char_p
+            raise ByoccRuntimeError(9, _cudart.cudaGetErrorString(rc).decode())
+
+
+# --------------------------------------------------------------------------- shapes
+def _dim_resolver(dim: Any, symbols: Mapping[str, Sequence], n_in: int) -> Callable[[Sequence], int]:
+    """A function of the input tensors giving one output dim."""
+    if isinstance(dim, int):
+        return lambda tensors, d=dim: d
+
+    def where(name: str) -> tuple[int, int]:
+        for arg, axis in symbols.get(name, ()):
+            if arg < n_in:
+                return int(arg), int(axis)
+        raise InputError(f"symbolic dim {name!r} is not bound by any input")
+
+    text = str(dim)
+    if text in symbols:
+        arg, axis = where(text)
+        return lambda tensors: int(tensors[arg].shape[axis])
+    tree = ast.parse(text, mode="eval")
+    names = {n.id: where(n.id) for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    code = compile(tree, "<dim>", "eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant,
+                                 ast.Load, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod,
+                                 ast.USub)):
+            raise InputError(f"cannot evaluate the output dim {text!r}")
+    return lambda tensors: int(eval(code, {"__builtins__": {}},  # noqa: S307 (checked above)
+                                    {k: int(tensors[a].shape[x]) for k, (a, x) in names.items()}))
+
+
+# --------------------------------------------------------------------------- library
+class Function:
+    """One exported symbol of a :class:`Library`; call it like a function."""
+
+    def __init__(self, lib: Library, entry: Mapping[str, Any]):
+        self.lib = lib
+        self.entry = entry
+        self.symbol = str(entry["symbol"])
+        self.num_args = int(entry["num_args"])
+        self.num_inputs = len(entry["args"])
+        cdll = lib.cdll
+        try:
+            self._fn = getattr(cdll, self.symbol)
+            self._scratch_fn = getattr(cdll, f"byocc_scratch_bytes_{self.symbol}")
+        except AttributeError as exc:
+            raise InputError(f"{lib.path}: the library does not export {self.symbol} ({exc})") from None
+        self._fn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]
+        self._fn.restype = ctypes.c_int32
+        self._scratch_fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        self._scratch_fn.restype = ctypes.c_uint64
+        symbols = entry.get("symbols") or {}
+        self._outputs = [(str(o["dtype"]), [_dim_resolver(d, symbols, self.num_inputs) for d in o["shape"]])
+                         for o in entry["outputs"]]
+        self._static_scratch = entry.get("scratch_bytes")
+        self._constants = tuple(str(c["name"]) for c in entry.get("constants") or ())
+        ranks = [len(a["shape"]) for a in list(entry["args"]) + list(entry["outputs"])]
+        self._max_rank = max([8, *ranks])
+        self._tls = threading.local()
+
+    def __repr__(self) -> str:
+        return f"<byocc function {self.symbol} ({self.num_inputs} inputs)>"
+
+    def _slots(self) -> TensorSlots:
+        slots = getattr(self._tls, "slots", None)
+        if slots is None:
+            slots = self._tls.slots = TensorSlots(self.num_args, self._max_rank)
+        return slots
+
+    def output_shapes(self, *tensors: Any) -> tuple[tuple[int, ...], ...]:
+        """The shape of each output for these inputs (symbolic dims resolved)."""
+        return tuple(tuple(r(tensors) for r in dims) for _, dims in self._outputs)
+
+    def allocate_outputs(self, *tensors: Any) -> tuple[Any, ...]:
+        """Empty outputs for these inputs, made by their framework on their device."""
+        first = tensors[0]
+        fw = framework_of(first)
+        return tuple(fw.empty(first, shape, dtype)
+                     for shape, (dtype, _) in zip(self.output_shapes(*tensors), self._outputs))
+
+    def _prepare(self, tensors: Sequence[Any], out: Any, stream: Any):
+        if len(tensors) != self.num_inputs:
+            raise ByoccRuntimeError(1, f"expected {self.num_inputs} input tensors, got {len(tensors)}",
+                                    self.symbol)
+        first = tensors[0] if tensors else out
+        fw = framework_of(first)
+        device = fw.device(first)
+        if out is None:
+            outs = [fw.empty(first, tuple(r(tensors) for r in dims), dtype) for dtype, dims in self._outputs]
+        else:
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            if len(outs) != len(self._outputs):
+                raise ByoccRuntimeError(1, f"expected {len(self._outputs)} outputs, got {len(outs)}", self.symbol)
+        handle = _stream_handle(stream) if stream is not None else fw.current_stream(device)
+        if self._constants:
+            self.lib._bind_constants(self._constants, fw, first, device)
+        slots = self._slots()
+        slots.extra.clear()
+        keep: list = []
+        for i, t in enumerate(tensors):
+            framework_of(t).describe(slots, i, t, keep)
+        for j, t in enumerate(outs):
+            framework_of(t).describe(slots, self.num_inputs + j, t, keep)
+        nbytes = 0
+        if self._static_scratch != 0:
+            nbytes = int(self._scratch_fn(slots.pointers_address, self.num_args))
+        scratch = self.lib._scratch(fw, first, device, handle, nbytes) if nbytes else 0
+        return slots, keep, outs, scratch, nbytes, handle
+
+    def __call__(self, *tensors: Any, out: Any = None, stream: Any = None) -> Any:
+        slots, keep, outs, scratch, nbytes, handle = self._prepare(tensors, out, stream)
+        rc = self._fn(slots.pointers_address, self.num_args, scratch, nbytes, handle)
+        del keep  # capsules may be released only after the call returned
+        if rc != 0:
+            raise ByoccRuntimeError(rc, self.lib.last_error(), self.symbol)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _stream_handle(stream: Any) -> int:
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):
+        value = getattr(stream, attr, None)
+        if isinstance(value, int):
+            return value
+    raise InputError(f"cannot use {type(stream).__name__} as a CUDA stream")
+
+
+class Library:
+    """A loaded ``libbyocc_<stem>.so`` and its manifest."""
+
+    def __init__(self, directory: Path, manifest: Mapping[str, Any], cdll: ctypes.CDLL, path: Path):
+        self.directory = directory
+        self.manifest = manifest
+        self.cdll = cdll
+        self.path = path
+        self.functions: dict[str, Mapping[str, Any]] = {
+            str(f["symbol"]): f for f in manifest["functions"] if f.get("symbol") and not f.get("status")}
+        self._callables: dict[str, Function] = {}
+        self._lock = threading.Lock()
+        self._scratch_buffers: dict[tuple, tuple[Any, int, int]] = {}
+        self._retired: list[Any] = []
+        self._bound: dict[str, tuple[int, int]] = {}  # constant name -> device it is bound on
+        self._uploads: dict[tuple[str, tuple[int, int]], Any] = {}
+        self._const_slots: dict[tuple[str, tuple[int, int]], Any] = {}
+        self._used: dict[tuple[int, int], _Framework] = {}
+        cdll.byocc_last_error.restype = ctypes.c_char_p
+        cdll.byocc_last_error.argtypes = []
+        cdll.byocc_set_constant.restype = ctypes.c_int32
+        cdll.byocc_set_constant.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+
+    def __repr__(self) -> str:
+        return f"<byocc library {self.path} ({len(self.functions)} functions)>"
+
+    def __getitem__(self, symbol: str) -> Function:
+        fn = self._callables.get(symbol)
+        if fn is None:
+            if symbol not in self.functions:
+                known = ", ".join(sorted(self.functions)) or "none"
+                raise KeyError(f"{symbol!r} is not a function of {self.path.name} (functions: {known})")
+            fn = self._callables[symbol] = Function(self, self.functions[symbol])
+        return fn
+
+    def __contains__(self, symbol: object) -> bool:
+        return symbol in self.functions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.functions)
+
+    def abi_version(self) -> int:
+        return int(self.cdll.byocc_abi_version())
+
+    def last_error(self) -> str:
+        raw = self.cdll.byocc_last_error()
+        return raw.decode("utf-8", "replace") if raw else ""
+
+    def synchronize(self) -> None:
+        """Wait for every device this library ran on; releases outgrown scratch buffers. A
+        fault of an earlier asynchronous launch surfaces here."""
+        for device, fw in list(self._used.items()):
+            try:
+                fw.synchronize(device)
+            except ByoccError:
+                raise
+            except Exception as exc:  # the framework's own error type (torch: RuntimeError)
+                raise ByoccRuntimeError(9, str(exc)) from exc
+        with self._lock:
+            self._retired.clear()
+
+    def host_overhead_us(self, symbol: str, *tensors: Any, out: Any = None, stream: Any = None,
+                         n: int = 1000) -> float:
+        """Mean microseconds of a call's host work except the entry call itself (argument
+        description, output allocation when ``out`` is None, scratch query and lookup)."""
+        fn = self[symbol]
+        fn._prepare(tensors, out, stream)
+        start = time.perf_counter()
+        for _ in range(n):
+            fn._prepare(tensors, out, stream)
+        return (time.perf_counter() - start) * 1e6 / max(n, 1)
+
+    # ----------------------------------------------------------------- internals
+    def _scratch(self, fw: _Framework, like: Any, device: tuple[int, int], stream: int, nbytes: int) -> int:
+        key = (device, stream)
+        held = self._scratch_buffers.get(key)
+        if held is not None and held[2] >= nbytes:
+            return held[1]
+        with self._lock:
+            held = self._scratch_buffers.get(key)
+            if held is not None and held[2] >= nbytes:
+                return held[1]
+            size = max(nbytes, 2 * held[2] if held else 0)
+            size = (size + (1 << 20) - 1) & ~((1 << 20) - 1)  # whole MiB
+            buf = fw.empty(like, (size,), "uint8")
+            if held is not None:
+                self._retired.append(held[0])
+            ptr = _data_pointer(buf)
+            self._scratch_buffers[key] = (buf, ptr, size)
+            self._used[device] = fw
+            return ptr
+
+    def _bind_constants(self, names: Sequence[str], fw: _Framework, like: Any, device: tuple[int, int]) -> None:
+        if all(self._bound.get(n) == device for n in names):
+            return
+        with self._lock:
+            self._used[device] = fw
+            for name in names:
+                if self._bound.get(name) == device:
+                    continue
+                value = self._uploads.get((name, device))
+                if value is None:
+                    value = self._uploads[(name, device)] = fw.upload(like, self._constant_array(name))
+                slots = TensorSlots(1, max(8, len(value.shape)))
+                keep: list = []
+                framework_of(value).describe(slots, 0, value, keep)
+                rc = self.cdll.byocc_set_constant(name.encode(), slots.pointers[0])
+                if rc != 0:
+                    raise ByoccRuntimeError(rc, self.last_error(), "byocc_set_constant")
+                self._const_slots[(name, device)] = (slots, keep)
+                self._bound[name] = device
+
+    def _constant_array(self, name: str) -> Any:
+        import numpy as np
+
+        for f in self.manifest["functions"]:
+            for c in f.get("constants") or ():
+                if c["name"] != name:
+                    continue
+                npz = c.get("npz") or self.manifest.get("constants_file")
+                if not npz:
+                    raise InputError(f"constant {name}: the manifest names no npz file")
+                path = self.directory / npz
+                try:
+                    with np.load(path, allow_pickle=False) as data:
+                        array = data[c.get("key") or name]
+                except (OSError, KeyError) as exc:
+                    raise InputError(f"constant {name}: cannot read {path} [{c.get('key') or name}]: {exc}") from None
+                return np.ascontiguousarray(array.astype(c["dtype"], copy=False)).reshape(
+                    [int(d) for d in c["shape"]])
+        raise InputError(f"constant {name} is not in the manifest")
+
+
+def _data_pointer(t: Any) -> int:
+    if hasattr(t, "data_ptr"):
+        return int(t.data_ptr())
+    cai = getattr(t, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    return int(t.ctypes.data)
+
+
+def load(directory: str | Path) -> Library:
+    """Open the library ``byocc build DIR`` produced, per ``DIR/manifest.json``."""
+    from byocc.backends.codegen import ABI_VERSION
+
+    root = Path(directory)
+    manifest = _read_manifest(root)
+    path = root / str(manifest["library"])
+    if not path.is_file():
+        raise InputError(f"{path}: no library (build it with `byocc build {directory}`)")
+    try:
+        cdll = ctypes.CDLL(str(path.resolve()), mode=ctypes.RTLD_LOCAL)
+    except OSError as exc:
+        raise ExternalToolError(f"cannot load {path}: {exc}") from None
+    lib = Library(root, manifest, cdll, path)
+    version = lib.abi_version()
+    if version != ABI_VERSION:
+        raise ByoccRuntimeError(11, f"{path} has ABI version {version}, this byocc calls version {ABI_VERSION}")
+    return lib
+
+
+def _read_manifest(root: Path) -> Mapping[str, Any]:
+    try:
+        from byocc.backends.manifest import load_manifest
+    except ImportError:  # pragma: no cover - the schema module is part of byocc
+        return json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    return load_manifest(root)
+
+
+__all__ = ["ByoccRuntimeError", "ERROR_NAMES", "Function", "Library", "framework_of", "load"]

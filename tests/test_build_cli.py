@@ -1,0 +1,285 @@
+"""``byocc build DIR`` (spec/backends.md 17.2): a real build of a small library made of light
+units with nvcc, and the driver's logic (missing tools, a failing unit, --arch, -j, the
+process pool) with a fake compiler."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from byocc.backends.build_files import build_files
+from byocc.backends.codegen import SourceFile
+from byocc.backends.cuda import common_sources
+from byocc.cli import cli
+
+# A trivial entry point with the ABI signature: copies x (float32[n]) into out.
+TINY_FUNC = r"""// f.cu: y = x for float32[n] (a test fixture with byocc's exported ABI).
+#include "byocc_internal.h"
+
+namespace {
+__global__ void copy_kernel(const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    y[i] = x[i];
+  }
+}
+}  // namespace
+
+BYOCC_EXPORT uint64_t byocc_scratch_bytes_f(const DLTensor* const* args, int32_t num_args) {
+  (void)args;
+  (void)num_args;
+  return 0;
+}
+
+BYOCC_EXPORT int32_t f(const DLTensor* const* args, int32_t num_args, void* scratch,
+                       uint64_t scratch_bytes, cudaStream_t stream) {
+  byocc::clear_error();
+  (void)scratch;
+  (void)scratch_bytes;
+  if (num_args != 2) return byocc::fail(BYOCC_E_NARGS, "f: expected 2 arguments, got %d", num_args);
+  int device = args[0]->device.device_id;
+  int rc = byocc::check_tensor(args[0], 0, "x", device, kDLFloat, 32, 1);
+  if (rc != BYOCC_OK) return rc;
+  rc = byocc::check_tensor(args[1], 1, "out", device, kDLFloat, 32, 1);
+  if (rc != BYOCC_OK) return rc;
+  int64_t n = -1;
+  if ((rc = byocc::bind_dim(args[0], 0, "x", 0, "n", &n)) != BYOCC_OK) return rc;
+  if ((rc = byocc::bind_dim(args[1], 1, "out", 0, "n", &n)) != BYOCC_OK) return rc;
+  unsigned blocks = static_cast<unsigned>(n > 0 ? (n + 255) / 256 : 1);
+  copy_kernel<<<blocks, 256, 0, stream>>>(static_cast<const float*>(byocc::data_of(args[0])),
+                                          static_cast<float*>(byocc::data_of(args[1])), n);
+  return byocc::check_launch("f");
+}
+"""
+
+
+def tiny_entry(symbol: str = "f", constants=()) -> dict:
+    return {
+        "symbol": symbol, "backend": "test", "num_args": 2,
+        "args": [{"name": "x", "role": "input", "dtype": "float32", "shape": ["n"]}],
+        "outputs": [{"name": "out", "role": "output", "dtype": "float32", "shape": ["n"]}],
+        "symbols": {"n": [[0, 0], [1, 0]]}, "scratch_bytes": 0, "constants": list(constants),
+    }
+
+
+def write_library(directory: Path, sources, *, stem: str = "tiny", needs_cutlass: bool = False,
+                  needs_cublaslt: bool = False, functions=None, **manifest_extra) -> Path:
+    """A folder shaped like `byocc partition -o`'s output: sources, build files, manifest."""
+    srcs = list(common_sources()) + list(sources)
+    files = {s.path: s.text for s in srcs}
+    files.update(build_files(stem, srcs, needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt))
+    manifest = {"byocc_version": "0.1.0", "abi_version": 1, "codegen_version": "1", "archs": ["sm_80"],
+                "library": f"lib/libbyocc_{stem}.so", "build_file": "build.ninja",
+                "uses_cutlass": needs_cutlass, "uses_cublaslt": needs_cublaslt,
+                "functions": functions if functions is not None else [tiny_entry()], **manifest_extra}
+    files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    for path, text in files.items():
+        target = directory / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return directory
+
+
+def write_tiny_library(directory: Path, **kw) -> Path:
+    return write_library(directory, [SourceFile("src/funcs/f.cu", TINY_FUNC, "light")], **kw)
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+requires_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not os.path.exists("/usr/local/cuda/bin/nvcc"),
+                                   reason="needs nvcc")
+
+
+@requires_nvcc
+def test_real_build_of_a_light_library(tmp_path, monkeypatch):
+    monkeypatch.setenv("BYOCC_CACHE", str(tmp_path / "cache"))
+    lib_dir = write_tiny_library(tmp_path / "out")
+    result = run("build", lib_dir)
+    assert result.exit_code == 0, result.stderr
+    library = lib_dir / "lib" / "libbyocc_tiny.so"
+    assert result.stdout == f"{library}\n"
+    assert library.read_bytes()[:4] == b"\x7fELF"
+    lines = result.stderr.splitlines()
+    assert lines[:3] == ["[1/3] light src/funcs/f.cu", "[2/3] light src/runtime.cu",
+                         "[3/3] link lib/libbyocc_tiny.so"] or sorted(lines[:2]) == [
+        "[1/3] light src/funcs/f.cu", "[2/3] light src/runtime.cu"]
+    assert lines[-1].startswith(f"built {library} (2 units; ninja, heavy ")
+    assert len(list((tmp_path / "cache" / "obj").glob("*.o"))) == 2
+    # the same commands through the internal pool: both units come from the cache
+    library.unlink()
+    again = run("build", lib_dir, "--no-ninja")
+    assert again.exit_code == 0, again.stderr
+    assert library.is_file()
+    assert ", 2 from the cache; process pool," in again.stderr.splitlines()[-1]
+
+
+# --------------------------------------------------------------------------- fake tools
+FAKE_NVCC = """#!{python}
+import os, sys
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("fake nvcc")
+    sys.exit(0)
+if "--dryrun" in args:
+    sys.exit(0)
+with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
+    f.write(" ".join(args) + "\\n")
+out = args[args.index("-o") + 1]
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+if "-c" in args:
+    src = args[args.index("-c") + 1]
+    if "#error" in open(src).read():
+        sys.stderr.write(src + "(3): error: this unit does not compile\\n")
+        sys.exit(2)
+open(out, "w").write(" ".join(args))
+"""
+
+KINDS = [SourceFile("src/kernels/k_90.cu", '#include "byocc_gemm.h"\n', "sm90"),
+         SourceFile("src/kernels/k_80.cu", '#include "byocc_gemm.h"\n', "sm80"),
+         SourceFile("src/funcs/f.cu", '#include "byocc_internal.h"\n', "light")]
+
+
+@pytest.fixture
+def fake_nvcc(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
+    nvcc.chmod(0o755)
+    log = tmp_path / "nvcc.log"
+    log.write_text("")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
+    monkeypatch.setenv("BYOCC_CACHE", str(tmp_path / "cache"))
+    return log
+
+
+def compiled(log: Path) -> list[str]:
+    return sorted(line.split(" -c ")[1].split(" ")[0] for line in log.read_text().splitlines() if " -c " in line)
+
+
+@pytest.mark.parametrize("ninja", ["--ninja", "--no-ninja"])
+def test_all_units_and_the_link(tmp_path, fake_nvcc, ninja):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    result = run("build", lib_dir, ninja, "-j", "2", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_80.cu", "src/kernels/k_90.cu",
+                                   "src/runtime.cu"]
+    link = [line for line in fake_nvcc.read_text().splitlines() if "-shared" in line]
+    assert len(link) == 1 and link[0].startswith("-shared -cudart shared")
+    assert "heavy_depth = 2\n" in (lib_dir / "config.ninja").read_text()
+    assert f"-I{tmp_path / 'cutlass' / 'include'}" in fake_nvcc.read_text()
+    assert (lib_dir / "lib" / "libbyocc_tiny.so").is_file()
+    assert "-DBYOCC_NO_SM90" not in fake_nvcc.read_text()
+
+
+def _fake_cutlass(tmp_path: Path) -> str:
+    inc = tmp_path / "cutlass" / "include" / "cutlass"
+    inc.mkdir(parents=True, exist_ok=True)
+    (inc / "cutlass.h").write_text("")
+    (inc / "version.h").write_text("#define CUTLASS_MAJOR 9\n#define CUTLASS_MINOR 8\n#define CUTLASS_PATCH 7\n")
+    return str(tmp_path / "cutlass")
+
+
+def test_arch_sm80_skips_sm90_units_and_defines_the_macro(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    result = run("build", lib_dir, "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_80.cu", "src/runtime.cu"]
+    light = [line for line in fake_nvcc.read_text().splitlines() if "-c src/funcs/f.cu" in line]
+    assert "-DBYOCC_NO_SM90" in light[0].split()
+    assert (lib_dir / "build.sm_80.ninja").is_file()
+    assert "k_90" not in (lib_dir / "build.sm_80.ninja").read_text()
+    assert "k_90" in (lib_dir / "build.ninja").read_text()  # the full build file is untouched
+    assert ", skipped sm90 units;" in result.stderr.splitlines()[-1]
+    assert "--salt cutlass=9.8.7" in (lib_dir / "config.ninja").read_text()
+
+
+@pytest.mark.parametrize("ninja", ["--ninja", "--no-ninja"])
+def test_a_failing_unit_is_one_line_and_build_log(tmp_path, fake_nvcc, ninja):
+    bad = SourceFile("src/funcs/bad.cu", "#error no\n", "light")
+    lib_dir = write_library(tmp_path / "out", [bad])
+    result = run("build", lib_dir, ninja)
+    assert result.exit_code == 3
+    log = lib_dir / "build.log"
+    assert result.stderr.splitlines()[-1] == (
+        f"{lib_dir}: error: src/funcs/bad.cu: compilation failed; the compiler output is in {log}")
+    assert "src/funcs/bad.cu(3): error: this unit does not compile" in log.read_text()
+    assert "FAILED: [code=2] obj/funcs/bad.o" in log.read_text()
+    assert not (lib_dir / "lib" / "libbyocc_tiny.so").exists()
+
+
+def test_missing_nvcc_is_exit_3_with_one_line(tmp_path, monkeypatch):
+    lib_dir = write_tiny_library(tmp_path / "out")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("CUDA_HOME", str(empty))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    result = run("build", lib_dir)
+    assert result.exit_code == 3
+    assert result.stderr == f"{lib_dir}: error: nvcc not found (put it on PATH or set CUDA_HOME)\n"
+    assert result.stdout == ""
+
+
+def test_missing_cutlass_and_cublaslt_and_launcher(tmp_path, fake_nvcc, monkeypatch):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True, needs_cublaslt=True)
+    empty = tmp_path / "nocutlass"
+    empty.mkdir()
+    result = run("build", lib_dir, "--cutlass-dir", empty)
+    assert result.exit_code == 3
+    assert result.stderr == f"{lib_dir}: error: CUTLASS headers not found in {empty}\n"
+    import byocc.backends.build_files as bf
+
+    monkeypatch.setattr(bf, "find_cublaslt", lambda nvcc: None)
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 3
+    assert result.stderr == (f"{lib_dir}: error: cuBLASLt not found (neither in the CUDA toolkit "
+                             "nor the nvidia-cublas wheel)\n")
+    result = run("build", lib_dir, "--launcher", "no-such-launcher-xyz")
+    assert result.exit_code == 3
+    assert result.stderr == f"{lib_dir}: error: launcher 'no-such-launcher-xyz' not found\n"
+
+
+def test_cublaslt_from_the_wheel_is_linked_by_soname(tmp_path, fake_nvcc):
+    import byocc.backends.build_files as bf
+
+    found = bf.find_cublaslt(None)
+    if found is None or found[1] is None:
+        pytest.skip("no nvidia-cublas wheel")
+    lib_dir = write_library(tmp_path / "out", KINDS[2:], needs_cublaslt=True)
+    result = run("build", lib_dir)
+    assert result.exit_code == 0, result.stderr
+    link = [line for line in fake_nvcc.read_text().splitlines() if "-shared" in line][0]
+    assert link.endswith(f"-L{found[1]} -l:{found[2]} -Xlinker -rpath,{found[1]}")
+
+
+def test_no_cache_bypasses_the_cache(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    assert run("build", lib_dir, "--no-cache").exit_code == 0
+    assert not (tmp_path / "cache").exists()
+    assert "launcher =\n" in (lib_dir / "config.ninja").read_text()
+    assert run("build", lib_dir).exit_code == 0
+    assert len(list((tmp_path / "cache" / "obj").glob("*.o"))) == 2
+    (lib_dir / "lib" / "libbyocc_tiny.so").unlink()
+    (lib_dir / "obj" / "runtime.o").unlink()
+    before = compiled(fake_nvcc)
+    result = run("build", lib_dir)
+    assert result.exit_code == 0
+    assert compiled(fake_nvcc) == before  # the object came from the cache
+    assert ", 1 from the cache;" in result.stderr.splitlines()[-1]
+
+
+def test_missing_manifest_is_an_input_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run("build", tmp_path / "empty")
+    assert result.exit_code == 1
+    assert "no manifest" in result.stderr

@@ -1,0 +1,289 @@
+"""build.ninja / config.ninja / CMakeLists.txt text (spec/backends.md 13, 17.2, 17.3), the
+ninja reader of byocc.runtime.build, and the object-cache launcher (byocc.runtime.objcache)
+driven by a fake compiler."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from byocc.backends.build_files import (
+    NO_ARCH_MACRO, NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, Toolchain, build_files, build_ninja,
+    config_ninja, cutlass_version_of, units_of)
+from byocc.backends.codegen import SourceFile
+from byocc.backends.cuda import common_sources
+from byocc.runtime import objcache
+from byocc.runtime.build import parse_ninja
+
+KERNEL = SourceFile("src/kernels/k_ab12.cu", '#include "byocc_gemm.h"\n#include "cutlass/cutlass.h"\n', "sm90")
+KERNEL80 = SourceFile("src/kernels/k_cd34.cu", '#include "../byocc_gemm.h"\n', "sm80")
+WRAPPER = SourceFile("src/funcs/fused_matmul_cutlass.cu",
+                     '#include "byocc_internal.h"\n#include "byocc_gemm.h"\n', "light")
+SOURCES = [*common_sources(), KERNEL80, WRAPPER, KERNEL]
+WHEEL = "/site/nvidia/cu13"
+TOOLCHAIN = Toolchain(nvcc="/opt/cuda/bin/nvcc", cutlass_include_dirs=("/site/cutlass/include",),
+                      cublaslt_include_dir=f"{WHEEL}/include", cublaslt_lib_dir=f"{WHEEL}/lib",
+                      cublaslt_lib_name="libcublasLt.so.13", cuda_lib_dir="/opt/cuda/lib64",
+                      cache_dir="/cache/byocc", python="/usr/bin/python3", cutlass_version="4.2.0",
+                      heavy_depth=3)
+
+
+def files(needs_cublaslt: bool = True, sources=SOURCES, toolchain=TOOLCHAIN):
+    return build_files("model", sources, needs_cutlass=True, needs_cublaslt=needs_cublaslt,
+                       toolchain=toolchain)
+
+
+def test_build_ninja_rules_pool_edges_and_link():
+    text = files()["build.ninja"]
+    assert "include config.ninja\n" in text
+    assert "pool heavy\n  depth = $heavy_depth\n" in text
+    assert ("rule nvcc_sm90\n  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags "
+            "$defines $sm90_flags -c $in -o $out\n  description = sm90 $in\n  pool = heavy\n") in text
+    assert "rule nvcc_sm80\n" in text and "  description = sm80 $in\n  pool = heavy\n" in text
+    assert "rule nvcc_light\n" in text and "description = light $in\n\n" in text  # no pool
+    assert "sm90_flags = -gencode=arch=compute_90a,code=sm_90a\n" in text
+    assert "sm80_flags = -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_80,code=sm_90\n" in text
+    assert ("common_flags = -std=c++17 -O3 -DNDEBUG --expt-relaxed-constexpr -Xcompiler=-fPIC "
+            "-Xcompiler=-fvisibility=hidden -Isrc\n") in text
+    assert "--use_fast_math" not in text
+    edges = [line for line in text.splitlines() if line.startswith("build ")]
+    assert edges == [
+        "build obj/funcs/fused_matmul_cutlass.o: nvcc_light src/funcs/fused_matmul_cutlass.cu"
+        " | src/byocc_abi.h src/byocc_gemm.h src/byocc_internal.h",
+        "build obj/kernels/k_ab12.o: nvcc_sm90 src/kernels/k_ab12.cu | src/byocc_gemm.h",
+        "build obj/kernels/k_cd34.o: nvcc_sm80 src/kernels/k_cd34.cu | src/byocc_gemm.h",
+        "build obj/runtime.o: nvcc_light src/runtime.cu | src/byocc_abi.h src/byocc_internal.h",
+        "build lib/libbyocc_model.so: link obj/funcs/fused_matmul_cutlass.o obj/kernels/k_ab12.o "
+        "obj/kernels/k_cd34.o obj/runtime.o",
+    ]
+    assert "command = $nvcc -shared -cudart shared $ldflags -o $out $in $cublaslt_libs\n" in text
+    assert text.endswith("default lib/libbyocc_model.so\n")
+    assert ".h:" not in text  # headers are never compiled
+
+
+def test_build_ninja_is_deterministic_and_machine_independent():
+    a = files()["build.ninja"]
+    other = Toolchain(nvcc="/elsewhere/nvcc", heavy_depth=9)
+    assert files(toolchain=other)["build.ninja"] == a
+    assert files(sources=list(reversed(SOURCES)))["build.ninja"] == a
+    for machine_path in ("/opt/cuda", "/site/", "/cache/", "python"):
+        assert machine_path not in a
+
+
+def test_no_cublaslt_means_no_link_library():
+    text = files(needs_cublaslt=False)["build.ninja"]
+    assert "command = $nvcc -shared -cudart shared $ldflags -o $out $in\n" in text
+    assert "byocc_needs_cublaslt = 0\n" in text and "byocc_needs_cutlass = 1\n" in text
+
+
+def test_config_ninja_variables():
+    text = files()["config.ninja"]
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    assert body == [
+        "nvcc = /opt/cuda/bin/nvcc",
+        "launcher = /usr/bin/python3 -m byocc.runtime.objcache --cache-dir /cache/byocc "
+        "--salt codegen=1 --salt cutlass=4.2.0 --",
+        "cutlass_cflags = -I/site/cutlass/include",
+        "cublaslt_cflags = -I/site/nvidia/cu13/include",
+        "cublaslt_libs = -L/site/nvidia/cu13/lib -l:libcublasLt.so.13 -Xlinker -rpath,/site/nvidia/cu13/lib",
+        "ldflags = -Xlinker -rpath,/opt/cuda/lib64",
+        "defines =",
+        "heavy_depth = 3",
+    ]
+
+
+def test_config_ninja_launcher_inside_cache_and_without_cache():
+    with_both = Toolchain(cache_dir="/c", python="py", launcher="ccache", defines=("BYOCC_NO_SM90",))
+    text = config_ninja(with_both)
+    assert "launcher = py -m byocc.runtime.objcache --cache-dir /c --salt codegen=1 --launcher ccache --\n" in text
+    assert "defines = -DBYOCC_NO_SM90\n" in text
+    assert "cublaslt_libs = -lcublasLt\n" in text  # toolkit cuBLAS
+    assert "launcher = sccache\n" in config_ninja(Toolchain(launcher="sccache"))
+    assert "launcher =\n" in config_ninja(Toolchain())
+
+
+def test_skip_kinds_drops_units_from_compile_and_link():
+    units = units_of(SOURCES)
+    text = build_ninja("model", units, True, False, skip_kinds=("sm90",))
+    assert "k_ab12" not in text
+    assert "build lib/libbyocc_model.so: link obj/funcs/fused_matmul_cutlass.o obj/kernels/k_cd34.o obj/runtime.o\n" in text
+    assert NO_ARCH_MACRO == {"sm90": "BYOCC_NO_SM90", "sm80": "BYOCC_NO_SM80"}
+
+
+def test_units_follow_includes_through_headers():
+    srcs = [SourceFile("src/a.h", '#include "b.h"\n', "header"), SourceFile("src/b.h", "", "header"),
+            SourceFile("src/c.h", "", "header"), SourceFile("src/funcs/x.cu", '#include "a.h"\n', "light")]
+    assert [(u.source, u.kind, u.headers, u.object) for u in units_of(srcs)] == [
+        ("src/funcs/x.cu", "light", ("src/a.h", "src/b.h"), "obj/funcs/x.o")]
+
+
+def test_cmake_lists_targets_archs_and_cublas():
+    text = files()["CMakeLists.txt"]
+    assert "project(byocc_model LANGUAGES CXX CUDA)\n" in text
+    assert 'byocc_units(byocc_model_sm90 "90a" src/kernels/k_ab12.cu)' in text
+    assert 'byocc_units(byocc_model_sm80 "80;90" src/kernels/k_cd34.cu)\n' in text
+    assert 'byocc_units(byocc_model_light "80;90" src/funcs/fused_matmul_cutlass.cu src/runtime.cu)\n' in text
+    assert "src/byocc_abi.h" not in text
+    assert ("add_library(byocc_model SHARED ${_byocc_sm90_objects} $<TARGET_OBJECTS:byocc_model_sm80> "
+            "$<TARGET_OBJECTS:byocc_model_light>)\n") in text
+    assert 'CUDA_ARCHITECTURES "80;90;90a"' in text
+    assert 'set(BYOCC_CUTLASS_INCLUDE_DIRS "/site/cutlass/include" CACHE STRING' in text
+    assert 'set(BYOCC_CUBLASLT_LIBRARY "/site/nvidia/cu13/lib/libcublasLt.so.13" CACHE FILEPATH' in text
+    assert "  target_link_libraries(byocc_model PRIVATE CUDA::cublasLt)\n" in text
+    assert "list(APPEND _byocc_defines BYOCC_NO_SM90)" in text
+    assert "CMAKE_CUDA_COMPILER_LAUNCHER" in text  # documented; CMake applies it per target
+    assert "cublas" not in files(needs_cublaslt=False)["CMakeLists.txt"].lower()
+
+
+def test_flags_are_spec_13s():
+    assert NVCC_COMMON_FLAGS[:4] == ("-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr")
+    assert NVCC_ARCH_FLAGS["sm90"] == ("-gencode=arch=compute_90a,code=sm_90a",)
+
+
+def test_cutlass_version_of_reads_version_h(tmp_path):
+    (tmp_path / "cutlass").mkdir()
+    (tmp_path / "cutlass" / "version.h").write_text(
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 1\n")
+    assert cutlass_version_of([str(tmp_path / "none"), str(tmp_path)]) == "4.2.1"
+    assert cutlass_version_of([str(tmp_path / "none")]) == ""
+
+
+def test_ninja_reader_expands_build_ninja_commands(tmp_path):
+    out = files()
+    for name in ("build.ninja", "config.ninja"):
+        (tmp_path / name).write_text(out[name])
+    graph = parse_ninja(tmp_path / "build.ninja", tmp_path)
+    assert graph.pools == {"heavy": 3}
+    sm90 = next(e for e in graph.edges if e.rule == "nvcc_sm90")
+    assert sm90.pool == "heavy" and sm90.description == "sm90 src/kernels/k_ab12.cu"
+    assert sm90.command == (
+        "/usr/bin/python3 -m byocc.runtime.objcache --cache-dir /cache/byocc --salt codegen=1 "
+        "--salt cutlass=4.2.0 -- /opt/cuda/bin/nvcc " + " ".join(NVCC_COMMON_FLAGS) + " -Isrc "
+        "-I/site/cutlass/include -I/site/nvidia/cu13/include  -gencode=arch=compute_90a,code=sm_90a "
+        "-c src/kernels/k_ab12.cu -o obj/kernels/k_ab12.o")
+    link = graph.edges[-1]
+    assert link.command.endswith("obj/runtime.o -L/site/nvidia/cu13/lib -l:libcublasLt.so.13 "
+                                 "-Xlinker -rpath,/site/nvidia/cu13/lib")
+    assert graph.defaults == ["lib/libbyocc_model.so"]
+
+
+# --------------------------------------------------------------------------- objcache
+FAKE_NVCC = """#!{python}
+import os, sys
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("fake nvcc " + os.environ.get("FAKE_NVCC_VERSION", "1"))
+    sys.exit(0)
+with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
+    f.write(" ".join(args) + "\\n")
+src = args[args.index("-c") + 1]
+out = args[args.index("-o") + 1]
+text = open(src).read()
+if "#error" in text:
+    sys.stderr.write(src + "(1): error: boom\\n")
+    sys.exit(1)
+open(out, "w").write("object of " + src + " with " + " ".join(a for a in args if a.startswith("-D")))
+"""
+
+
+@pytest.fixture
+def fake_tree(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
+    nvcc.chmod(0o755)
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "obj").mkdir()
+    (work / "src" / "h.h").write_text("int h;\n")
+    (work / "src" / "u.cu").write_text('#include "h.h"\nint u;\n')
+    log = tmp_path / "nvcc.log"
+    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
+    monkeypatch.setenv("BYOCC_OBJCACHE_LOG", str(tmp_path / "hits.log"))
+    monkeypatch.chdir(work)
+    return tmp_path, str(nvcc), log
+
+
+def launch(cache, nvcc, *flags, extra=()):
+    argv = ["--cache-dir", str(cache), "--salt", "codegen=1", *extra, "--", nvcc, "-Isrc", *flags,
+            "-c", "src/u.cu", "-o", "obj/u.o"]
+    return objcache.run(argv)
+
+
+def test_cache_miss_compiles_then_hit_copies(fake_tree):
+    tmp, nvcc, log = fake_tree
+    cache = tmp / "cache"
+    assert launch(cache, nvcc) == 0
+    assert log.read_text().count("-c src/u.cu") == 1
+    first = Path("obj/u.o").read_text()
+    Path("obj/u.o").unlink()
+    assert launch(cache, nvcc) == 0
+    assert log.read_text().count("-c src/u.cu") == 1  # not compiled again
+    assert Path("obj/u.o").read_text() == first
+    assert (tmp / "hits.log").read_text() == "miss obj/u.o\nhit obj/u.o\n"
+    entries = sorted(p.name for p in (cache / "obj").iterdir())
+    assert len(entries) == 1 and entries[0].endswith(".o") and len(entries[0]) == 64 + 2
+    assert not [p for p in cache.rglob(".tmp-*")]  # atomic writes leave nothing behind
+
+
+def test_cache_key_changes_with_flags_text_headers_salts_and_compiler(fake_tree, monkeypatch):
+    tmp, nvcc, _ = fake_tree
+
+    def key(*flags, salts=("codegen=1",)):
+        inv = objcache.parse_invocation([*sum((["--salt", s] for s in salts), []), "--", nvcc, "-Isrc",
+                                         *flags, "-c", "src/u.cu", "-o", "obj/u.o"])
+        return objcache.cache_key(inv, objcache.compiler_identity(nvcc, None))
+
+    base = key()
+    assert key() == base
+    assert key("-DX") != base
+    assert key(salts=("codegen=2",)) != base
+    Path("src/h.h").write_text("int h2;\n")
+    changed_header = key()
+    assert changed_header != base
+    Path("src/u.cu").write_text('#include "h.h"\nint u2;\n')
+    assert key() != changed_header
+    again = key()
+    monkeypatch.setenv("FAKE_NVCC_VERSION", "2")
+    assert key() != again
+    monkeypatch.setenv("FAKE_NVCC_VERSION", "1")
+    # the output path is not part of the key
+    inv = objcache.parse_invocation(["--salt", "codegen=1", "--", nvcc, "-Isrc", "-c", "src/u.cu",
+                                     "-o", "obj/other.o"])
+    assert objcache.cache_key(inv, objcache.compiler_identity(nvcc, None)) == again
+
+
+def test_launcher_runs_inside_the_cache(fake_tree):
+    tmp, nvcc, log = fake_tree
+    wrapper = tmp / "bin" / "mylauncher"
+    wrapper.write_text(f"#!/bin/sh\necho launched >> {tmp}/launcher.log\nexec \"$@\"\n")
+    wrapper.chmod(0o755)
+    assert launch(tmp / "cache", nvcc, extra=("--launcher", str(wrapper))) == 0
+    assert (tmp / "launcher.log").read_text() == "launched\n"
+    Path("obj/u.o").unlink()
+    assert launch(tmp / "cache", nvcc, extra=("--launcher", str(wrapper))) == 0  # a hit: not launched
+    assert (tmp / "launcher.log").read_text() == "launched\n"
+
+
+def test_failed_compile_is_not_cached(fake_tree):
+    tmp, nvcc, _ = fake_tree
+    Path("src/u.cu").write_text("#error no\n")
+    assert launch(tmp / "cache", nvcc) == 1
+    assert not (tmp / "cache" / "obj").exists() or not list((tmp / "cache" / "obj").iterdir())
+
+
+def test_objcache_command_line(fake_tree):
+    tmp, nvcc, _ = fake_tree
+    proc = subprocess.run([sys.executable, "-m", "byocc.runtime.objcache", "--cache-dir", str(tmp / "c"),
+                           "--", nvcc, "-c", "src/u.cu", "-o", "obj/u.o"], capture_output=True, text=True,
+                          env=dict(os.environ), check=False)
+    assert proc.returncode == 0 and Path("obj/u.o").is_file()
+    bad = subprocess.run([sys.executable, "-m", "byocc.runtime.objcache", nvcc], capture_output=True,
+                         text=True, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr == "byocc.runtime.objcache: expected `--` before the compile command\n"

@@ -1,0 +1,155 @@
+"""The native runner (spec/backends.md 17.4) without a GPU: the light library that
+``byocc build`` makes from tests/test_build_cli.py's fixture is loaded with ctypes; its
+argument checks run on the host, so CPU tensors (numpy through its own DLPack capsule) and
+fake ``__cuda_array_interface__`` tensors reach the C code and come back as
+ByoccRuntimeError with byocc_last_error()'s text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from byocc.ir import InputError
+from byocc.runtime import native
+from byocc.runtime.build import build
+from byocc.runtime.dlpack import DTYPES, TensorSlots, capsule_tensor, dltensor
+from byocc.runtime.native import ByoccRuntimeError, load
+
+from test_build_cli import requires_nvcc, tiny_entry, write_tiny_library
+
+pytestmark = requires_nvcc
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("native")
+    lib_dir = write_tiny_library(root / "out")
+    build(lib_dir, cache_dir=str(tmp_path_factory.getbasetemp() / "native-objcache"))
+    return lib_dir
+
+
+@pytest.fixture
+def lib(built):
+    return load(built)
+
+
+class FakeCuda:
+    """A tensor that only describes itself (``__cuda_array_interface__``, version 3)."""
+
+    def __init__(self, shape, typestr="<f4", ptr=1 << 20, strides=None):
+        self.shape = tuple(shape)
+        self.__cuda_array_interface__ = {"shape": self.shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": strides, "version": 3}
+
+
+def test_load_checks_the_abi_and_lists_the_functions(lib, built):
+    assert lib.abi_version() == 1
+    assert list(lib.functions) == ["f"] and "f" in lib and list(lib) == ["f"]
+    assert lib.functions["f"]["num_args"] == 2
+    assert repr(lib) == f"<byocc library {built / 'lib' / 'libbyocc_tiny.so'} (1 functions)>"
+    assert repr(lib["f"]) == "<byocc function f (1 inputs)>"
+    assert lib["f"] is lib["f"]  # cached
+    with pytest.raises(KeyError, match=r"'g' is not a function of libbyocc_tiny.so \(functions: f\)"):
+        lib["g"]
+
+
+def test_cpu_tensor_returns_the_layout_error_with_its_message(lib):
+    x = np.arange(6, dtype=np.float32)
+    with pytest.raises(ByoccRuntimeError) as info:
+        lib["f"](x)
+    err = info.value
+    assert (err.code, err.name, err.symbol) == (4, "E_LAYOUT", "f")
+    assert err.detail == "argument 0 (x) is not a CUDA tensor (device type 1)"
+    assert str(err) == "f: E_LAYOUT (4): argument 0 (x) is not a CUDA tensor (device type 1)"
+    assert lib.last_error() == err.detail
+    assert err.exit_code == 3
+
+
+def test_output_shapes_and_allocation_follow_the_symbols(lib):
+    x = np.zeros(5, dtype=np.float32)
+    assert lib["f"].output_shapes(x) == ((5,),)
+    (out,) = lib["f"].allocate_outputs(x)
+    assert out.shape == (5,) and out.dtype == np.float32
+
+
+def test_checks_on_fake_cuda_tensors(lib):
+    f = lib["f"]
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_DTYPE \(2\): argument 0 \(x\) has dtype \(code 2, "
+                                                r"bits 16, lanes 1\), expected \(code 2, bits 32, lanes 1\)$"):
+        f(FakeCuda((4,), "<f2"), out=FakeCuda((4,)))
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_SHAPE \(3\): argument 1 \(out\) dim 0 = 5, but n = 4 "
+                                                r"elsewhere$"):
+        f(FakeCuda((4,)), out=FakeCuda((5,)))
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_LAYOUT \(4\): argument 0 \(x\) is not compact"):
+        f(FakeCuda((4,), strides=(8,)), out=FakeCuda((4,)))
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_SHAPE \(3\): argument 0 \(x\) has rank 2, expected 1$"):
+        f(FakeCuda((2, 2)), out=FakeCuda((4,)))
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_NARGS \(1\): expected 1 input tensors, got 2$"):
+        f(FakeCuda((4,)), FakeCuda((4,)), out=FakeCuda((4,)))
+
+
+def test_host_overhead_is_measured(lib):
+    us = lib.host_overhead_us("f", FakeCuda((4,)), out=FakeCuda((4,)), n=200)
+    assert 0.0 < us < 10_000.0
+
+
+def test_bound_constants_are_read_uploaded_and_bound(built, tmp_path):
+    other = tmp_path / "withconst"
+    shutil.copytree(built, other)
+    entry = tiny_entry(constants=[{"name": "w", "dtype": "float32", "shape": [2, 3], "npz": None,
+                                   "key": "w"}])
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest.update(functions=[entry], constants_file="tiny.constants.npz")
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    np.savez(other / "tiny.constants.npz", w=np.ones((2, 3), dtype=np.float64))
+    lib = load(other)
+    # numpy "uploads" stay on the host, so the library refuses the binding: the call got there
+    with pytest.raises(ByoccRuntimeError, match=r"^byocc_set_constant: E_LAYOUT \(4\): constant w: not a CUDA "
+                                                r"tensor$"):
+        lib["f"](np.zeros(3, dtype=np.float32))
+    assert lib._uploads[("w", (1, 0))].dtype == np.float32  # converted to the manifest dtype
+    np.savez(other / "tiny.constants.npz", v=np.ones(1))
+    with pytest.raises(InputError, match=r"constant w: cannot read .*tiny.constants.npz \[w\]"):
+        load(other)["f"](np.zeros(3, dtype=np.float32))
+
+
+def test_abi_mismatch_and_missing_library(built, tmp_path, monkeypatch):
+    import byocc.backends.codegen as codegen
+
+    monkeypatch.setattr(codegen, "ABI_VERSION", 2)
+    with pytest.raises(ByoccRuntimeError, match=r"E_INTERNAL \(11\): .*has ABI version 1, this byocc calls "
+                                                r"version 2$"):
+        load(built)
+    monkeypatch.undo()
+    empty = tmp_path / "nolib"
+    shutil.copytree(built, empty)
+    shutil.rmtree(empty / "lib")
+    with pytest.raises(InputError, match=r"no library \(build it with `byocc build "):
+        load(empty)
+
+
+def test_dlpack_capsule_and_slots():
+    x = np.arange(6, dtype=np.float16).reshape(2, 3)
+    capsule = x.__dlpack__()
+    t = dltensor(capsule_tensor(capsule))
+    assert (t.ndim, t.dtype.code, t.dtype.bits, t.device.device_type) == (2, 2, 16, 1)
+    assert [t.shape[i] for i in range(2)] == [2, 3]
+    slots = TensorSlots(2, 8)
+    slots.fill(1, 4096, 2, 3, *DTYPES["bfloat16"], (7, 5), (5, 1))
+    s = dltensor(slots.pointers[1])
+    assert (s.data, s.device.device_type, s.device.device_id, s.ndim) == (4096, 2, 3, 2)
+    assert (s.dtype.code, s.dtype.bits, s.dtype.lanes, s.byte_offset) == (4, 16, 1, 0)
+    assert [s.shape[0], s.shape[1], s.strides[0], s.strides[1]] == [7, 5, 5, 1]
+    slots.fill(0, 0, 2, 0, 2, 32, tuple(range(1, 11)), None)  # rank above the slot's room
+    big = dltensor(slots.pointers[0])
+    assert big.ndim == 10 and big.shape[9] == 10 and not big.strides
+
+
+def test_symbolic_expressions_in_output_shapes():
+    resolve = native._dim_resolver("n * 2 + 1", {"n": [[0, 1]]}, 1)
+    assert resolve([np.zeros((3, 4))]) == 9
+    with pytest.raises(InputError, match="cannot evaluate the output dim"):
+        native._dim_resolver("n.__class__", {"n": [[0, 0]]}, 1)
