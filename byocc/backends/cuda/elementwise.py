@@ -1,0 +1,647 @@
+"""Fused elementwise kernels for composites made only of elementwise and broadcasting ops
+(spec/backends.md section 17.1).
+
+:func:`elementwise_plan` reads a composite's body into an :class:`ElementwisePlan`: the
+kernel inputs (composite parameters and non-scalar constants; scalar constants and
+``PrimValue`` operands become literals) and one C++ statement per binding. Any op outside
+:data:`SUPPORTED_OPS` is a :class:`~byocc.backends.codegen.CodegenError` naming it.
+
+The generated unit ``src/kernels/ew_<hash>.cu`` holds one kernel: one thread per output
+element (grid-stride loop), each input read through its broadcast strides
+(``byocc::generic::Operand``), the op tree evaluated in fp32 for f16/bf16/f32 values (fp64
+for f64, int64 wrapped to the value's dtype after every op for integers), one store. The
+hash covers the unit's text, which holds no model-derived names, so equal op trees share one
+unit. :func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic
+dims broadcast correctly).
+
+Numerics follow the numpy references (:mod:`byocc.ops.reference`, ``reference_nn``): same
+formulas (sigmoid as ``0.5*(tanh(x/2)+1)``, erf GELU, NaN-propagating maximum/minimum,
+truncating integer division with 0 for a zero divisor), except that a 16-bit intermediate is
+not rounded to 16 bits (spec 17.1); ``astype`` always rounds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from byocc.ir import Call, Constant, Function, Op, PrimValue, TensorStructInfo, Var, VarBinding
+
+from ..codegen import CodegenError, SourceFile
+from ..program import CompositeCall, ValueRef
+from .cxx import c_comment
+from .generic import MAX_EW_INPUTS, MAX_RANK, ctype
+from .wrapper import WrapperContext
+
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+INTS = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def compute_type(dtype: str) -> str:
+    """C++ arithmetic type of a value of ``dtype`` (``Num<T>::C`` in byocc_generic.cuh)."""
+    if dtype in ("float16", "bfloat16", "float32"):
+        return "float"
+    if dtype == "float64":
+        return "double"
+    if dtype in INTS:
+        return "int64_t"
+    if dtype == "bool":
+        return "bool"
+    raise CodegenError(f"dtype {dtype} is not supported by elementwise kernels")
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype in FLOATS
+
+
+def _fn(name: str, dtype: str) -> str:
+    """The C math function for a float value: ``expf`` for fp32 arithmetic, ``exp`` for fp64."""
+    return name + ("f" if compute_type(dtype) == "float" else "")
+
+
+def _lit(value: Any, dtype: str) -> str:
+    """A C++ literal of ``value`` in the arithmetic type of ``dtype``."""
+    ct = compute_type(dtype)
+    if ct == "bool":
+        return "true" if bool(value) else "false"
+    if ct == "int64_t":
+        v = int(value)
+        return f"int64_t({v}LL)" if v != -(2 ** 63) else "INT64_MIN"
+    v = float(value)
+    if math.isnan(v):
+        text = "NAN"
+    elif math.isinf(v):
+        text = "INFINITY" if v > 0 else "(-INFINITY)"
+    else:
+        text = repr(v)
+    return f"{ct}({text})"
+
+
+# --------------------------------------------------------------------------- op table
+# Each emitter: (args: list of C expressions, arg dtypes, result dtype, attrs) -> C expression
+# in the result's arithmetic type.
+Emitter = Callable[[list, list, str, Any], str]
+
+
+def _wrap(expr: str, dtype: str) -> str:
+    if dtype in INTS:
+        return f"ew_wrap<{ctype(dtype)}>({expr})"
+    return expr
+
+
+def _arith(op: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if dt == "bool":
+            raise _Unsupported(f"bool arithmetic ({op})")
+        return _wrap(f"({a[0]} {op} {a[1]})", dt)
+    return emit
+
+
+def _float_binary(name: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if not _is_float(dt):
+            raise _Unsupported(f"{name} on {dt}")
+        return f"{_fn(name, dt)}({a[0]}, {a[1]})"
+    return emit
+
+
+def _divide(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"({a[0]} / {a[1]})"
+    if dt == "bool":
+        raise _Unsupported("bool division")
+    return _wrap(f"ew_idiv({a[0]}, {a[1]})", dt)
+
+
+def _floor_divide(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"{_fn('floor', dt)}({a[0]} / {a[1]})"
+    if dt == "bool":
+        raise _Unsupported("bool division")
+    return _wrap(f"ew_ifloordiv({a[0]}, {a[1]})", dt)
+
+
+def _mod(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"{_fn('fmod', dt)}({a[0]}, {a[1]})"
+    if dt == "bool":
+        raise _Unsupported("bool mod")
+    return _wrap(f"ew_imod({a[0]}, {a[1]})", dt)
+
+
+def _floor_mod(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"ew_floormod({a[0]}, {a[1]})"
+    if dt == "bool":
+        raise _Unsupported("bool mod")
+    return _wrap(f"ew_ifloormod({a[0]}, {a[1]})", dt)
+
+
+def _power(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"{_fn('pow', dt)}({a[0]}, {a[1]})"
+    if dt == "bool":
+        raise _Unsupported("bool power")
+    return _wrap(f"ew_ipow({a[0]}, {a[1]})", dt)
+
+
+def _minmax(name: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        return f"ew_{name}({a[0]}, {a[1]})"
+    return emit
+
+
+def _log_add_exp(a, dts, dt, attrs):
+    if not _is_float(dt):
+        raise _Unsupported(f"log_add_exp on {dt}")
+    return f"ew_logaddexp({a[0]}, {a[1]})"
+
+
+def _logical(op: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        return f"static_cast<{compute_type(dt)}>(({a[0]} != 0) {op} ({a[1]} != 0))"
+    return emit
+
+
+def _bitwise(op: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if _is_float(dt):
+            raise _Unsupported(f"bitwise op on {dt}")
+        if dt == "bool":
+            return f"static_cast<bool>({a[0]} {op} {a[1]})"
+        return _wrap(f"({a[0]} {op} {a[1]})", dt)
+    return emit
+
+
+def _shift(name: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if dt not in INTS:
+            raise _Unsupported(f"{name} on {dt}")
+        bits = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64}[dt]
+        return _wrap(f"ew_{name}({a[0]}, {a[1]}, {bits})", dt)
+    return emit
+
+
+def _compare(op: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        return f"({a[0]} {op} {a[1]})"
+    return emit
+
+
+def _unary_float(name: str, template: str | None = None) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if not _is_float(dt):
+            raise _Unsupported(f"{name} on {dt}")
+        ct = compute_type(dt)
+        if template is not None:
+            return template.format(x=a[0], T=ct, f="f" if ct == "float" else "")
+        return f"{_fn(name, dt)}({a[0]})"
+    return emit
+
+
+def _unary_int_identity(name: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        if _is_float(dt):
+            return f"{_fn(name, dt)}({a[0]})"
+        return a[0]
+    return emit
+
+
+def _abs(a, dts, dt, attrs):
+    if _is_float(dt):
+        return f"{_fn('fabs', dt)}({a[0]})"
+    if dt == "bool":
+        return a[0]
+    return _wrap(f"({a[0]} < 0 ? -{a[0]} : {a[0]})", dt)
+
+
+def _negative(a, dts, dt, attrs):
+    if dt == "bool":
+        raise _Unsupported("negative on bool")
+    return _wrap(f"(-{a[0]})", dt)
+
+
+def _sign(a, dts, dt, attrs):
+    ct = compute_type(dt)
+    if _is_float(dt):
+        return f"({a[0]} > {ct}(0) ? {ct}(1) : ({a[0]} < {ct}(0) ? {ct}(-1) : {a[0]}))"
+    if dt == "bool":
+        return a[0]
+    return f"static_cast<int64_t>(({a[0]} > 0) - ({a[0]} < 0))"
+
+
+def _square(a, dts, dt, attrs):
+    if dt == "bool":
+        return a[0]
+    return _wrap(f"({a[0]} * {a[0]})", dt)
+
+
+def _check(name: str) -> Emitter:
+    def emit(a, dts, dt, attrs):
+        src = dts[0]
+        if _is_float(src):
+            return f"static_cast<{compute_type(dt)}>({name}({a[0]}))"
+        return f"static_cast<{compute_type(dt)}>({'true' if name == 'isfinite' else 'false'})"
+    return emit
+
+
+def _logical_not(a, dts, dt, attrs):
+    return f"static_cast<{compute_type(dt)}>(!({a[0]} != 0))"
+
+
+def _bitwise_not(a, dts, dt, attrs):
+    if dt == "bool":
+        return f"(!{a[0]})"
+    if dt not in INTS:
+        raise _Unsupported(f"bitwise_not on {dt}")
+    return _wrap(f"(~{a[0]})", dt)
+
+
+def _clip(a, dts, dt, attrs):
+    return f"ew_clip({a[0]}, {a[1]}, {a[2]})"
+
+
+def _astype(a, dts, dt, attrs):
+    return f"ew_cast<{ctype(dt)}>({a[0]})"
+
+
+def _where(a, dts, dt, attrs):
+    return f"({a[0]} ? {a[1]} : {a[2]})"
+
+
+def _relu(a, dts, dt, attrs):
+    ct = compute_type(dt)
+    return f"({a[0]} < {ct}(0) ? {ct}(0) : {a[0]})"
+
+
+def _leakyrelu(a, dts, dt, attrs):
+    if not _is_float(dt):
+        raise _Unsupported(f"leakyrelu on {dt}")
+    alpha = _lit(attrs.get("alpha", 0.01), dt)
+    return f"({a[0]} >= 0 ? {a[0]} : {a[0]} * {alpha})"
+
+
+def _softplus(a, dts, dt, attrs):
+    if not _is_float(dt):
+        raise _Unsupported(f"softplus on {dt}")
+    beta = _lit(attrs.get("beta", 1.0), dt)
+    thr = _lit(attrs.get("threshold", 20.0), dt)
+    f = "f" if compute_type(dt) == "float" else ""
+    return f"({beta} * {a[0]} > {thr} ? {a[0]} : log1p{f}(exp{f}({beta} * {a[0]})) / {beta})"
+
+
+_SIGMOID = "({T}(0.5) * (tanh{f}({T}(0.5) * {x}) + {T}(1)))"
+
+SUPPORTED_OPS: dict[str, Emitter] = {
+    "relax.add": _arith("+"), "relax.subtract": _arith("-"), "relax.multiply": _arith("*"),
+    "relax.divide": _divide, "relax.floor_divide": _floor_divide, "relax.power": _power,
+    "relax.maximum": _minmax("max"), "relax.minimum": _minmax("min"), "relax.mod": _mod,
+    "relax.floor_mod": _floor_mod, "relax.log_add_exp": _log_add_exp,
+    "relax.atan2": _float_binary("atan2"),
+    "relax.logical_and": _logical("&&"), "relax.logical_or": _logical("||"),
+    "relax.logical_xor": _logical("!="),
+    "relax.bitwise_and": _bitwise("&"), "relax.bitwise_or": _bitwise("|"),
+    "relax.bitwise_xor": _bitwise("^"),
+    "relax.left_shift": _shift("shl"), "relax.right_shift": _shift("shr"),
+    "relax.equal": _compare("=="), "relax.not_equal": _compare("!="), "relax.less": _compare("<"),
+    "relax.less_equal": _compare("<="), "relax.greater": _compare(">"),
+    "relax.greater_equal": _compare(">="),
+    "relax.exp": _unary_float("exp"), "relax.log": _unary_float("log"),
+    "relax.sqrt": _unary_float("sqrt"), "relax.rsqrt": _unary_float("rsqrt", "({T}(1) / sqrt{f}({x}))"),
+    "relax.sin": _unary_float("sin"), "relax.cos": _unary_float("cos"), "relax.tan": _unary_float("tan"),
+    "relax.sinh": _unary_float("sinh"), "relax.cosh": _unary_float("cosh"),
+    "relax.tanh": _unary_float("tanh"), "relax.asin": _unary_float("asin"),
+    "relax.acos": _unary_float("acos"), "relax.atan": _unary_float("atan"),
+    "relax.asinh": _unary_float("asinh"), "relax.acosh": _unary_float("acosh"),
+    "relax.atanh": _unary_float("atanh"), "relax.erf": _unary_float("erf"),
+    "relax.sigmoid": _unary_float("sigmoid", _SIGMOID),
+    "relax.abs": _abs, "relax.negative": _negative, "relax.sign": _sign, "relax.square": _square,
+    "relax.floor": _unary_int_identity("floor"), "relax.ceil": _unary_int_identity("ceil"),
+    "relax.round": _unary_int_identity("rint"), "relax.trunc": _unary_int_identity("trunc"),
+    "relax.isnan": _check("isnan"), "relax.isinf": _check("isinf"), "relax.isfinite": _check("isfinite"),
+    "relax.logical_not": _logical_not, "relax.bitwise_not": _bitwise_not,
+    "relax.clip": _clip, "relax.astype": _astype, "relax.wrap_param": _astype, "relax.where": _where,
+    "relax.nn.relu": _relu,
+    "relax.nn.gelu": _unary_float("gelu", "({T}(0.5) * {x} * ({T}(1) + erf{f}({x} * {T}(0.70710678118654752440))))"),
+    "relax.nn.gelu_tanh": _unary_float("gelu_tanh", "({T}(0.5) * {x} * ({T}(1) + tanh{f}({T}(0.79788456080286535588) * ({x} + {T}(0.044715) * {x} * {x} * {x}))))"),
+    "relax.nn.silu": _unary_float("silu", "({x} * " + _SIGMOID + ")"),
+    "relax.nn.selu": _unary_float("selu", "({T}(1.0507009873554805) * ({x} > {T}(0) ? {x} : {T}(1.6732632423543772) * expm1{f}({x} < {T}(0) ? {x} : {T}(0))))"),
+    "relax.nn.leakyrelu": _leakyrelu, "relax.nn.softplus": _softplus,
+}
+
+
+class _Unsupported(Exception):
+    """An op of the table applied to a dtype it has no kernel for."""
+
+
+# Device helpers every elementwise unit defines (fixed text).
+EW_HELPERS = r"""template <typename T> __device__ __forceinline__ int64_t ew_wrap(int64_t v) {
+  return static_cast<int64_t>(Num<T>::store(v));
+}
+template <typename T, typename S> __device__ __forceinline__ typename Num<T>::C ew_cast(S v) {
+  return Num<T>::load(Num<T>::store(static_cast<typename Num<T>::C>(v)));
+}
+template <typename T> __device__ __forceinline__ T ew_max(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
+  return a > b ? a : b;
+}
+template <typename T> __device__ __forceinline__ T ew_min(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
+  return a < b ? a : b;
+}
+template <typename T, typename L, typename H> __device__ __forceinline__ T ew_clip(T v, L lo, H hi) {
+  return v < T(lo) ? T(lo) : (v > T(hi) ? T(hi) : v);
+}
+__device__ __forceinline__ int64_t ew_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+__device__ __forceinline__ int64_t ew_imod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
+__device__ __forceinline__ int64_t ew_ifloordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ int64_t ew_ifloormod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> __device__ __forceinline__ T ew_floormod(T a, T b) {
+  T r = fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+__device__ __forceinline__ int64_t ew_ipow(int64_t a, int64_t b) {
+  if (b < 0) return (a == 1) ? 1 : ((a == -1) ? ((b & 1) ? -1 : 1) : 0);
+  int64_t r = 1;
+  while (b > 0) { if (b & 1) r *= a; a *= a; b >>= 1; }
+  return r;
+}
+__device__ __forceinline__ int64_t ew_shl(int64_t a, int64_t b, int bits) {
+  return (b < 0 || b >= bits) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+}
+__device__ __forceinline__ int64_t ew_shr(int64_t a, int64_t b, int bits) {
+  return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b);
+}
+template <typename T> __device__ __forceinline__ T ew_logaddexp(T a, T b) {
+  if (a == b) return a + T(0.69314718055994530942);
+  const T m = a > b ? a : b;
+  const T d = a > b ? b - a : a - b;
+  return (d != d) ? a + b : m + log1p(exp(d));
+}
+"""
+
+
+# --------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class EwInput:
+    """A kernel input: composite parameter ``param`` or a bound constant (``constant``)."""
+
+    param: int | None
+    constant: Constant | None
+    sinfo: TensorStructInfo
+
+
+@dataclass(frozen=True)
+class ElementwisePlan:
+    """One fused elementwise kernel for a composite."""
+
+    name: str  # ew_<hash>
+    inputs: tuple[EwInput, ...]
+    out_sinfo: TensorStructInfo
+    source: SourceFile
+    formula: str  # one line, op names and dtypes only
+
+    @property
+    def declaration(self) -> str:
+        return (f"namespace byocc {{ namespace generic {{ int {self.name}_run(const EwArgs& a, int sm_count, "
+                "cudaStream_t stream); } }")
+
+
+def _dtype_of(sinfo) -> str:
+    dt = getattr(sinfo, "dtype", None)
+    if not dt:
+        raise _Unsupported("a value of unknown dtype")
+    return dt
+
+
+def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
+    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
+    first op that is not elementwise."""
+    params = {p: i for i, p in enumerate(comp.params)}
+    inputs: list[EwInput] = []
+    input_of: dict[int, int] = {}  # id(param var or constant) -> input index
+    values: dict[Var, tuple[str, str]] = {}  # var -> (C name, dtype)
+    lines: list[str] = []
+    formula: list[str] = []
+
+    def leaf(e) -> tuple[str, str]:
+        if isinstance(e, Var) and e in values:
+            return values[e]
+        if isinstance(e, PrimValue):
+            if not isinstance(e.value, (bool, int, float)):
+                raise CodegenError(f"{where}: a symbolic PrimValue operand is not supported in an elementwise kernel")
+            return ("@lit", e.dtype, e.value)  # type: ignore[return-value]
+        if isinstance(e, Constant):
+            sinfo = e.struct_info
+            if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+                raise CodegenError(f"{where}: constant of unknown shape")
+            n = 1
+            for d in sinfo.shape:
+                n = n * d if isinstance(d, int) else -1
+            if n == 1 and e.data is not None:
+                import numpy as np
+
+                value = np.asarray(e.data).reshape(()).item()
+                return ("@lit", sinfo.dtype, value)  # type: ignore[return-value]
+            key = id(e)
+            if key not in input_of:
+                input_of[key] = len(inputs)
+                inputs.append(EwInput(None, e, sinfo))
+            k = input_of[key]
+            return _load(k, sinfo.dtype)
+        if isinstance(e, Var) and e in params:
+            key = id(e)
+            if key not in input_of:
+                sinfo = e.struct_info
+                if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+                    raise CodegenError(f"{where}: parameter {e.name_hint} must be a tensor of known shape")
+                input_of[key] = len(inputs)
+                inputs.append(EwInput(params[e], None, sinfo))
+            k = input_of[key]
+            return _load(k, e.struct_info.dtype)
+        raise CodegenError(f"{where}: unsupported operand {type(e).__name__} in an elementwise composite")
+
+    def _load(k: int, dtype: str) -> tuple[str, str]:
+        name = f"x{k}"
+        if not any(line.startswith(f"    const {compute_type(dtype)} {name} ") for line in lines):
+            t = ctype(dtype)
+            lines.append(f"    const {compute_type(dtype)} {name} = Num<{t}>::load(static_cast<const {t}*>"
+                         f"(a.in[{k}].ptr)[offset_of(a.in[{k}], i, a.rank, a.shape)]);")
+        return (name, dtype)
+
+    bindings = []
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            if not isinstance(b, VarBinding):
+                raise CodegenError(f"{where}: match_cast is not supported in an elementwise composite")
+            bindings.append(b)
+    for k, b in enumerate(bindings):
+        value = b.value
+        if isinstance(value, Var):
+            values[b.var] = leaf(value)
+            continue
+        if not isinstance(value, Call) or not isinstance(value.op, Op):
+            raise CodegenError(f"{where}: unsupported binding {type(value).__name__}; the first unsupported op "
+                               f"is not an operator call")
+        op = value.op.name
+        if op not in SUPPORTED_OPS:
+            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op}")
+        out_dtype = _dtype_of(value.struct_info)
+        if not isinstance(value.struct_info, TensorStructInfo) or value.struct_info.shape is None:
+            raise CodegenError(f"{where}: {op} has no known tensor shape")
+        compute_type(out_dtype)
+        args, dts = [], []
+        for arg in value.args:
+            got = leaf(arg)
+            if got[0] == "@lit":
+                # a literal takes the arithmetic type of the result (or of the other operand)
+                args.append(None)
+                dts.append(got)
+            else:
+                args.append(got[0])
+                dts.append(got[1])
+        # resolve literals now that the operand dtypes are known
+        tensor_dts = [d for d in dts if isinstance(d, str)]
+        lit_dtype = tensor_dts[0] if tensor_dts else out_dtype
+        for i, d in enumerate(dts):
+            if not isinstance(d, str):
+                args[i] = _lit(d[2], lit_dtype)
+                dts[i] = lit_dtype
+        try:
+            expr = SUPPORTED_OPS[op](args, dts, out_dtype, value.attrs if value.attrs is not None else {})
+        except _Unsupported as exc:
+            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op} ({exc})") from None
+        name = f"v{k}"
+        lines.append(f"    const {compute_type(out_dtype)} {name} = {expr};")
+        formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
+        values[b.var] = (name, out_dtype)
+    result = comp.body.body
+    if not isinstance(result, Var):
+        raise CodegenError(f"{where}: an elementwise composite must return a tensor value")
+    final = leaf(result)
+    if final[0] == "@lit":
+        raise CodegenError(f"{where}: an elementwise composite must not return a constant")
+    out_sinfo = result.struct_info
+    if not isinstance(out_sinfo, TensorStructInfo) or out_sinfo.shape is None:
+        raise CodegenError(f"{where}: the composite's result must be a tensor of known shape")
+    if len(out_sinfo.shape) > MAX_RANK:
+        raise CodegenError(f"{where}: outputs of rank {len(out_sinfo.shape)} exceed the elementwise "
+                           f"kernels' {MAX_RANK}")
+    if len(inputs) > MAX_EW_INPUTS:
+        raise CodegenError(f"{where}: {len(inputs)} inputs exceed the elementwise kernels' {MAX_EW_INPUTS}")
+    out_dtype = out_sinfo.dtype
+    out_t = ctype(out_dtype)
+    store = f"    static_cast<{out_t}*>(a.out)[i] = Num<{out_t}>::store({final[0]});"
+    in_desc = ", ".join(f"x{k}: {inp.sinfo.dtype}" for k, inp in enumerate(inputs))
+    formula_text = "; ".join(formula) if formula else final[0]
+    body = "\n".join(lines + [store])
+    digest = hashlib.sha256((in_desc + "\n" + out_dtype + "\n" + body).encode()).hexdigest()[:16]
+    name = f"ew_{digest}"
+    text = "\n".join([
+        f"// {name}.cu: a byocc fused elementwise kernel (spec 17.1).",
+        f"//   inputs: {c_comment(in_desc) or 'none'}; output: {c_comment(out_dtype)}",
+        f"//   {c_comment(formula_text)}",
+        "// One thread per output element (grid-stride loop); inputs through broadcast strides.",
+        '#include "byocc_generic.cuh"',
+        "",
+        "namespace byocc {",
+        "namespace generic {",
+        "namespace {",
+        "",
+        EW_HELPERS.rstrip("\n"),
+        "",
+        f"__global__ void __launch_bounds__(256) {name}_kernel(EwArgs a) {{",
+        "  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;",
+        "  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.numel; i += step) {",
+        body,
+        "  }",
+        "}",
+        "",
+        "}  // namespace",
+        "",
+        f"int {name}_run(const EwArgs& a, int sm_count, cudaStream_t stream) {{",
+        "  if (a.numel == 0) return BYOCC_OK;",
+        f"  {name}_kernel<<<grid_for(a.numel, 256, sm_count), 256, 0, stream>>>(a);",
+        f'  return byocc::check_launch("elementwise kernel {name}");',
+        "}",
+        "",
+        "}  // namespace generic",
+        "}  // namespace byocc",
+        "",
+    ])
+    return ElementwisePlan(name, tuple(inputs), out_sinfo, SourceFile(f"src/kernels/{name}.cu", text, "light"),
+                           formula_text)
+
+
+def is_elementwise(comp: Function) -> bool:
+    """Every binding of ``comp`` is a call of an op in :data:`SUPPORTED_OPS` (or an alias)."""
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            if not isinstance(b, VarBinding):
+                return False
+            v = b.value
+            if isinstance(v, Var):
+                continue
+            if not isinstance(v, Call) or not isinstance(v.op, Op) or v.op.name not in SUPPORTED_OPS:
+                return False
+    return True
+
+
+def first_unsupported_op(comp: Function, supported=SUPPORTED_OPS) -> str | None:
+    """Name of the first op call in ``comp`` not in ``supported`` (``call_tir`` callees are
+    reported as ``relax.call_tir``)."""
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            v = getattr(b, "value", None)
+            if isinstance(v, Call):
+                if isinstance(v.op, Op):
+                    if v.op.name not in supported:
+                        return v.op.name
+                else:
+                    return type(v.op).__name__
+    return None
+
+
+# --------------------------------------------------------------------------- wrapper code
+def shape_array(name: str, shape, ctx: WrapperContext) -> str:
+    """``const int64_t name[] = {...};`` (one dummy element for rank 0)."""
+    dims = [ctx.dim(d) for d in shape] or ["int64_t(1)"]
+    return f"const int64_t {name}[{len(dims)}] = {{{', '.join(dims)}}};"
+
+
+def step_code(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperContext) -> str:
+    """The wrapper's code for one elementwise composite call."""
+    out = ValueRef("temp", call.result)
+    shape = call.sinfo.shape
+    lines = ["byocc::generic::EwArgs ea{};", f"ea.rank = {len(shape)};"]
+    for a, d in enumerate(shape):
+        lines.append(f"ea.shape[{a}] = {ctx.dim(d)};")
+    lines.append(f"ea.numel = {ctx.numel(shape)};")
+    lines.append(f"ea.out = {ctx.ptr(out)};")
+    for k, inp in enumerate(plan.inputs):
+        if inp.param is not None:
+            ref = call.args[inp.param]
+        else:
+            ref = next(r for c, r in call.constants if c is inp.constant)
+        lines.append(shape_array(f"in{k}_shape", inp.sinfo.shape, ctx))
+        lines.append(f"byocc::generic::broadcast_operand(&ea.in[{k}], {ctx.ptr(ref)}, ea.rank, ea.shape, "
+                     f"{len(inp.sinfo.shape)}, in{k}_shape);")
+    lines.append(f"const int ew_rc = byocc::generic::{plan.name}_run(ea, dev.sm_count, stream);")
+    lines.append("if (ew_rc != BYOCC_OK) return ew_rc;")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "ElementwisePlan", "EwInput", "SUPPORTED_OPS", "compute_type", "elementwise_plan",
+    "first_unsupported_op", "is_elementwise", "shape_array", "step_code",
+]
