@@ -13,7 +13,7 @@ import pytest
 
 from byocc.backends.build_files import (
     NO_ARCH_MACRO, NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, Toolchain, build_files, build_ninja,
-    config_ninja, cutlass_version_of, units_of)
+    config_ninja, find_cutlass, units_of)
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.runtime import objcache
@@ -144,12 +144,15 @@ def test_flags_are_spec_13s():
     assert NVCC_ARCH_FLAGS["sm90"] == ("-gencode=arch=compute_90a,code=sm_90a",)
 
 
-def test_cutlass_version_of_reads_version_h(tmp_path):
-    (tmp_path / "cutlass").mkdir()
-    (tmp_path / "cutlass" / "version.h").write_text(
-        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 1\n")
-    assert cutlass_version_of([str(tmp_path / "none"), str(tmp_path)]) == "4.2.1"
-    assert cutlass_version_of([str(tmp_path / "none")]) == ""
+def test_find_cutlass_accepts_a_checkout_or_its_include(tmp_path):
+    inc = tmp_path / "cutlass" / "include"
+    (inc / "cutlass").mkdir(parents=True)
+    (inc / "cutlass" / "cutlass.h").write_text("")
+    (tmp_path / "cutlass" / "tools" / "util" / "include").mkdir(parents=True)
+    both = (str(inc), str(tmp_path / "cutlass" / "tools" / "util" / "include"))
+    assert find_cutlass(str(tmp_path / "cutlass")) == both
+    assert find_cutlass(str(inc)) == both
+    assert find_cutlass(str(tmp_path)) is None
 
 
 def test_ninja_reader_expands_build_ninja_commands(tmp_path):

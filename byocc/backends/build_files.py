@@ -27,7 +27,6 @@ each edge lists the headers of ``src/`` its unit includes as implicit dependenci
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shlex
@@ -39,24 +38,10 @@ from typing import Iterable, Mapping, Sequence
 
 from byocc.ir import ExternalToolError
 
-from .codegen import CODEGEN_VERSION, SourceFile
+from .codegen import CODEGEN_VERSION, CodegenError, SourceFile
+from .cuda.cuda_paths import find_optional_cublaslt, find_optional_cuda_include, find_optional_nvcc
+from .cutlass.kernels import NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, cutlass_include_dirs, cutlass_version
 
-try:  # the CUTLASS kernel units own the flags (one source of truth) once they exist
-    from .cutlass.kernels import NVCC_ARCH_FLAGS as _ARCH_FLAGS
-    from .cutlass.kernels import NVCC_COMMON_FLAGS as _COMMON_FLAGS
-except ImportError:
-    _COMMON_FLAGS = ("-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr",
-                     "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden")
-    _ARCH_FLAGS = {
-        "sm90": ("-gencode=arch=compute_90a,code=sm_90a",),
-        "sm80": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
-        "light": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
-    }
-
-#: Flags of every compile (spec 13), without include directories.
-NVCC_COMMON_FLAGS: tuple[str, ...] = tuple(_COMMON_FLAGS)
-#: Code-generation flags per unit kind.
-NVCC_ARCH_FLAGS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _ARCH_FLAGS.items()}
 #: Unit kinds compiled in pool ``heavy``.
 HEAVY_KINDS = ("sm90", "sm80")
 COMPILED_KINDS = ("sm90", "sm80", "light")
@@ -94,6 +79,7 @@ class Toolchain:
     cublaslt_include_dir: str | None = None  # None: the toolkit's
     cublaslt_lib_dir: str | None = None  # None: the toolkit's (-lcublasLt)
     cublaslt_lib_name: str = "libcublasLt.so"
+    cublaslt_in_toolkit: bool = False  # CMake then links CUDA::cublasLt
     cuda_lib_dir: str | None = None
     launcher: str = ""  # ccache, sccache, distcc ... (inside the object cache)
     cache_dir: str | None = None  # None: no object cache
@@ -123,47 +109,20 @@ class Toolchain:
 
 
 # --------------------------------------------------------------------------- discovery
+# nvcc and cuBLASLt come from backends.cuda.cuda_paths, the CUTLASS headers and the flags from
+# backends.cutlass.kernels (one lookup each); ninja and the toolkit's libcudart from here.
 def find_nvcc() -> str | None:
-    """nvcc on PATH, else under ``$CUDA_HOME``/``$CUDA_PATH``, else ``/usr/local/cuda``
-    (only when neither variable is set)."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    roots = [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
-    if not roots:
-        roots = ["/usr/local/cuda"]
-    for root in roots:
-        cand = Path(root) / "bin" / "nvcc"
-        if cand.is_file() and os.access(cand, os.X_OK):
-            return str(cand)
-    return None
+    """nvcc (``$CUDACXX``, ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, then PATH), or None."""
+    return find_optional_nvcc()
 
 
-def cuda_root(nvcc: str) -> Path:
-    """The toolkit directory of ``nvcc`` (``bin/..``; for a wrapper script, the ``TOP`` its
-    ``--dryrun`` reports)."""
-    root = Path(os.path.realpath(nvcc)).parent.parent
-    if (root / "include" / "cuda_runtime_api.h").is_file():
-        return root
-    return _dryrun_root(nvcc) or root
-
-
-@functools.lru_cache(maxsize=8)
-def _dryrun_root(nvcc: str) -> Path | None:
-    import subprocess
-
-    try:
-        proc = subprocess.run([nvcc, "--dryrun", "-c", "x.cu"], capture_output=True, text=True,
-                              timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
+def cuda_lib_dir() -> str | None:
+    """The toolkit folder holding ``libcudart.so`` (next to its ``include``), or None."""
+    include = find_optional_cuda_include()
+    if include is None:
         return None
-    found = re.search(r"^#\$ TOP=(.+)$", proc.stderr + proc.stdout, re.M)
-    return Path(found.group(1).strip()).resolve() if found else None
-
-
-def cuda_lib_dir(nvcc: str) -> str | None:
-    root = cuda_root(nvcc)
-    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+    root = Path(include).resolve().parent
+    for sub in ("lib64", "lib"):
         if (root / sub / "libcudart.so").exists() or list((root / sub).glob("libcudart.so.*")):
             return str(root / sub)
     return None
@@ -182,80 +141,26 @@ def find_ninja() -> str | None:
     return shutil.which("ninja")
 
 
-def find_cublaslt(nvcc: str | None) -> tuple[str | None, str | None, str] | None:
-    """``(include_dir, lib_dir, lib_name)`` of cuBLASLt: ``(None, None, ...)`` when the
-    toolkit has it; the ``nvidia-cublas`` (``cu13``) or ``nvidia-cublas-cu12`` wheel's
-    directories otherwise, found through the installed package; None when neither."""
-    if nvcc is not None:
-        root = cuda_root(nvcc)
-        incs = [root / "include", root / "targets/x86_64-linux/include"]
-        libs = [root / "lib64", root / "lib", root / "targets/x86_64-linux/lib"]
-        if any((d / "cublasLt.h").is_file() for d in incs) and any(
-                (d / "libcublasLt.so").exists() for d in libs):
-            return (None, None, "libcublasLt.so")
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        spec = None
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        for sub, name in (("cu13", "libcublasLt.so.13"), ("cublas", "libcublasLt.so.12")):
-            inc, lib = Path(base) / sub / "include", Path(base) / sub / "lib"
-            if (inc / "cublasLt.h").is_file() and (lib / name).exists():
-                return (str(inc), str(lib), name)
-    return None
+def find_cublaslt() -> tuple[str, str, str, str] | None:
+    """``(include_dir, lib_dir, lib_file, source)`` of cuBLASLt, ``source`` ``"toolkit"`` or
+    ``"wheel"`` (``nvidia-cublas``), or None."""
+    found = find_optional_cublaslt()
+    return None if found is None else (found.include_dir, found.lib_dir, found.lib_file, found.source)
 
 
 def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
-    """CUTLASS include directories: ``--cutlass-dir`` (a CUTLASS checkout or its
-    ``include``), else the ``nvidia-cutlass`` package (``cutlass_library/source``)."""
-    if override is None:
-        try:
-            from .cutlass.kernels import cutlass_include_dirs
-        except ImportError:
-            cutlass_include_dirs = None
-        if cutlass_include_dirs is not None:
-            try:
-                dirs = tuple(str(d) for d in cutlass_include_dirs(None))
-            except Exception:  # their lookup failed: try ours before reporting
-                dirs = ()
-            if dirs:
-                return dirs
-    roots: list[Path] = []
-    if override is not None:
-        roots.append(Path(override))
-    else:
-        import importlib.util
-
-        try:
-            spec = importlib.util.find_spec("cutlass_library")
-        except (ImportError, ValueError):
-            spec = None
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            roots.append(Path(loc) / "source")
+    """CUTLASS include directories: ``--cutlass-dir`` (a CUTLASS checkout, the wheel's
+    ``source`` folder, or their ``include``), else the ``nvidia-cutlass`` package."""
+    roots: list[str | None] = [override]
+    if override is not None and (Path(override) / "cutlass" / "cutlass.h").is_file():
+        roots = [str(Path(override).parent)]
     for root in roots:
-        inc = root if (root / "cutlass" / "cutlass.h").is_file() else root / "include"
-        if (inc / "cutlass" / "cutlass.h").is_file():
-            dirs = [str(inc.resolve())]
-            util = root / "tools" / "util" / "include"
-            if util.is_dir():
-                dirs.append(str(util.resolve()))
-            return tuple(dirs)
-    return None
-
-
-def cutlass_version_of(include_dirs: Sequence[str]) -> str:
-    """``major.minor.patch`` from ``cutlass/version.h`` (empty when unreadable)."""
-    for d in include_dirs:
         try:
-            text = (Path(d) / "cutlass" / "version.h").read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            dirs = cutlass_include_dirs(root)
+        except CodegenError:
             continue
-        parts = [re.search(rf"#define\s+CUTLASS_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
-        if all(parts):
-            return ".".join(p.group(1) for p in parts if p)
-    return ""
+        return tuple(str(Path(d).resolve()) for d in dirs if Path(d).is_dir())
+    return None
 
 
 def default_heavy_depth(total_bytes: int | None = None) -> int:
@@ -288,25 +193,32 @@ def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool 
     with the free memory of the moment."""
     nvcc = find_nvcc()
     if nvcc is None and strict:
-        raise ExternalToolError("nvcc not found (put it on PATH or set CUDA_HOME)")
-    tc = Toolchain(nvcc=nvcc or "nvcc", cuda_lib_dir=cuda_lib_dir(nvcc) if nvcc else None,
+        raise ExternalToolError("nvcc not found (put it on PATH, or set CUDA_HOME or CUDACXX)")
+    tc = Toolchain(nvcc=nvcc or "nvcc", cuda_lib_dir=cuda_lib_dir() if nvcc else None,
                    launcher=launcher, cache_dir=cache_dir, defines=tuple(defines))
     if needs_cutlass:
         dirs = find_cutlass(cutlass_dir)
         if dirs is None and strict:
             where = f" in {cutlass_dir}" if cutlass_dir else " (pip install nvidia-cutlass, or --cutlass-dir)"
             raise ExternalToolError(f"CUTLASS headers not found{where}")
-        tc = replace(tc, cutlass_include_dirs=dirs or (), cutlass_version=cutlass_version_of(dirs or ()))
+        tc = replace(tc, cutlass_include_dirs=dirs or (), cutlass_version=_cutlass_version(dirs or ()))
     if needs_cublaslt:
-        found = find_cublaslt(nvcc)
+        found = find_cublaslt()
         if found is None and strict:
             raise ExternalToolError("cuBLASLt not found (neither in the CUDA toolkit nor the nvidia-cublas wheel)")
         if found is not None:
             tc = replace(tc, cublaslt_include_dir=found[0], cublaslt_lib_dir=found[1],
-                         cublaslt_lib_name=found[2])
+                         cublaslt_lib_name=found[2], cublaslt_in_toolkit=found[3] == "toolkit")
     if heavy_depth is None:
         heavy_depth = default_heavy_depth(None if strict else meminfo("MemTotal"))
     return replace(tc, heavy_depth=max(1, int(heavy_depth)))
+
+
+def _cutlass_version(dirs: Sequence[str]) -> str:
+    try:
+        return cutlass_version(Path(dirs[0]).parent) if dirs else ""
+    except (CodegenError, OSError):
+        return ""
 
 
 # --------------------------------------------------------------------------- the files
@@ -437,11 +349,12 @@ def cmake_lists(stem: str, units: Sequence[Unit], needs_cutlass: bool, needs_cub
         out.append(f'set(BYOCC_CUTLASS_INCLUDE_DIRS "{";".join(tc.cutlass_include_dirs)}" CACHE STRING '
                    '"CUTLASS include directories")')
     if needs_cublaslt:
-        lib = f"{tc.cublaslt_lib_dir}/{tc.cublaslt_lib_name}" if tc.cublaslt_lib_dir else ""
+        outside = tc.cublaslt_lib_dir and not tc.cublaslt_in_toolkit
+        lib = f"{tc.cublaslt_lib_dir}/{tc.cublaslt_lib_name}" if outside else ""
         out += [
             f'set(BYOCC_CUBLASLT_LIBRARY "{lib}" CACHE FILEPATH '
             '"libcublasLt outside the toolkit (empty: CUDA::cublasLt)")',
-            f'set(BYOCC_CUBLASLT_INCLUDE_DIR "{tc.cublaslt_include_dir or ""}" CACHE PATH '
+            f'set(BYOCC_CUBLASLT_INCLUDE_DIR "{(tc.cublaslt_include_dir or "") if outside else ""}" CACHE PATH '
             '"Directory of cublasLt.h outside the toolkit")',
         ]
     out += [
@@ -517,8 +430,8 @@ def default_cache_dir() -> str:
 
 
 __all__ = [
-    "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "cuda_lib_dir", "cuda_root", "meminfo", "HEAVY_KINDS", "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS",
+    "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "HEAVY_KINDS", "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS",
     "NVCC_COMMON_FLAGS", "Toolchain", "Unit", "build_files", "build_ninja", "cmake_lists",
-    "config_ninja", "cutlass_version_of", "default_cache_dir", "default_heavy_depth",
-    "detect_toolchain", "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "units_of",
+    "config_ninja", "cuda_lib_dir", "default_cache_dir", "default_heavy_depth", "detect_toolchain",
+    "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "meminfo", "units_of",
 ]
