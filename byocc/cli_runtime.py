@@ -26,17 +26,11 @@ def _set_source(path: str) -> None:
 
 
 def load_any_model(path: str, params_as_inputs: bool = False):
-    """A module from a ``.relax`` file (or ``-``) or an ``.onnx`` file."""
-    _set_source(path)
-    if path != "-" and path.lower().endswith(".onnx"):
-        from byocc.cli.output import note_input
-        from byocc.frontend import from_onnx
-
-        note_input(path)
-        return from_onnx(path, params_as_inputs=params_as_inputs)
+    """A module from a ``.relax`` file (or ``-``) or an ``.onnx`` file (kept for callers:
+    :func:`byocc.cli.model.load_model` reads both)."""
     from byocc.cli.model import load_model
 
-    return load_model(path)
+    return load_model(path, params_as_inputs=params_as_inputs)
 
 
 def _entry_function(mod, entry: str):
@@ -372,11 +366,9 @@ def import_(model: str, out_file: str | None, params_as_inputs: bool) -> None:
     mod = from_onnx(model, params_as_inputs=params_as_inputs)
     text, constants = print_with_constants(mod)
     if sidecar is None:
-        from byocc.cli.output import write_stdout
+        from byocc.cli.output import warn_dropped_constants, write_stdout
 
-        if constants:
-            click.echo(f"warning: {len(constants)} constant values are not written to stdout; "
-                       "use -o OUT.relax to get the sidecar .npz", err=True)
+        warn_dropped_constants(len(constants), keep="-o OUT.relax")
         write_stdout(text + "\n")
         return
     from byocc.cli.output import write_file

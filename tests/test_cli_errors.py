@@ -63,7 +63,7 @@ def test_missing_file_for_partition(tmp_path):
 def test_folder_instead_of_file(tmp_path):
     result = run("show", str(tmp_path))
     assert result.exit_code == 1
-    assert result.stderr == f"{tmp_path}: error: is a folder, not a .relax file\n"
+    assert result.stderr == f"{tmp_path}: error: is a folder, not a .relax or .onnx file\n"
 
 
 def test_malformed_text_is_located(tmp_path):

@@ -193,10 +193,18 @@ def load_pattern_file(path) -> list:
     """Execute a pattern file; its ``patterns`` as a list of :class:`FusionPattern`."""
     filename = os.fspath(path)
     try:
-        with open(filename, encoding="utf-8") as f:
-            source = f.read()
+        with open(filename, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise PatternError(f"cannot read pattern file {filename}: {exc.strerror or exc}") from None
+    try:
+        source = data.decode("utf-8-sig")  # Python source may open with a byte-order mark
+    except UnicodeDecodeError as exc:
+        raise PatternError(f"not UTF-8 text ({exc.reason} at byte {exc.start}): a pattern file "
+                           "is Python source") from None
+    if "\0" in source:  # compile() raises ValueError (3.11) or SyntaxError (3.12) on it
+        raise PatternError(f"a NUL byte at byte {data.index(0)}: a pattern file is Python source, "
+                           "not a binary file")
     try:
         code = compile(source, filename, "exec")
     except SyntaxError as exc:

@@ -1,5 +1,7 @@
-"""Reading the MODEL argument of a command: a ``.relax`` file (with its sidecar ``.npz``) or
-``-`` for stdin. Unreadable input becomes an :class:`~byocc.ir.InputError` (exit code 1)."""
+"""Reading the MODEL argument of a command: a ``.relax`` file (with its sidecar ``.npz``), an
+``.onnx`` file (imported, as ``byocc import`` does), or ``-`` for stdin (Relax text).
+Unreadable input becomes an :class:`~byocc.ir.InputError` (exit code 1); a file and stdin
+get the same messages."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from .output import note_model_input
 STDIN_NAME = "<stdin>"
 
 
-def load_model(path: str):
-    """Parse the module named by ``path`` (``-``: stdin) and return the IRModule."""
+def load_model(path: str, params_as_inputs: bool = False):
+    """The IRModule named by ``path`` (``-``: stdin): parsed text, or an imported ONNX model
+    (``params_as_inputs``: its float initializers become parameters)."""
     from byocc.ir import InputError
 
     ctx = click.get_current_context(silent=True)
@@ -23,26 +26,43 @@ def load_model(path: str):
         ctx.find_root().meta["byocc.source"] = STDIN_NAME if path == "-" else path
     note_model_input(path)
     if path == "-":
-        try:
-            text = sys.stdin.read()
-        except UnicodeDecodeError as err:
-            raise InputError(f"stdin is not UTF-8 text ({err.reason})") from None
+        from byocc.text import decode_source, parse_module
+
+        text = decode_source(_read_stdin())
         remember_source(STDIN_NAME, text)
-        from byocc.text import parse_module
 
         return parse_module(text, STDIN_NAME)
     if not os.path.exists(path):
         raise InputError("no such file")
     if os.path.isdir(path):
-        raise InputError("is a folder, not a .relax file")
+        raise InputError("is a folder, not a .relax or .onnx file")
+    if path.lower().endswith(".onnx"):
+        from byocc.frontend import from_onnx
+
+        return from_onnx(path, params_as_inputs=params_as_inputs)
     from byocc.text import read_file
 
     try:
         return read_file(path)
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})") from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}") from None
+
+
+def _read_stdin() -> bytes:
+    from byocc.ir import InputError
+
+    stream = sys.stdin
+    if stream is None:
+        raise InputError("stdin is closed; give MODEL as a file name, or pipe a module into -")
+    buffer = getattr(stream, "buffer", None)
+    try:
+        if buffer is not None:
+            return buffer.read()
+        data = stream.read()
+        return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    except (OSError, ValueError) as err:  # a closed descriptor reads as EBADF or "closed file"
+        raise InputError("cannot read stdin: " + (getattr(err, "strerror", None) or str(err))
+                         + "; give MODEL as a file name, or pipe a module into -") from None
 
 
 def model_argument():

@@ -78,6 +78,17 @@ def use_colour(stream_is_tty: bool) -> bool:
     return stream_is_tty
 
 
+def warn_dropped_constants(count: int, keep: str = "-o DIR") -> None:
+    """stdout carries text only: say on stderr that ``count`` tensor constant values are not
+    in the module text printed there, and which option keeps them (a sidecar ``.npz``)."""
+    if count:
+        import click
+
+        click.echo(f"warning: the values of {count} tensor constant{'s' if count != 1 else ''} are "
+                   "not written to stdout (the text refers to them as metadata[...]); use "
+                   f"{keep} to keep them in a sidecar .npz", err=True)
+
+
 # --------------------------------------------------------------------------- inputs
 def _registry() -> dict[tuple[int, int], str]:
     """(device, inode) -> the name the user gave, of every input file this command read."""
@@ -377,6 +388,7 @@ def _remove_quietly(path: str) -> None:
 
 __all__ = [
     "OutputRefused", "StdoutClosed", "check_output_dir", "check_output_file", "note_input", "note_model_input",
-    "stderr_is_terminal", "stdout_closed", "stdout_is_terminal", "use_colour", "write_file", "write_stdout",
+    "stderr_is_terminal", "stdout_closed", "stdout_is_terminal", "use_colour", "warn_dropped_constants",
+    "write_file", "write_stdout",
     "write_stdout_bytes", "write_text_atomic", "write_tree_atomic",
 ]

@@ -20,7 +20,9 @@ import click
 from byocc.cli_options import BACKEND, apply_prepare, prepare_options
 
 from .model import load_model, model_argument
-from .output import check_output_dir, check_output_file, note_input, write_stdout, write_tree_atomic
+from .output import (
+    check_output_dir, check_output_file, note_input, warn_dropped_constants, write_stdout, write_tree_atomic,
+)
 
 
 @click.command()
@@ -123,7 +125,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
 
         text, meta = print_module_with_metadata(partitioned)
         text += "\n"
-        _warn_dropped_constants(len(constant_arrays(meta)))
+        warn_dropped_constants(len(constant_arrays(meta)))
         if explain_json:
             _write_json_file(explain_json, report)
         write_stdout(text)
@@ -147,12 +149,18 @@ def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
         import os
 
         note_input(patterns_file)
+        # an error without a span is located at the pattern file, not at the model
+        ctx = click.get_current_context(silent=True)
+        meta = ctx.find_root().meta if ctx is not None else {}
+        model_source = meta.get("byocc.source")
+        meta["byocc.source"] = patterns_file
         if not os.path.isfile(patterns_file):
-            raise InputError(f"cannot read pattern file {patterns_file!r}: "
+            raise InputError("cannot read pattern file: "
                              + ("is a folder" if os.path.isdir(patterns_file) else "no such file"))
         from byocc.backends import load_pattern_file
 
         patterns += load_pattern_file(patterns_file)
+        meta["byocc.source"] = model_source
     if backends:
         from byocc.backends import get_patterns_with_prefix, registered_backends
 
@@ -200,14 +208,6 @@ def _write_json_file(path: str, report) -> None:
     from .output import write_file
 
     write_file(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
-
-
-def _warn_dropped_constants(count: int) -> None:
-    """stdout carries text only: say on stderr that tensor constant values are not in it."""
-    if count:
-        click.echo(f"warning: the values of {count} tensor constant{'s' if count != 1 else ''} are "
-                   "not written to stdout (the text refers to them as metadata[...]); use -o DIR "
-                   "to keep them in a sidecar .npz", err=True)
 
 
 __all__ = ["load_patterns", "partition"]

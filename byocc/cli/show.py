@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from .model import load_model, model_argument
-from .output import stdout_closed, stdout_is_terminal, use_colour, write_stdout
+from .output import stdout_closed, stdout_is_terminal, use_colour, warn_dropped_constants, write_stdout
 
 
 @click.command(short_help="Print MODEL as TVM prints it; on a terminal, highlighted with a summary.")
@@ -28,9 +28,11 @@ def show(model: str, pep695: bool, summary: bool | None) -> None:
     and the functions offloaded to each backend. MODEL may be - for stdin.
     """
     mod = load_model(model)
-    from byocc.text import print_module
+    from byocc.text import constant_arrays, print_module_with_metadata
 
-    text = print_module(mod, pep695=pep695)
+    text, meta = print_module_with_metadata(mod, pep695=pep695)
+    if model.lower().endswith(".onnx"):  # a .relax model's values are in its own sidecar
+        warn_dropped_constants(len(constant_arrays(meta)), keep="byocc import MODEL -o OUT.relax")
     tty = stdout_is_terminal()
     if summary is None:
         summary = tty

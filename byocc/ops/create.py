@@ -31,7 +31,7 @@ def infer_full(call: Call):
     check_num_args(call, 2)
     _shape_arg(call, 0)
     fill = sinfo_of(call.args[1])
-    if not isinstance(fill, TensorStructInfo) or fill.ndim != 0:
+    if not isinstance(fill, TensorStructInfo) or fill.ndim not in (-1, 0):  # -1: unknown rank
         fail(call, f"requires the fill value to be a rank-0 tensor, but it has type {fmt_sinfo(fill)}")
     dtype = call.attrs.dtype if call.attrs.dtype is not None else fill.dtype
     return tensor_from_shape_expr(call.args[0], dtype)
@@ -41,7 +41,7 @@ def infer_full_like(call: Call):
     check_num_args(call, 2)
     si = tensor_arg(call, 0, "x")
     fill = tensor_arg(call, 1, "fill_value")
-    if fill.ndim != 0:
+    if fill.ndim not in (-1, 0):
         fail(call, f"requires the fill value to be a rank-0 tensor, but it has ndim {fill.ndim}")
     return si if call.attrs.dtype is None else with_dtype(si, call.attrs.dtype)
 

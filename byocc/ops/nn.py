@@ -59,11 +59,12 @@ def _norm_check(call: Call, tys: list, names: tuple, axes) -> bool:
     data = tys[0]
     axes_nn = normalize_axes(call, data.ndim, axes) if data.ndim != -1 else []
     require_float(call, data, "the input data")
+    # Unknown (a constant without its sidecar value) is compatible with anything.
     for i in range(1, len(tys)):
-        if tys[i].dtype != data.dtype:
+        if None not in (tys[i].dtype, data.dtype) and tys[i].dtype != data.dtype:
             fail(call, f"requires all input tensors to have the same dtype, but {names[i]} has dtype "
                        f"{tys[i].dtype} while the data has dtype {data.dtype}")
-        if tys[i].ndim != len(axes):
+        if tys[i].ndim != -1 and tys[i].ndim != len(axes):
             fail(call, f"requires {names[i]} to have as many dimensions as there are axes ({len(axes)}), "
                        f"but it has ndim {tys[i].ndim}")
     lengths = []
@@ -128,10 +129,10 @@ def _channel_norm(call: Call, names: tuple, group: bool):
         c = dims.as_int(data.shape[channel_axis])
         if c is not None and c % a.num_groups != 0:
             fail(call, f"expects the channel size to be divisible by {a.num_groups}, but got {c}")
-    for i in range(1, len(tys)):
-        if tys[i].dtype != data.dtype:
+    for i in range(1, len(tys)):  # unknown dtype or rank (no sidecar value) fits anything
+        if None not in (tys[i].dtype, data.dtype) and tys[i].dtype != data.dtype:
             fail(call, f"expects all inputs to have the same dtype, but got {tys[i].dtype} and {data.dtype}")
-        if tys[i].ndim != 1:
+        if tys[i].ndim not in (-1, 1):
             fail(call, f"expects {names[i]} to have ndim=1, but got {tys[i].ndim}")
         if channel_axis != -1 and tys[i].shape is not None and data.shape is not None:
             if dims.provably_different(data.shape[channel_axis], tys[i].shape[0]):
@@ -205,7 +206,7 @@ def infer_attention(call: Call):
     tys = tensor_args(call, names[n])
     q, k, v = tys[:3]
     for t, name in ((q, "query"), (k, "key"), (v, "value")):
-        if t.ndim != 4:
+        if t.ndim not in (-1, 4):  # -1: unknown rank (a constant without its value) may be 4
             fail(call, f"the {name} should have 4 dimensions, namely "
                        "[batch size, sequence length, number of heads, dimension of heads]")
     qs, ks, vs = q.shape, k.shape, v.shape
@@ -231,7 +232,7 @@ def infer_attention(call: Call):
     same(qs[3], ks[3], "query", "key", "dimension of heads")
     if n == 4:
         b = tys[3]
-        if b.ndim != 4:
+        if b.ndim not in (-1, 4):
             fail(call, f"the bias should have 4 dimensions, but it has {b.ndim}")
         bs = b.shape
         if bs is not None:

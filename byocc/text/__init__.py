@@ -7,10 +7,11 @@ importing this package costs nothing.
 
 from __future__ import annotations
 
-__all__ = ["constant_arrays", "parse_module", "print_expr", "print_function", "print_module",
+__all__ = ["constant_arrays", "decode_source", "parse_module", "print_expr", "print_function", "print_module",
            "print_module_with_metadata", "read_file"]
 
 _HOME = {
+    "decode_source": "parser",
     "parse_module": "parser",
     "read_file": "parser",
     "print_module": "printer",

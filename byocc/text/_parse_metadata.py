@@ -39,8 +39,11 @@ class RuntimeModuleRef:
 class MetadataTable:
     """Resolves metadata references of one parse, sharing one object per ``(key, index)``."""
 
-    def __init__(self, constants: dict | None):
+    def __init__(self, constants: dict | None, sidecar: str | None = None):
         self.constants = constants or {}
+        #: the sidecar's name when the values come from one: then every referenced tensor
+        #: constant must have its array, of the annotated type, and no array may be unused
+        self.sidecar = sidecar if constants is not None else None
         self.objects: dict[tuple[str, int], object] = {}
 
     def lookup(self, key: str, index: int, span: Span | None, hint: StructInfo | None = None):
@@ -66,18 +69,49 @@ class MetadataTable:
                 return v
         return None
 
+    def _sidecar_key(self, key: str, index: int) -> str:
+        for k in (key, "ir.GenericConst" if key == "relax.expr.Constant" else "relax.expr.Constant"):
+            if f"{k}/{index}" in self.constants:
+                return f"{k}/{index}"
+        return f"{key}/{index}"
+
     def _constant(self, key: str, index: int, span: Span | None, hint) -> Constant:
         data = self._value(key, index)
         if data is None:
+            if self.sidecar is not None:
+                raise ParseError(f'the sidecar {self.sidecar} has no array "{key}/{index}" for this '
+                                 "constant", span)
             sinfo = hint if isinstance(hint, TensorStructInfo) else TensorStructInfo()
             return Constant(None, sinfo, span, index)
         import numpy as np
 
+        name = self._sidecar_key(key, index)
         try:
             arr = np.asarray(data)
         except Exception as exc:  # noqa: BLE001  (any array-like failure is bad input)
-            raise ParseError(f"constant {key}/{index} in the sidecar is not an array: {exc}", span) from None
-        return Constant(arr, TensorStructInfo(tuple(int(d) for d in arr.shape), arr.dtype.name), span, index)
+            raise ParseError(f'the array "{name}" in the sidecar is not an array: {exc}', span) from None
+        sinfo = TensorStructInfo(tuple(int(d) for d in arr.shape), arr.dtype.name)
+        if isinstance(hint, TensorStructInfo):
+            bad = _mismatch(hint, sinfo)
+            if bad:
+                where = f" {self.sidecar}" if self.sidecar else ""
+                raise ParseError(f'the array "{name}" in the sidecar{where} has {bad}', span)
+        return Constant(arr, sinfo, span, index)
+
+    def check_unused(self) -> None:
+        """Every tensor array of the sidecar is referenced by the text (else ParseError)."""
+        if self.sidecar is None:
+            return
+        used = set()
+        for key, index in self.objects:
+            if key in TENSOR_KEYS:
+                used.add(self._sidecar_key(key, index))
+        extra = sorted((k for k in self.constants if k not in used and k.split("/", 1)[0] not in OTHER_KEYS),
+                       key=_key_order)
+        if extra:
+            more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+            raise ParseError(f'the sidecar {self.sidecar} has an array "{extra[0]}"{more} that the '
+                             "module does not use (is it the sidecar of another module?)")
 
     def _string(self, key: str, index: int) -> str:
         data = self._value(key, index)
@@ -87,6 +121,28 @@ class MetadataTable:
             return str(data.item())
         # unknown text: a placeholder that still prints as metadata (it holds a newline)
         return f"<ffi.String {index}>\n"
+
+
+def _mismatch(annotated: TensorStructInfo, actual: TensorStructInfo) -> str:
+    """What differs between an annotation and an array's type ("" if they agree)."""
+    if annotated.dtype is not None and annotated.dtype != actual.dtype:
+        return f"dtype {actual.dtype}, but the annotation says {annotated.dtype}"
+    if annotated.shape is not None:
+        from byocc.ir.prim import dim_text
+
+        static = [d for d in annotated.shape if isinstance(d, int)]
+        if len(annotated.shape) != len(actual.shape or ()) or (
+                len(static) == len(annotated.shape) and tuple(static) != actual.shape):
+            want = "(" + ", ".join(dim_text(d) for d in annotated.shape) + ")"
+            return f"shape {tuple(actual.shape or ())}, but the annotation says {want}"
+    elif annotated.ndim not in (-1, actual.ndim):
+        return f"{actual.ndim} dimensions, but the annotation says {annotated.ndim}"
+    return ""
+
+
+def _key_order(key: str):
+    head, _, tail = key.rpartition("/")
+    return (head, int(tail)) if tail.isdigit() else (key, -1)
 
 
 def load_sidecar(path) -> dict | None:

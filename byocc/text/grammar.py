@@ -48,7 +48,10 @@ def load_grammar_text() -> str:
 
 
 def normalize_source(text: str) -> str:
-    """CRLF/CR to LF, and a final newline (the indenter needs one to close the last line)."""
+    """No UTF-8 byte-order mark, CRLF/CR to LF, and a final newline (the indenter needs one
+    to close the last line)."""
+    if text.startswith("\ufeff"):  # editors on Windows write one; Python's tokenizer skips it
+        text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.endswith("\n"):

@@ -17,6 +17,7 @@ UnsupportedError); no other exception escapes :func:`parse_module`, whatever the
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from pathlib import Path
 
@@ -36,16 +37,20 @@ from .syntax import (
     Subscript, SyntaxBuilder, TupleExpr,
 )
 
-__all__ = ["parse_module", "read_file"]
+__all__ = ["decode_source", "parse_module", "read_file"]
 
 
 # --------------------------------------------------------------------------- public API
-def parse_module(text: str, source: str = "<string>", constants: dict | None = None) -> IRModule:
+def parse_module(text: str, source: str = "<string>", constants: dict | None = None,
+                 sidecar: str | None = None) -> IRModule:
     """Parse a module (``@I.ir_module class ...``) or one stand-alone ``@R.function``.
 
     ``constants`` holds the values of ``metadata[...]`` references, keyed
     ``"<metadata key>/<index>"`` (``"ir.GenericConst/0"``); without it such constants have
-    ``data=None``. A stand-alone function becomes a module holding it under its name.
+    ``data=None``. With ``sidecar`` (the name of the file ``constants`` came from) the
+    values must fit the text: every referenced constant has its array, of the annotated
+    type, and every array is referenced; else one ParseError naming the array's key.
+    A stand-alone function becomes a module holding it under its name.
     """
     if not isinstance(text, str):
         raise InputError(f"expected text, got {type(text).__name__}")
@@ -54,8 +59,10 @@ def parse_module(text: str, source: str = "<string>", constants: dict | None = N
     reader = None
     try:
         stmts = parse_syntax(text, source)
-        reader = ModuleReader(source, constants)
-        return reader.read(stmts)
+        reader = ModuleReader(source, constants, sidecar)
+        mod = reader.read(stmts)
+        reader.metadata.check_unused()
+        return mod
     except ByoccError:
         raise
     except RecursionError:
@@ -74,14 +81,57 @@ def read_file(path: str) -> IRModule:
     if path == "-":
         return parse_module(sys.stdin.read(), "<stdin>")
     p = Path(path)
-    data = p.read_bytes()
+    text = decode_source(p.read_bytes())
+    sidecar = p.with_name(p.stem + ".npz")
+    constants = load_sidecar(sidecar)
     try:
-        text = data.decode("utf-8")
+        return parse_module(text, str(path), constants, sidecar=str(sidecar) if constants is not None else None)
+    except InputError as err:
+        if constants is None:
+            raise
+        raise _blame_sidecar(err, text, str(path), constants, str(sidecar)) from None
+
+
+def decode_source(data: bytes) -> str:
+    """``data`` as UTF-8 text; anything else (a binary file) is one InputError, the same for
+    a file and for stdin."""
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})",
-                         Span(str(path), 1, 1)) from None
-    constants = load_sidecar(p.with_name(p.stem + ".npz"))
-    return parse_module(text, str(path), constants)
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start}): a binary file? "
+                         "A model is Relax text (.relax), or an ONNX model named .onnx") from None
+
+
+_METADATA_REF = re.compile(r'metadata\["([^"]+)"\]\[(\d+)\]')
+
+
+def _blame_sidecar(err: InputError, text: str, source: str, constants: dict, sidecar: str) -> InputError:
+    """``err`` raised with the sidecar's values: if the text alone is fine, the array that
+    breaks it (one of those referenced where ``err`` is located) is named."""
+    if err.span is None or err.span.source != source or "sidecar" in err.message:
+        return err
+    try:
+        parse_module(text, source, None)
+    except ByoccError:
+        return err  # the text itself is wrong
+    lines = text.split("\n")[err.span.line - 1: max(err.span.end_line, err.span.line)]
+    candidates = []
+    for key, index in _METADATA_REF.findall("\n".join(lines)):
+        for k in (f"{key}/{index}", f"ir.GenericConst/{index}", f"relax.expr.Constant/{index}"):
+            if k in constants and k not in candidates:
+                candidates.append(k)
+                break
+    for key in candidates:
+        try:
+            parse_module(text, source, {key: constants[key]})
+        except ByoccError:
+            arr = constants[key]
+            shape = tuple(getattr(arr, "shape", ()))
+            dtype = getattr(getattr(arr, "dtype", None), "name", "?")
+            return type(err)(f'the array "{key}" in the sidecar {sidecar} (shape {shape}, dtype {dtype}) '
+                             f"does not fit the module: {err.message}", err.span, err.notes)
+    return type(err)(err.message, err.span, err.notes + (f"the values come from the sidecar {sidecar}; "
+                                                         "the module reads without it",))
 
 
 def _where(reader, source: str) -> Span:
@@ -169,9 +219,9 @@ def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
 class ModuleReader:
     """Reads a file's top-level statements: the module (or the one function)."""
 
-    def __init__(self, source: str, constants: dict | None):
+    def __init__(self, source: str, constants: dict | None, sidecar: str | None = None):
         self.source = source
-        self.metadata = MetadataTable(constants)
+        self.metadata = MetadataTable(constants, sidecar)
         self.static_tensor_cache: dict = {}
         self.class_names: set[str] = set()
         self.typevars: set[str] = set()
