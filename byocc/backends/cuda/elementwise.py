@@ -336,59 +336,6 @@ class _Unsupported(Exception):
     """An op of the table applied to a dtype it has no kernel for."""
 
 
-# Device helpers every elementwise unit defines (fixed text).
-EW_HELPERS = r"""template <typename T> __device__ __forceinline__ int64_t ew_wrap(int64_t v) {
-  return static_cast<int64_t>(Num<T>::store(v));
-}
-template <typename T, typename S> __device__ __forceinline__ typename Num<T>::C ew_cast(S v) {
-  return Num<T>::load(Num<T>::store(static_cast<typename Num<T>::C>(v)));
-}
-template <typename T> __device__ __forceinline__ T ew_max(T a, T b) {
-  if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
-  return a > b ? a : b;
-}
-template <typename T> __device__ __forceinline__ T ew_min(T a, T b) {
-  if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
-  return a < b ? a : b;
-}
-template <typename T, typename L, typename H> __device__ __forceinline__ T ew_clip(T v, L lo, H hi) {
-  return v < T(lo) ? T(lo) : (v > T(hi) ? T(hi) : v);
-}
-__device__ __forceinline__ int64_t ew_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
-__device__ __forceinline__ int64_t ew_imod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
-__device__ __forceinline__ int64_t ew_ifloordiv(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-__device__ __forceinline__ int64_t ew_ifloormod(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-template <typename T> __device__ __forceinline__ T ew_floormod(T a, T b) {
-  T r = fmod(a, b);
-  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
-}
-__device__ __forceinline__ int64_t ew_ipow(int64_t a, int64_t b) {
-  if (b < 0) return (a == 1) ? 1 : ((a == -1) ? ((b & 1) ? -1 : 1) : 0);
-  int64_t r = 1;
-  while (b > 0) { if (b & 1) r *= a; a *= a; b >>= 1; }
-  return r;
-}
-__device__ __forceinline__ int64_t ew_shl(int64_t a, int64_t b, int bits) {
-  return (b < 0 || b >= bits) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
-}
-__device__ __forceinline__ int64_t ew_shr(int64_t a, int64_t b, int bits) {
-  return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b);
-}
-template <typename T> __device__ __forceinline__ T ew_logaddexp(T a, T b) {
-  if (a == b) return a + T(0.69314718055994530942);
-  const T m = a > b ? a : b;
-  const T d = a > b ? b - a : a - b;
-  return (d != d) ? a + b : m + log1p(exp(d));
-}
-"""
 
 
 # --------------------------------------------------------------------------- plan
@@ -557,8 +504,6 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
         "namespace byocc {",
         "namespace generic {",
         "namespace {",
-        "",
-        EW_HELPERS.rstrip("\n"),
         "",
         f"__global__ void __launch_bounds__(256) {name}_kernel(EwArgs a) {{",
         "  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;",

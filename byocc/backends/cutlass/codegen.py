@@ -189,6 +189,11 @@ class GemmPlan:
     notes: list = field(default_factory=list)
 
     @property
+    def has_transposed_b(self) -> bool:
+        """A CUTLASS tier transposes B into scratch first (8-bit "nn")."""
+        return self.cutlass_transpose_b and any(t.arch != "generic" for t in self.tiers)
+
+    @property
     def needs_acc(self) -> bool:
         """Some tier writes the accumulator into scratch."""
         if self.grows:
@@ -398,30 +403,42 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     dims = (_static(m_eff) if m_eff is not None else None, _static(plan.N), _static(plan.K), L)
     out: list = []
 
-    def pick(arch, width, **shape):
-        fused_cfg = _config(plan, arch, width, spec, True, **shape) if spec is not None else None
-        if fused_cfg is not None and _width_holds(plan, width, plan.out_dtype) is not False:
-            return Tier(arch, fused_cfg, True, width)
-        plain = _config(plan, arch, width, spec, False, **shape)
-        if plain is not None and _width_holds(plan, width, plan.acc_dtype) is not False:
-            return Tier(arch, plain, False, width)
-        return None
+    def pick(arch, width, fused, **shape):
+        if fused and spec is None:
+            return None
+        cfg = _config(plan, arch, width, spec, fused, **shape)
+        d_dt = plan.out_dtype if fused else plan.acc_dtype
+        if cfg is None:
+            return None
+        holds = _width_holds(plan, width, d_dt)
+        if holds is False:
+            return None
+        return Tier(arch, cfg, fused, width), holds
+
+    def best(arch, widths, **shape):
+        """Fused tiers first (the largest width that holds statically; every width when a
+        deciding dim is symbolic), the GEMM + generic epilogue only where no fused one fits."""
+        for fused in (True, False):
+            found = []
+            for width in widths:
+                got = pick(arch, width, fused, **shape)
+                if got is None:
+                    continue
+                found.append(got[0])
+                if got[1]:
+                    break
+            if found:
+                return found
+        return []
 
     if want90:
         tile, cluster, schedule, stream_k = tiles.select_sm90(*dims, a_dt)
-        t = pick("sm90", 16, tile=tile, cluster=cluster, schedule=schedule, stages=None, stream_k=stream_k)
-        if t is not None:
-            out.append(t)
+        out.extend(best("sm90", (16,), tile=tile, cluster=cluster, schedule=schedule, stages=None,
+                        stream_k=stream_k))
     if want80:
         tile, stages = tiles.sm80_tile(*dims, a_dt)
-        for width in (16, 8, 4):
-            t = pick("sm80", width, tile=tile, cluster=(1, 1, 1), schedule=None, stages=stages, stream_k=False)
-            if t is None:
-                continue
-            out.append(t)
-            d_dt = plan.out_dtype if t.fused else plan.acc_dtype
-            if _width_holds(plan, width, d_dt):
-                break  # static dims: the largest tier that holds is the only one compiled
+        out.extend(best("sm80", (16, 8, 4), tile=tile, cluster=(1, 1, 1), schedule=None, stages=stages,
+                        stream_k=False))
     return out
 
 
@@ -470,7 +487,7 @@ def _variant(tier: Tier, plan: GemmPlan) -> Variant:
 def _ws_size(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size, Size]:
     """(materialised B, accumulator, CUTLASS workspace) regions of the step."""
     b_size = Size.zero()
-    if plan.materialize_axes is not None or plan.cutlass_transpose_b:
+    if plan.materialize_axes is not None or plan.has_transposed_b:
         b_size = _tensor_bytes(plan.stored_rhs_shape, itemsize(plan.step.rhs_sinfo.dtype), ctx)
     acc_size = Size.zero()
     if plan.needs_acc:
@@ -615,7 +632,7 @@ def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
     out("bool done = false;")
     out("(void)done;")
     b_ready = "b_tn_ready"
-    if plan.cutlass_transpose_b:
+    if plan.has_transposed_b:
         out(f"bool {b_ready} = false;")
     for tier in plan.tiers:
         if tier.arch == "generic":
@@ -732,7 +749,7 @@ def gemm_units(plan: GemmPlan) -> list[SourceFile]:
     units.append(generic.gemm_unit(a_dt, b_dt, plan.acc_dtype if plan.grows else plan.out_dtype))
     if plan.needs_acc or plan.grows:
         units.append(generic.epilogue_unit(plan.acc_dtype, plan.out_dtype))
-    if plan.materialize_axes is not None or plan.cutlass_transpose_b:
+    if plan.materialize_axes is not None or plan.has_transposed_b:
         units.append(generic.epilogue_unit(b_dt, b_dt))
     return units
 
@@ -750,7 +767,7 @@ def gemm_declarations(plan: GemmPlan) -> list[str]:
     decls.append(generic.gemm_declaration(a_dt, b_dt, plan.acc_dtype if plan.grows else plan.out_dtype))
     if plan.needs_acc or plan.grows:
         decls.append(generic.epilogue_declaration(plan.acc_dtype, plan.out_dtype))
-    if plan.materialize_axes is not None or plan.cutlass_transpose_b:
+    if plan.materialize_axes is not None or plan.has_transposed_b:
         decls.append(generic.epilogue_declaration(b_dt, b_dt))
     return decls
 

@@ -1,0 +1,167 @@
+"""Fused elementwise composites (spec/backends.md 17.1): the seed's cutlass.multiply, broadcasting
+op trees, unsupported ops, determinism, crafted names; the generated units compiled with nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from byocc.backends import load_pattern_file
+from byocc.backends.codegen import CodegenError
+from byocc.backends.cuda.common import common_sources
+from byocc.backends.cutlass.codegen import codegen
+from byocc.dpl import is_op, wildcard
+from byocc.text import parse_module, read_file
+from byocc.transform import partition
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+
+
+def generate(mod, patterns, path="annotate"):
+    out = partition(mod, patterns, path=path, run_codegen=True, codegens={"cutlass": codegen})
+    mods = list(out.attrs.get("external_mods", ()))
+    assert len(mods) == 1
+    return mods[0]
+
+
+def write(module, folder: Path) -> None:
+    for src in list(common_sources()) + list(module.sources):
+        p = folder / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+
+
+def nvcc_compile(folder: Path, paths, defines=()) -> None:
+    for rel in paths:
+        obj = folder / (Path(rel).name + ".o")
+        cmd = [NVCC, "-std=c++17", "-O1", "-Xcompiler=-fPIC", "-gencode=arch=compute_80,code=sm_80",
+               "-Werror", "all-warnings", "-I", str(folder / "src"), *defines, "-c", str(folder / rel),
+               "-o", str(obj)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{rel}:\n{proc.stderr[-4000:]}"
+
+
+def module_text(params: str, body: list[str]) -> str:
+    lines = ["# from tvm.script import ir as I", "# from tvm.script import relax as R", "",
+             "@I.ir_module", "class Module:", "    @R.function", f"    def main({params}):",
+             "        with R.dataflow():"]
+    lines += [f"            {b}" for b in body]
+    lines += ["            R.output(out)", "        return out", ""]
+    return "\n".join(lines)
+
+
+def test_seed_generates_one_elementwise_unit(tmp_path):
+    mod = read_file(SAMPLES / "seed.relax")
+    gm = generate(mod, load_pattern_file(SAMPLES / "seed_patterns.py"))
+    (entry,) = gm.entries
+    assert entry.symbol == "fused_relax_multiply_cutlass"
+    assert entry.composites == ("cutlass.multiply",)
+    assert [v.impl for v in entry.variants] == ["elementwise"]
+    units = [s.path for s in gm.sources if s.path.startswith("src/kernels/")]
+    assert len(units) == 1 and units[0].startswith("src/kernels/ew_")
+    assert entry.kernel_sources == tuple(units)
+    assert entry.num_args == 3 and entry.scratch_bytes == 0
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "constexpr int32_t kNumArgs = 3;" in wrapper
+    assert "(2 inputs, 1 output)" in wrapper
+    kernel = next(s.text for s in gm.sources if s.path == units[0])
+    assert "const float v0 = (x0 * x1);" in kernel
+
+
+BIAS_GELU = [("cutlass.bias_gelu", is_op("relax.nn.gelu")(is_op("relax.add")(wildcard(), wildcard())))]
+
+
+def test_broadcast_tree_in_fp32_for_f16(tmp_path):
+    text = module_text('x: R.Tensor((4, 8), dtype="float16"), b: R.Tensor((8,), dtype="float16")',
+                       ["y = R.add(x, b)", "out = R.nn.gelu(y)"])
+    gm = generate(parse_module(text), BIAS_GELU)
+    (entry,) = gm.entries
+    kernel = next(s.text for s in gm.sources if s.path == entry.kernel_sources[0])
+    # loads widen to fp32, the tree stays fp32, one store rounds to f16
+    assert "Num<__half>::load" in kernel and "erff(" in kernel
+    assert kernel.count("Num<__half>::store") == 1
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "broadcast_operand(&ea.in[1], byocc::data_of(args[1]), ea.rank, ea.shape, 1, in1_shape);" in wrapper
+    if NVCC:
+        write(gm, tmp_path)
+        nvcc_compile(tmp_path, [entry.source_file, entry.kernel_sources[0]])
+
+
+@needs_nvcc
+def test_symbolic_and_integer_trees_compile(tmp_path):
+    pats = [("cutlass.ew", is_op("relax.where")(
+        is_op("relax.less")(wildcard(), wildcard()),
+        is_op("relax.floor_divide")(wildcard(), wildcard()), wildcard()))]
+    text = module_text('x: R.Tensor(("n", 3), dtype="int32"), y: R.Tensor((1, 3), dtype="int32"), '
+                       'z: R.Tensor(("n", 1), dtype="int32")',
+                       ["c = R.less(x, y)", "q = R.floor_divide(x, y)", "out = R.where(c, q, z)"])
+    gm = generate(parse_module(text), pats)
+    (entry,) = gm.entries
+    kernel = next(s.text for s in gm.sources if s.path == entry.kernel_sources[0])
+    assert "ew_ifloordiv" in kernel and "ew_wrap<int32_t>" in kernel
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "ea.shape[0] = d.s0;" in wrapper
+    write(gm, tmp_path)
+    nvcc_compile(tmp_path, [entry.source_file, entry.kernel_sources[0], "src/runtime.cu"])
+
+
+def test_astype_rounds_and_unsupported_op_is_named():
+    pats = [("cutlass.cast_exp", is_op("relax.exp")(is_op("relax.astype")(wildcard())))]
+    text = module_text('x: R.Tensor((4, 8), dtype="float32")',
+                       ['y = R.astype(x, dtype="float16")', "out = R.exp(y)"])
+    gm = generate(parse_module(text), pats)
+    kernel = next(s.text for s in gm.sources if s.path.startswith("src/kernels/ew_"))
+    assert "ew_cast<__half>(x0)" in kernel and "expf(v0)" in kernel
+    pats = [("cutlass.softmax", is_op("relax.nn.softmax")(wildcard()))]
+    text = module_text('x: R.Tensor((4, 8), dtype="float32")', ["out = R.nn.softmax(x)"])
+    with pytest.raises(CodegenError, match=r"function fused_relax_nn_softmax_cutlass, composite cutlass.softmax: "
+                       r".*first unsupported op: relax.nn.softmax"):
+        generate(parse_module(text), pats)
+
+
+def test_equal_trees_share_one_unit_and_output_is_deterministic():
+    text = module_text('x: R.Tensor((4, 8), dtype="float16"), b: R.Tensor((8,), dtype="float16"), '
+                       'c: R.Tensor((1, 8), dtype="float16")',
+                       ["y = R.add(x, b)", "g = R.nn.gelu(y)", "h = R.add(g, c)", "out = R.nn.gelu(h)"])
+    gm1 = generate(parse_module(text), BIAS_GELU)
+    gm2 = generate(parse_module(text), BIAS_GELU)
+    # two functions (the bias shapes differ), one kernel unit (shapes are run-time arguments)
+    assert len(gm1.entries) == 2
+    assert gm1.entries[0].kernel_sources == gm1.entries[1].kernel_sources
+    assert [(s.path, s.text) for s in gm1.sources] == [(s.path, s.text) for s in gm2.sources]
+
+
+def test_crafted_composite_name_stays_in_comments(tmp_path):
+    evil = 'cutlass.x*/ "q"\n#error injected\\'
+    pats = [(evil, is_op("relax.multiply")(wildcard(), wildcard()))]
+    text = module_text('x: R.Tensor((4, 8), dtype="float32"), y: R.Tensor((4, 8), dtype="float32")',
+                       ["out = R.multiply(x, y)"])
+    gm = generate(parse_module(text), pats)
+    (entry,) = gm.entries
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "\n#error injected" not in wrapper
+    for line in wrapper.splitlines():
+        if "injected" in line:
+            assert line.lstrip().startswith("//") and "\\" not in line
+    if NVCC:
+        write(gm, tmp_path)
+        nvcc_compile(tmp_path, [entry.source_file])
+
+
+def test_crafted_global_symbol_is_a_codegen_error():
+    from byocc.backends.cutlass.codegen import codegen as cg
+
+    text = module_text('x: R.Tensor((4, 8), dtype="float32"), y: R.Tensor((4, 8), dtype="float32")',
+                       ["out = R.multiply(x, y)"])
+    pats = [("cutlass.multiply", is_op("relax.multiply")(wildcard(), wildcard()))]
+    out = partition(parse_module(text), pats)
+    (name, func), = [(n, f) for n, f in out.functions.items() if getattr(f, "attrs", {}).get("Codegen")]
+    bad = func.with_attrs(global_symbol='f"; system("x"); //')
+    with pytest.raises(CodegenError, match="is not a valid C identifier"):
+        cg([('f"; system("x"); //', bad)], {}, {})
