@@ -187,10 +187,12 @@ def _batch_mode(lhs_batch: tuple, w_batch: tuple, where) -> str:
         return "none" if bl == 1 else "flatten"
     if bl == 1:
         return "broadcast_lhs"
+    n = max(len(lhs_batch), len(w_batch))
+    lp = (1,) * (n - len(lhs_batch)) + tuple(lhs_batch)
+    wp = (1,) * (n - len(w_batch)) + tuple(w_batch)
+    if all(_same_dim(a, b) for a, b in zip(lp, wp)):
+        return "strided"
     if bl is not None and bw is not None:
-        n = max(len(lhs_batch), len(w_batch))
-        lp = (1,) * (n - len(lhs_batch)) + tuple(lhs_batch)
-        wp = (1,) * (n - len(w_batch)) + tuple(w_batch)
         if lp != wp:
             raise where(f"batch dims {tuple(lhs_batch)} and {tuple(w_batch)} broadcast on both sides; "
                         "cuBLASLt takes equal batches or one unbatched side")
@@ -339,7 +341,9 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
     out("int64_t stride_x = M * K;")
     out("int64_t stride_w = K * N;")
     mode = step.batch_mode
-    if mode == "flatten":
+    if mode == "none":
+        pass
+    elif mode == "flatten":
         out(f"rows = {_numel_expr(ctx, step.lhs_batch)} * M;")
     elif mode == "broadcast_lhs":
         out(f"batch = {_numel_expr(ctx, step.w_batch)};")
