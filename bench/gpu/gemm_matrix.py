@@ -473,15 +473,19 @@ def main(argv=None) -> int:
                     o.fill_(float("nan"))
                 else:
                     o.fill_(0x7F7F7F7F if o.dtype == torch.int32 else 0x7F)
-                lib[c.symbol](*xs, out=o)
+                order = [a["name"] for a in lib.functions[c.symbol]["args"]]
+                named = dict(zip(["x", "w", "b", "r"] if c.bias is not None else ["x", "w", "r"], xs))
+                call_args = [named[n] for n in order]  # the fused function's parameter order
+                row["arg_order"] = ",".join(order)
+                lib[c.symbol](*call_args, out=o)
                 torch.cuda.synchronize()
                 ok, err = compare(c, o, ref)
                 row.update(status="ok" if ok else "WRONG", err=err)
                 if not bad_done and ok and not c.dims:
-                    results["bad_args"][c.name] = check_bad_arguments(lib, c, xs, o)
+                    results["bad_args"][c.name] = check_bad_arguments(lib, c, call_args, o)
                     bad_done = True
                 if c.perf and ok:
-                    row.update(perf_row(lib, c, xs, o, args))
+                    row.update(perf_row(lib, c, xs, call_args, o, args))
             except Exception as e:
                 row.update(status="ERROR", error=f"{type(e).__name__}: {e}")
                 traceback.print_exc()
@@ -492,7 +496,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def perf_row(lib, c: Case, xs, o, args) -> dict:
+def perf_row(lib, c: Case, xs, call_args, o, args) -> dict:
     import torch
 
     m, k = c.lhs
@@ -502,7 +506,7 @@ def perf_row(lib, c: Case, xs, o, args) -> dict:
     wk = w.t() if c.transposed else w  # logical (K, N) view
     stream = torch.cuda.current_stream().cuda_stream
     row = {}
-    t = time_graph(lambda: lib[c.symbol](x, w, b, out=o, stream=torch.cuda.current_stream().cuda_stream))
+    t = time_graph(lambda: lib[c.symbol](*call_args, out=o, stream=torch.cuda.current_stream().cuda_stream))
     row["byocc_tflops"] = flop / t / 1e9
     eager = lambda: torch.relu(x @ wk + b)
     row["eager_tflops"] = flop / time_graph(eager) / 1e9
@@ -516,7 +520,7 @@ def perf_row(lib, c: Case, xs, o, args) -> dict:
         except Exception as e:
             row["compile_error"] = str(e)[:200]
     try:
-        row["host_us"] = lib.host_overhead_us(c.symbol, x, w, b, out=o)
+        row["host_us"] = lib.host_overhead_us(c.symbol, *call_args, out=o)
     except Exception as e:
         row["host_us_error"] = str(e)[:200]
     del stream
