@@ -87,6 +87,7 @@ CASES = {
     "runtime_batch": dict(lhs=("a", 1, 32, 8), rhs=("a", 3, 8, 10)),
     # swaps two batch axes: the weight is copied into scratch first (the check reads the
     # stored shape, so the batch product must match before the permute too)
+    "bias_scalar": dict(lhs=(4, 8), rhs=(8, "n"), dtype="float32", bias=(1,), act="relu"),
     "permuted": dict(lhs=(2, 3, 32, 8), rhs=(3, 2, 8, 10), transposed=True, axes=(1, 0, 2, 3)),
 }
 
@@ -234,6 +235,14 @@ def test_permuted_weight_is_copied_then_used_as_row_major():
     assert entry["scratch_bytes"] == MIB32 + 1024  # 6 * 8 * 10 float16 = 960 bytes, 256-aligned
 
 
+def test_a_one_element_bias_is_repeated_into_the_vector_the_epilogue_reads():
+    text, entry = one("bias_scalar")
+    assert "rc = byocc::cublaslt_broadcast(device, byocc::data_of(args[2]), bias_vector, 4, N, stream);" in text
+    assert "p.bias = bias_vector;" in text and "p.epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;" in text
+    assert entry["steps"][0]["bias_broadcast"] is True
+    assert entry["scratch_bytes"] is None and entry["scratch_expr"] == "33554432 + round_up(n * 4)"
+
+
 def test_merged_function_runs_the_steps_in_order_through_scratch():
     mod = byocc.text.read_file(str(REPO / "samples" / "mlp_fp16.relax"))
     out = byocc.transform.partition(mod, get_patterns_with_prefix("cublas"), path="merge", run_codegen=True,
@@ -334,7 +343,7 @@ CASES_AS_FUNCTIONS = {f"f_{name}": kw for name, kw in CASES.items()}
 #: Compiled for real (one wrapper TU each, ~5 s apiece): every type, the weight copy, the
 #: erf-GELU call, symbolic dims and the run-time batch branch.
 COMPILED = ("f16_bias_relu", "f32_transposed", "int8", "int8_symbolic_batch", "bf16_to_f32", "batched_bias",
-            "symbolic_m", "gelu_symbolic_batch", "runtime_batch", "permuted")
+            "symbolic_m", "gelu_symbolic_batch", "runtime_batch", "permuted", "bias_scalar")
 NVCC = find_optional_nvcc()
 CUBLASLT = find_optional_cublaslt()
 needs_toolchain = pytest.mark.skipif(
@@ -432,6 +441,8 @@ def test_wrappers_and_runtime_units_compile_and_link_against_libcublaslt(tmp_pat
     assert scratch(int8_sym, {"a": 11}) == MIB32 + 1280  # 11 * 96 = 1056 bytes, 256-aligned
     perm_sym = next(s for s, e in entries.items() if e["attrs"]["weight_prep"] == "permute")
     assert scratch(perm_sym, {}) == MIB32 + 1024
+    bias_sym = next(s for s, e in entries.items() if e["steps"][0]["bias_broadcast"])
+    assert scratch(bias_sym, {"n": 100}) == MIB32 + 512  # 100 float32 = 400 bytes, 256-aligned
     # a wrong argument count and a wrong dtype are caught on the host, before any CUDA call
     fn = getattr(so, perm_sym)
     fn.restype = ctypes.c_int32

@@ -133,6 +133,7 @@ class Step:
     gelu_kernel: bool
     batch_mode: str  # "none" | "flatten" | "broadcast_lhs" | "strided" | "runtime"
     bias_check: Optional[Any]  # a bias length to compare with N at run time
+    bias_broadcast: bool  # a one-element bias, copied N times into scratch for the epilogue
 
     @property
     def lda(self) -> Any:
@@ -149,13 +150,9 @@ class Step:
     @property
     def rhs_layout(self) -> str:
         """How the stored weight reads (manifest ``layout``)."""
-        if self.gemm.transposed and self.prep_axes is None and len(self.rhs_shape) >= 2:
+        if self.op_a == "CUBLAS_OP_T" and self.prep_axes is None and len(self.rhs_shape) >= 2:
             return "col_major_nk"
         return "row_major"
-
-    @property
-    def prep_bytes_dims(self) -> tuple:
-        return self.rhs_shape
 
 
 def _fail(symbol: str, composite: str, reason: str) -> CodegenError:
@@ -286,7 +283,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     if int8 and (bias is not None or act is not None):
         raise where("int8 matmul with an int32 output takes no epilogue in cuBLASLt "
                     "(the cuBLAS check rejects a bias with int8)")
-    bias_check = None
+    bias_check, bias_broadcast = None, False
     if bias is not None:
         bias_s = program.sinfo_of(bias)
         if bias_s.dtype != out_dtype:
@@ -294,7 +291,9 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
         bshape = tuple(bias_s.shape)
         if not bshape or not all(_is_one(d) for d in bshape[:-1]):
             raise where(f"bias of shape {shape_text(bias_s)} is not a vector (N,) or (1, ..., 1, N)")
-        if not _same_dim(bshape[-1], N):
+        if _is_one(bshape[-1]) and not _is_one(N):
+            bias_broadcast = True  # relax's add broadcasts it; the epilogue needs N values
+        elif not _same_dim(bshape[-1], N):
             if isinstance(bshape[-1], int) and isinstance(N, int):
                 raise where(f"bias length {bshape[-1]} differs from N = {N} (cuBLASLt's bias is a "
                             "vector of N)")
@@ -302,7 +301,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     epilogue, gelu_kernel = _EPILOGUES[(bias is not None, act, gelu)]
     return Step(index, call, gemm, lhs, rhs, bias, out, in_dtype, out_dtype, ab_type, d_type, compute,
                 scale_type, accumulator, M, K, N, tuple(lhs_batch), tuple(w_batch), rshape, op_a,
-                prep_axes, act, gelu, epilogue, gelu_kernel, batch_mode, bias_check)
+                prep_axes, act, gelu, epilogue, gelu_kernel, batch_mode, bias_check, bias_broadcast)
 
 
 # --------------------------------------------------------------------------- C++ per step
@@ -310,11 +309,21 @@ def _numel_expr(ctx: WrapperContext, dims: Sequence) -> str:
     return ctx.numel(tuple(dims))
 
 
+def _weight_copy_bytes(step: Step, ctx: WrapperContext) -> str:
+    return f"byocc::round_up(uint64_t({_numel_expr(ctx, step.rhs_shape)}) * {itemsize(step.in_dtype)}u)"
+
+
+def _bias_vector_bytes(step: Step, ctx: WrapperContext) -> str:
+    return f"byocc::round_up(uint64_t({ctx.dim(step.N)}) * {itemsize(step.out_dtype)}u)"
+
+
 def step_scratch_expr(step: Step, ctx: WrapperContext) -> str:
+    """The step's scratch: the cuBLASLt workspace, then the weight copy, then the bias vector."""
     expr = "byocc::kCublasLtWorkspaceBytes"
     if step.prep_axes is not None:
-        expr += (f" + byocc::round_up(uint64_t({_numel_expr(ctx, step.rhs_shape)}) * "
-                 f"{itemsize(step.in_dtype)}u)")
+        expr += " + " + _weight_copy_bytes(step, ctx)
+    if step.bias_broadcast:
+        expr += " + " + _bias_vector_bytes(step, ctx)
     return expr
 
 
@@ -388,6 +397,16 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
             f"{len(step.rhs_shape)}, w_shape, w_axes, stream);")
         out("  if (rc != BYOCC_OK) return rc;")
         w_ptr = "weight"
+    bias_ptr = ctx.ptr(step.bias) if step.bias is not None else "nullptr"
+    if step.bias_broadcast:
+        at = "byocc::kCublasLtWorkspaceBytes"
+        if step.prep_axes is not None:
+            at += " + " + _weight_copy_bytes(step, ctx)
+        out("  // the one-element bias, repeated N times: the epilogue reads a vector of N")
+        out(f"  void* const bias_vector = scratch_base + {at};")
+        out(f"  rc = byocc::cublaslt_broadcast(device, {bias_ptr}, bias_vector, {itemsize(step.out_dtype)}, N, stream);")
+        out("  if (rc != BYOCC_OK) return rc;")
+        bias_ptr = "bias_vector"
     out("  byocc::CublasLtMatmul p{};")
     out("  p.device = device;")
     out(f"  p.ab_type = {step.ab_type};")
@@ -409,7 +428,7 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
     out(f"  p.epilogue = {step.epilogue};")
     out(f"  p.a = {w_ptr};")
     out(f"  p.b = {ctx.ptr(step.lhs)};")
-    out(f"  p.bias = {ctx.ptr(step.bias) if step.bias is not None else 'nullptr'};")
+    out(f"  p.bias = {bias_ptr};")
     out(f"  p.d = {ctx.ptr(step.out)};")
     out("  p.workspace = scratch_base;")
     out("  p.workspace_bytes = byocc::kCublasLtWorkspaceBytes;")
@@ -458,6 +477,8 @@ def _header_lines(program: OffloadedProgram, steps: Sequence[Step]) -> list[str]
         epi = f"  epilogue {s.epilogue}"
         if s.bias is not None:
             epi += f" (bias {s.d_type}, length N, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set)"
+        if s.bias_broadcast:
+            epi += "; the one-element bias is first repeated N times in scratch"
         if s.gelu_kernel:
             epi += ", then byocc's erf-GELU kernel in place"
         elif s.gelu == "tanh":
@@ -485,17 +506,21 @@ def _static_scratch(program: OffloadedProgram, steps: Sequence[Step], ctx: Wrapp
             parts.append(str(_round_up(n * itemsize(si.dtype))))
     needs, texts = [], []
     for s in steps:
-        need, text = WORKSPACE_BYTES, str(WORKSPACE_BYTES)
+        extra = []
         if s.prep_axes is not None:
-            n = _static_numel(s.rhs_shape)
+            extra.append((s.rhs_shape, itemsize(s.in_dtype)))
+        if s.bias_broadcast:
+            extra.append(((s.N,), itemsize(s.out_dtype)))
+        need, symbolic = WORKSPACE_BYTES, []
+        for dims, size in extra:
+            n = _static_numel(dims)
             if n is None:
                 static = False
-                text += f" + round_up({' * '.join(_text(d) for d in s.rhs_shape)} * {itemsize(s.in_dtype)})"
+                symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")
             else:
-                need += _round_up(n * itemsize(s.in_dtype))
-                text = str(need)
+                need += _round_up(n * size)
         needs.append(need)
-        texts.append(text)
+        texts.append(" + ".join([str(need)] + symbolic))
     if static:
         return total + max(needs), None
     step_text = texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"
@@ -528,7 +553,7 @@ def _step_json(s: Step) -> dict[str, Any]:
         "composite": s.call.composite, "impl": "cublaslt", "m": _text(s.N), "n": _text(s.M), "k": _text(s.K),
         "op_a": s.op_a, "op_b": "CUBLAS_OP_N", "lda": _text(s.lda), "ldb": _text(s.K), "ldd": _text(s.N),
         "batch": s.batch_mode, "epilogue": s.epilogue, "gelu_kernel": s.gelu_kernel,
-        "weight_prep": s.weight_prep, "ab_type": s.ab_type, "d_type": s.d_type, "compute": s.compute,
+        "weight_prep": s.weight_prep, "bias_broadcast": s.bias_broadcast, "ab_type": s.ab_type, "d_type": s.d_type, "compute": s.compute,
     }
 
 

@@ -1,9 +1,10 @@
 """The shared cuBLASLt unit of a generated library (spec/backends.md sections 6.5 and 11).
 
-* ``src/byocc_cublaslt.h``: :c:struct:`byocc::CublasLtMatmul` (one column-major cuBLASLt
-  problem), ``byocc::cublaslt_matmul`` and the two small kernels the wrappers need:
-  ``byocc::cublaslt_gelu_erf_inplace`` (exact GELU after a ``BIAS`` epilogue) and
-  ``byocc::cublaslt_permute`` (weights that must be transposed before the GEMM);
+* ``src/byocc_cublaslt.h``: ``byocc::CublasLtMatmul`` (one column-major cuBLASLt
+  problem), ``byocc::cublaslt_matmul`` and the small kernels the wrappers need:
+  ``byocc::cublaslt_gelu_erf_inplace`` (exact GELU after a ``BIAS`` epilogue),
+  ``byocc::cublaslt_permute`` (weights that must be transposed before the GEMM) and
+  ``byocc::cublaslt_broadcast`` (a one-element bias made the length-N vector the epilogue reads);
 * ``src/cublaslt_runtime.cu``: their definitions: one cuBLASLt handle per device, created
   lazily behind a mutex and kept for the process lifetime; a bounded cache of (matrix
   layouts, matmul descriptor, algorithm) keyed by everything the heuristic reads: dtypes,
@@ -81,13 +82,18 @@ int cublaslt_gelu_erf_inplace(int device, void* data, cudaDataType_t type, int64
 int cublaslt_permute(int device, const void* in, void* out, int elem_bytes, int ndim,
                      const int64_t* in_shape, const int* axes, cudaStream_t stream);
 
+// out[i] = value[0] for i < n (a one-element bias broadcast to the vector the epilogue reads);
+// elements of elem_bytes (1, 2, 4 or 8).
+int cublaslt_broadcast(int device, const void* value, void* out, int elem_bytes, int64_t n,
+                       cudaStream_t stream);
+
 }  // namespace byocc
 
 #endif  // BYOCC_CUBLASLT_H_
 """
 
-RUNTIME = r"""// cublaslt_runtime.cu: cuBLASLt handles, the descriptor/algorithm cache, and the two
-// elementwise kernels of the cuBLAS wrappers (exact GELU, permute). No CUTLASS.
+RUNTIME = r"""// cublaslt_runtime.cu: cuBLASLt handles, the descriptor/algorithm cache, and the small
+// elementwise kernels of the cuBLAS wrappers (exact GELU, permute, bias broadcast). No CUTLASS.
 #include <stdint.h>
 #include <string.h>
 
@@ -405,6 +411,15 @@ __global__ void permute_kernel(const T* __restrict__ in, T* __restrict__ out, Pe
   }
 }
 
+template <typename T>
+__global__ void broadcast_kernel(const T* __restrict__ value, T* __restrict__ out, int64_t n) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  const T v = *value;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    out[i] = v;
+  }
+}
+
 unsigned int grid_for(int64_t n, int threads) {
   int64_t blocks = (n + threads - 1) / threads;
   if (blocks > 65535) blocks = 65535;  // grid-stride loops cover the rest
@@ -553,6 +568,37 @@ int cublaslt_permute(int device, const void* in, void* out, int elem_bytes, int 
       return fail(BYOCC_E_INTERNAL, "permute: element size %d", elem_bytes);
   }
   return check_launch("permute kernel");
+}
+
+int cublaslt_broadcast(int device, const void* value, void* out, int elem_bytes, int64_t n,
+                       cudaStream_t stream) {
+  if (n <= 0) return BYOCC_OK;
+  DeviceScope scope;
+  int rc = scope.enter(device);
+  if (rc != BYOCC_OK) return rc;
+  const int threads = 256;
+  const unsigned int blocks = grid_for(n, threads);
+  switch (elem_bytes) {
+    case 1:
+      broadcast_kernel<uint8_t><<<blocks, threads, 0, stream>>>(static_cast<const uint8_t*>(value),
+                                                                static_cast<uint8_t*>(out), n);
+      break;
+    case 2:
+      broadcast_kernel<uint16_t><<<blocks, threads, 0, stream>>>(static_cast<const uint16_t*>(value),
+                                                                 static_cast<uint16_t*>(out), n);
+      break;
+    case 4:
+      broadcast_kernel<uint32_t><<<blocks, threads, 0, stream>>>(static_cast<const uint32_t*>(value),
+                                                                 static_cast<uint32_t*>(out), n);
+      break;
+    case 8:
+      broadcast_kernel<uint64_t><<<blocks, threads, 0, stream>>>(static_cast<const uint64_t*>(value),
+                                                                 static_cast<uint64_t*>(out), n);
+      break;
+    default:
+      return fail(BYOCC_E_INTERNAL, "broadcast: element size %d", elem_bytes);
+  }
+  return check_launch("bias broadcast kernel");
 }
 
 }  // namespace byocc
