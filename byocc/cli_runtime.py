@@ -33,16 +33,29 @@ def load_any_model(path: str, params_as_inputs: bool = False):
     return load_model(path, params_as_inputs=params_as_inputs)
 
 
-def _entry_function(mod, entry: str):
+def _entry_function(mod, entry: str | None):
+    """``(name, function)`` of ``--entry``; without it ``main``, or else the module's only
+    public Relax function (a module whose one function is ``forward`` runs as is)."""
     from byocc.ir import Function, InterpretError
 
+    if entry is None:
+        if "main" in mod:
+            entry = "main"
+        else:
+            public = sorted(name for name, f in mod.items() if isinstance(f, Function)
+                            and isinstance(f.attrs.get("global_symbol"), str))
+            if len(public) != 1:
+                known = ", ".join(public) or "none"
+                raise InterpretError(f"the module has no function 'main'; give --entry FUNC "
+                                     f"(public functions: {known})")
+            entry = public[0]
     if entry not in mod:
         known = ", ".join(sorted(mod.names())) or "none"
         raise InterpretError(f"the module has no function {entry!r} (functions: {known})")
     func = mod[entry]
     if not isinstance(func, Function):
         raise InterpretError(f"{entry!r} is an external function; give --entry a Relax function")
-    return func
+    return entry, func
 
 
 def _read_inputs(path: str) -> dict:
@@ -145,12 +158,12 @@ def _summary_rows(leaves: list) -> list[list[str]]:
 @click.option("-o", "--output", "out_file", metavar="OUT.npz",
               help="Write the outputs to OUT.npz as output_0, output_1, ... (- for stdout; the "
                    "summary then goes to stderr).")
-@click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to run.")
+@click.option("--entry", metavar="FUNC", help="The function to run (default: main, or the only public function).")
 @click.option("--dim", "dims", multiple=True, type=DIM, metavar="NAME=VALUE",
               help="Value (>= 0) of a symbolic dimension for random inputs (repeatable).")
 @click.option("--check/--no-check", default=False,
               help="Check every value against its variable's type while running.")
-def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | None, entry: str,
+def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | None, entry: str | None,
         dims: tuple[tuple[str, int], ...], check: bool) -> None:
     """Interpret MODEL with numpy and summarise its outputs.
 
@@ -175,7 +188,7 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
         note_input(inputs_file)
     mod = load_any_model(model)
     check_output_file(out_file)  # before the work: a bad destination fails fast
-    func = _entry_function(mod, entry)
+    entry, func = _entry_function(mod, entry)
     if inputs_file:
         args = bind_arguments(func, _read_inputs(inputs_file), what=inputs_file)
     else:
@@ -228,12 +241,13 @@ def _func_name(func) -> str:
               help="How many random input sets to compare on.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed (>= 0) of the first trial.")
-@click.option("--entry", default="main", show_default=True, metavar="FUNC", help="The function to compare.")
+@click.option("--entry", metavar="FUNC",
+              help="The function to compare (default: main, or the only public function).")
 @click.option("--dim", "dims", multiple=True, type=DIM, metavar="NAME=VALUE",
               help="Value (>= 0) of a symbolic dimension (repeatable; default: random in [10, 50)).")
 @_prepare_options
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
-           bind_constants: bool, trials: int, seed: int, entry: str, dims: tuple[tuple[str, int], ...],
+           bind_constants: bool, trials: int, seed: int, entry: str | None, dims: tuple[tuple[str, int], ...],
            prepare: bool, layout: str | None, fold_bn: bool | None) -> None:
     """Check that partitioning MODEL keeps what it computes.
 
@@ -254,7 +268,7 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     from byocc.runtime import Interpreter, bind_arguments, compare, random_arguments
 
     mod = load_any_model(model)
-    func = _entry_function(mod, entry)
+    entry, func = _entry_function(mod, entry)
     patterns = load_patterns(patterns_file, backends)
     partition = _partition_fn()
     partitioned = partition(apply_prepare(mod, backends, prepare, layout, fold_bn), patterns,

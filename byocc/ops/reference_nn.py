@@ -104,6 +104,21 @@ def _norm_axes(axes, ndim):
     return tuple(sorted(a + ndim if a < 0 else a for a in axes))
 
 
+def _on_axes(param, axes, ndim: int):
+    """``param`` (shape: the data's sizes on ``axes``, in the order ``axes`` lists them, as
+    TVM's layer_norm/rms_norm take gamma, beta and weight) as float64, transposed and
+    reshaped to broadcast against the data: its dims at the (sorted) ``axes``, 1 elsewhere."""
+    np = _np()
+    normalized = [a + ndim if a < 0 else a for a in axes]
+    v = _f64(param)
+    order = sorted(range(len(normalized)), key=normalized.__getitem__)
+    v = np.transpose(v, order) if v.ndim == len(order) else v
+    shape = [1] * ndim
+    for a, size in zip(sorted(normalized), v.shape):
+        shape[a] = size
+    return v.reshape(shape)
+
+
 def _layer_norm(x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=True):
     np = _np()
     x = np.asarray(x)
@@ -113,9 +128,9 @@ def _layer_norm(x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=Tru
     var = np.mean(np.square(v - mean), axis=ax, keepdims=True)
     out = (v - mean) / np.sqrt(var + epsilon)
     if scale:
-        out = out * _f64(gamma)
+        out = out * _on_axes(gamma, axes, x.ndim)
     if center:
-        out = out + _f64(beta)
+        out = out + _on_axes(beta, axes, x.ndim)
     return _cast(out, x.dtype)
 
 
@@ -125,7 +140,7 @@ def _rms_norm(x, weight, axes=(-1,), epsilon=1e-5):
     ax = _norm_axes(axes, x.ndim)
     v = _f64(x)
     rms = np.sqrt(np.mean(np.square(v), axis=ax, keepdims=True) + epsilon)
-    return _cast(v / rms * _f64(weight), x.dtype)
+    return _cast(v / rms * _on_axes(weight, axes, x.ndim), x.dtype)
 
 
 def _channel_shape(ndim: int, axis: int) -> list:
@@ -160,22 +175,25 @@ def _batch_norm(x, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5, c
 
 
 def _group_norm(x, gamma, beta, num_groups, channel_axis, axes, epsilon=1e-5, center=True, scale=True):
+    """TVM's group_norm: the channel axis split into (groups, channels per group); the
+    statistics reduce the channels of a group and ``axes`` (every other axis is kept)."""
     np = _np()
     x = np.asarray(x)
     c_ax = channel_axis + x.ndim if channel_axis < 0 else channel_axis
-    v = np.moveaxis(_f64(x), c_ax, 1)
-    n, c = v.shape[0], v.shape[1]
-    g = v.reshape((n, num_groups, c // num_groups) + v.shape[2:])
-    red = tuple(range(2, g.ndim))
+    v = _f64(x)
+    c = v.shape[c_ax]
+    g = v.reshape(v.shape[:c_ax] + (num_groups, c // num_groups) + v.shape[c_ax + 1:])
+    red = [c_ax + 1] + [a + 1 if a > c_ax else a for a in _norm_axes(axes, x.ndim)]
+    red = tuple(sorted(red))
     mean = np.mean(g, axis=red, keepdims=True)
     var = np.var(g, axis=red, keepdims=True)
     out = ((g - mean) / np.sqrt(var + epsilon)).reshape(v.shape)
-    shape = _channel_shape(v.ndim, 1)
+    shape = _channel_shape(v.ndim, c_ax)
     if scale:
         out = out * _f64(gamma).reshape(shape)
     if center:
         out = out + _f64(beta).reshape(shape)
-    return _cast(np.moveaxis(out, 1, c_ax), x.dtype)
+    return _cast(out, x.dtype)
 
 
 def _instance_norm(x, gamma, beta, channel_axis=1, axes=(2, 3), epsilon=1e-5, center=True, scale=True):

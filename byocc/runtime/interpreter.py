@@ -100,6 +100,8 @@ class Interpreter:
         self._free: dict[int, tuple] = {}
         offloaded = mod.extras.get("offloaded") if hasattr(mod, "extras") else None
         self._offloaded: dict = dict(offloaded or {})
+        helpers = mod.extras.get("offloaded_helpers") if hasattr(mod, "extras") else None
+        self._helpers: dict = dict(helpers or {})
         self._by_symbol: dict[str, str] = {}
         for name, func in mod.items():
             if isinstance(func, Function):
@@ -247,6 +249,9 @@ class Interpreter:
     def _global(self, gv: GlobalVar) -> Any:
         name = gv.name_hint
         if name not in self.mod:
+            helper = self._helpers.get(name)  # called by an offloaded function, dropped by DCE
+            if helper is not None:
+                return Closure(helper, name)
             raise InterpretError(f"call to {name!r}, which is not in the module", gv.span)
         func = self.mod[name]
         if isinstance(func, ExternFunc):

@@ -42,7 +42,7 @@ from byocc.ir import (
     Tuple,
     TupleStructInfo,
 )
-from byocc.ir.analysis import post_order_visit
+from byocc.ir.analysis import all_global_vars, post_order_visit
 
 from .dead_code_elimination import dead_code_elimination, is_public
 from .pass_manager import Pass
@@ -259,8 +259,29 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping] | None = No
     if attrs != out.attrs:
         out = out.with_attrs(attrs)
     if runner.offloaded:
-        out = out.with_extras(offloaded={**out.extras.get("offloaded", {}), **runner.offloaded})
+        out = out.with_extras(offloaded={**out.extras.get("offloaded", {}), **runner.offloaded},
+                              offloaded_helpers={**out.extras.get("offloaded_helpers", {}),
+                                                 **_helpers_of(runner.offloaded.values(), mod)})
     return dead_code_elimination(out, entries[:len(entry_functions)])
+
+
+def _helpers_of(functions, mod: IRModule) -> dict[str, Function]:
+    """The module functions the offloaded ``functions`` call (transitively, by name): DCE
+    drops them from the module as TVM does, so an interpreter running an offloaded function
+    finds them here (``mod.extras["offloaded_helpers"]``)."""
+    found: dict[str, Function] = {}
+    work = list(functions)
+    while work:
+        func = work.pop()
+        for gv in all_global_vars(func.body):
+            name = gv.name_hint
+            if name in found or name not in mod:
+                continue
+            callee = mod[name]
+            if isinstance(callee, Function):
+                found[name] = callee
+                work.append(callee)
+    return found
 
 
 @dataclass(frozen=True)
