@@ -284,3 +284,37 @@ def test_missing_manifest_is_an_input_error(tmp_path):
     result = run("build", tmp_path / "empty")
     assert result.exit_code == 1
     assert "no manifest" in result.stderr
+
+
+SLOW_NVCC = """#!{python}
+import os, sys, time
+args = sys.argv[1:]
+if args == ["--version"] or "--dryrun" in args:
+    sys.exit(0)
+out = args[args.index("-o") + 1]
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+start = time.time()
+if "-c" in args:
+    time.sleep(0.4)
+with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
+    f.write("%s %f %f\\n" % (out, start, time.time()))
+open(out, "w").write("")
+"""
+
+
+@pytest.mark.parametrize("ninja", ["--ninja", "--no-ninja"])
+def test_heavy_units_respect_the_pool_depth(tmp_path, fake_nvcc, ninja):
+    (tmp_path / "fakebin" / "nvcc").write_text(SLOW_NVCC.format(python=sys.executable))
+    heavy = [SourceFile(f"src/kernels/k_{i}.cu", f"// {i}\n", "sm90" if i % 2 else "sm80") for i in range(3)]
+    lib_dir = write_library(tmp_path / "out", heavy + [SourceFile("src/funcs/f.cu", "\n", "light")])
+    result = run("build", lib_dir, ninja, "-j", "1", "--no-cache")
+    assert result.exit_code == 0, result.stderr
+    spans = {}
+    for line in fake_nvcc.read_text().splitlines():
+        out, start, end = line.split()
+        spans[out] = (float(start), float(end))
+    kernels = sorted(v for k, v in spans.items() if k.startswith("obj/kernels/"))
+    assert len(kernels) == 3
+    for (_, end), (start, _) in zip(kernels, kernels[1:]):
+        assert start >= end - 0.05  # one heavy unit at a time
+    assert "heavy 1, jobs " in result.stderr.splitlines()[-1]

@@ -66,6 +66,7 @@ def test_cpu_tensor_returns_the_layout_error_with_its_message(lib):
     assert str(err) == "f: E_LAYOUT (4): argument 0 (x) is not a CUDA tensor (device type 1)"
     assert lib.last_error() == err.detail
     assert err.exit_code == 3
+    lib.synchronize()  # host tensors only: nothing to wait for
 
 
 def test_output_shapes_and_allocation_follow_the_symbols(lib):

@@ -83,7 +83,8 @@ class _RichReporter:
         self._progress.start()
 
     def update(self, p) -> None:
-        self._progress.update(self._task, completed=p.done, total=p.total, description=p.current)
+        busy = f" ({p.running} running)" if p.running else ""
+        self._progress.update(self._task, completed=p.done, total=p.total, description=p.current + busy)
 
     def close(self) -> None:
         self._progress.stop()

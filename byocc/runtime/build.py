@@ -219,7 +219,7 @@ def _resolve(nf: NinjaFile, edge: Edge) -> None:
 
 # ================================================================== the build itself
 NINJA_STATUS_PREFIX = "[byocc "
-_STATUS = re.compile(r"^\[byocc (\d+)/(\d+)\] (.*)$")
+_STATUS = re.compile(r"^\[byocc (\d+)/(\d+) (\d+)\] (.*)$")
 _FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(.*?)\s*$")
 ARCHS = ("sm_90a", "sm_80")
 
@@ -232,6 +232,7 @@ class Progress:
     done: int
     total: int
     current: str
+    running: int = 0  # steps still running (ninja's %r; the pool's own count)
 
 
 @dataclass
@@ -343,7 +344,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _run_ninja(ninja: str, root: Path, run_file: Path, jobs: int, env: dict, log,
                report: Callable[[Progress], None]) -> tuple[str | None, int]:
-    env = dict(env, NINJA_STATUS="[byocc %f/%t] ")
+    env = dict(env, NINJA_STATUS="[byocc %f/%t %r] ")
     cmd = [ninja, "-C", str(root), "-f", run_file.name, "-j", str(jobs)]
     log.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
@@ -355,9 +356,9 @@ def _run_ninja(ninja: str, root: Path, run_file: Path, jobs: int, env: dict, log
         log.write(line)
         m = _STATUS.match(line.rstrip("\n"))
         if m:
-            current = m.group(3)
+            current = m.group(4)
             compiled += 0 if current.startswith("link ") else 1
-            report(Progress(int(m.group(1)), int(m.group(2)), current))
+            report(Progress(int(m.group(1)), int(m.group(2)), current, int(m.group(3))))
             continue
         f = _FAILED.match(line)
         if f and failed is None:
@@ -377,7 +378,7 @@ def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: di
     total = len(compiles) + len(others)
     heavy = threading.Semaphore(max(1, heavy_depth))
     lock = threading.Lock()
-    done = 0
+    done = running = 0
 
     def run(edge: Edge) -> tuple[Edge, int, str]:
         for out in edge.outputs:
@@ -394,14 +395,15 @@ def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: di
         return edge, proc.returncode, proc.stdout + proc.stderr
 
     def finish(edge: Edge, rc: int, output: str) -> str | None:
-        nonlocal done
+        nonlocal done, running
         with lock:
             done += 1
+            running -= 1
             log.write(f"[{done}/{total}] {edge.description}\n")
             if rc != 0:
                 log.write(f"FAILED: [code={rc}] {' '.join(edge.outputs)}\n{edge.command}\n")
             log.write(output)
-        report(Progress(done, total, edge.description))
+        report(Progress(done, total, edge.description, running))
         return edge.outputs[0] if rc != 0 else None
 
     failed: str | None = None
@@ -413,6 +415,7 @@ def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: di
         while queue or pending:
             while queue and failed is None and len(pending) < max(1, jobs):
                 pending.add(pool.submit(run, queue.pop(0)))
+                running += 1
             if not pending:
                 break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -424,6 +427,7 @@ def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: di
     if failed is not None:
         return failed, done
     for edge in others:
+        running += 1
         bad = finish(*run(edge))
         if bad is not None:
             return bad, len(compiles)

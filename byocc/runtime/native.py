@@ -68,8 +68,13 @@ class _Framework:
 
     name = "dlpack"
 
-    def describe(self, slots: TensorSlots, i: int, t: Any, keep: list) -> None:
-        capsule = t.__dlpack__()
+    def describe(self, slots: TensorSlots, i: int, t: Any, keep: list, stream: int = 0) -> None:
+        # DLPack's stream argument: the consumer's stream (1: the legacy default stream), so
+        # the producer orders its pending work before ours; none for host tensors.
+        if int(t.__dlpack_device__()[0]) == kDLCUDA:
+            capsule = t.__dlpack__(stream=stream or 1)
+        else:
+            capsule = t.__dlpack__()
         keep.append(capsule)
         slots.pointers[i] = capsule_tensor(capsule)
 
@@ -87,7 +92,8 @@ class _Framework:
         return 0
 
     def synchronize(self, device: tuple[int, int]) -> None:
-        _cudart_synchronize(device[1])
+        if device[0] == kDLCUDA:
+            _cudart_synchronize(device[1])
 
 
 class _Numpy(_Framework):
@@ -114,12 +120,12 @@ class _Torch(_Framework):
         self.torch = torch
         self._dtypes: dict[Any, tuple[int, int]] = {}
 
-    def describe(self, slots, i, t, keep):
+    def describe(self, slots, i, t, keep, stream=0):
         dt = self._dtypes.get(t.dtype)
         if dt is None:
             name = str(t.dtype).rpartition(".")[2]
             if name not in DTYPES:
-                return super().describe(slots, i, t, keep)
+                return super().describe(slots, i, t, keep, stream)
             dt = self._dtypes[t.dtype] = DTYPES[name]
         dev = t.device
         kind = kDLCUDA if dev.type == "cuda" else kDLCPU
@@ -154,7 +160,7 @@ class _CudaArray(_Framework):
         self.cupy = cupy
         self._dtypes: dict[str, tuple[int, int]] = {}
 
-    def describe(self, slots, i, t, keep):
+    def describe(self, slots, i, t, keep, stream=0):
         cai = t.__cuda_array_interface__
         typestr = cai["typestr"]
         dt = self._dtypes.get(typestr)
@@ -337,9 +343,12 @@ class Function:
         slots.extra.clear()
         keep: list = []
         for i, t in enumerate(tensors):
-            framework_of(t).describe(slots, i, t, keep)
+            framework_of(t).describe(slots, i, t, keep, handle)
         for j, t in enumerate(outs):
-            framework_of(t).describe(slots, self.num_inputs + j, t, keep)
+            framework_of(t).describe(slots, self.num_inputs + j, t, keep, handle)
+        used = self.lib._used
+        if device not in used:
+            used[device] = fw
         nbytes = 0
         if self._static_scratch != 0:
             nbytes = int(self._scratch_fn(slots.pointers_address, self.num_args))
