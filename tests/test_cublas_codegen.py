@@ -18,10 +18,10 @@ import pytest
 
 import byocc.text
 import byocc.transform
-from byocc.backends import get_patterns_with_prefix
+from byocc.backends import get_patterns_with_prefix, make_matmul_pattern
 from byocc.backends.codegen import CodegenError, GeneratedModule
 from byocc.backends.cublas.codegen import codegen, generate_function, parse_options
-from byocc.backends.cublas.runtime import RUNTIME, WORKSPACE_BYTES, runtime_sources
+from byocc.backends.cublas.runtime import RUNTIME, WORKSPACE_BYTES
 from byocc.backends.cuda import common_sources
 from byocc.backends.cuda.cuda_paths import (
     find_optional_cublaslt, find_optional_cuda_include, find_optional_nvcc,
@@ -312,6 +312,31 @@ def test_other_unsupported_graphs_say_why():
         parse_options({"fp32_math": "fast"})
     with pytest.raises(CodegenError, match="fast_gelu and exact_gelu are both set"):
         parse_options({"fast_gelu": True, "exact_gelu": True})
+
+
+def test_fp8_matmul_is_deferred():
+    fp8 = DEQUANTIZE.replace('            y = R.dequantize(h, R.const(0.34786, "float32"), R.const(0, "float16"), axis=1, '
+                             'out_dtype="float16")\n', "").replace('out_dtype="float32"', 'out_dtype="float16"')
+    fp8 = fp8.replace("R.output(y)", "R.output(h)").replace("return y", "return h")
+    with pytest.raises(CodegenError, match=r"\(composite cublas\.matmul_transposed\): fp8 \(float8_e4m3fn\) matmul "
+                                           r"codegen is deferred"):
+        generate(fp8)
+
+
+def test_model_derived_names_reach_cpp_escaped():
+    pattern, annotations = make_matmul_pattern(with_bias=True, activation="relax.nn.relu")
+    name = 'cublas.evil"\n);system("x");//\\'
+    mod = byocc.text.parse_module(_module(main=CASES["f16_bias_relu"]))
+    out = byocc.transform.partition(mod, [(name, pattern, annotations)], run_codegen=True,
+                                    codegens={"cublas": codegen})
+    [module] = out.attrs["external_mods"]
+    text = module.sources[0].text
+    assert '"cublas.evil\\"\\012);system(\\"x\\");//\\\\"' in text  # a C literal, escaped
+    for line in text.splitlines():  # outside string literals the name only appears in comments
+        if 'system(' in line and '\\012' not in line:
+            assert line.lstrip().startswith("//") or "//" in line.split("system(")[0], line
+            assert "\\" not in line.split("//", 1)[1]  # no line splice
+    assert module.entries[0].pattern_ranks == (None,)  # not a name of the cublas table
 
 
 def _offloaded(text: str):

@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from byocc.ir.prim import TirVar, dim_text
+from byocc.ir import Function
+from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError, ConstantSpec, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
 from ..program import (
@@ -84,7 +85,7 @@ class Options:
     fp32_math: str  # "ieee" | "tf32"
 
 
-def parse_options(options: Mapping[str, Any]) -> Options:
+def parse_options(options: Mapping[str, object]) -> Options:
     """The backend options this codegen reads; unknown values are a CodegenError."""
     fast = options.get("fast_gelu")
     exact = options.get("exact_gelu")
@@ -575,7 +576,8 @@ def _pattern_ranks(composites: Sequence[str]) -> tuple:
     return tuple(names.index(c) if c in names else None for c in composites)
 
 
-def generate_function(symbol: str, func, opts: Options, constant_names: Mapping | None = None) -> GeneratedModule:
+def generate_function(symbol: str, func: Function, opts: Options,
+                      constant_names: Mapping | None = None) -> GeneratedModule:
     """The module of one offloaded function."""
     c_identifier(symbol, "global symbol")
     program = offloaded_program(symbol, func, dict(constant_names or {}))
@@ -621,7 +623,8 @@ def generate_function(symbol: str, func, opts: Options, constant_names: Mapping 
                            needs_cublaslt=True)
 
 
-def codegen(functions, options, constant_names) -> list[GeneratedModule]:
+def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, object] | None,
+            constant_names: Mapping | None) -> list[GeneratedModule]:
     """RunCodegen's entry for backend ``cublas``: one :class:`GeneratedModule` per function."""
     opts = parse_options(options or {})
     return [generate_function(symbol, func, opts, constant_names) for symbol, func in functions]
