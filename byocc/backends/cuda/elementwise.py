@@ -332,6 +332,14 @@ SUPPORTED_OPS: dict[str, Emitter] = {
 }
 
 
+@dataclass(frozen=True)
+class _Lit:
+    """A literal operand (a PrimValue or a scalar constant) and the dtype it came with."""
+
+    value: Any
+    dtype: str
+
+
 class _Unsupported(Exception):
     """An op of the table applied to a dtype it has no kernel for."""
 
@@ -381,13 +389,13 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
     lines: list[str] = []
     formula: list[str] = []
 
-    def leaf(e) -> tuple[str, str]:
+    def leaf(e) -> tuple[str, str] | _Lit:
         if isinstance(e, Var) and e in values:
             return values[e]
         if isinstance(e, PrimValue):
             if not isinstance(e.value, (bool, int, float)):
                 raise CodegenError(f"{where}: a symbolic PrimValue operand is not supported in an elementwise kernel")
-            return ("@lit", e.dtype, e.value)  # type: ignore[return-value]
+            return _Lit(e.value, e.dtype)
         if isinstance(e, Constant):
             sinfo = e.struct_info
             if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
@@ -399,7 +407,7 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
                 import numpy as np
 
                 value = np.asarray(e.data).reshape(()).item()
-                return ("@lit", sinfo.dtype, value)  # type: ignore[return-value]
+                return _Lit(value, sinfo.dtype)
             key = id(e)
             if key not in input_of:
                 input_of[key] = len(inputs)
@@ -435,7 +443,10 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
     for k, b in enumerate(bindings):
         value = b.value
         if isinstance(value, Var):
-            values[b.var] = leaf(value)
+            got = leaf(value)
+            if isinstance(got, _Lit):
+                raise CodegenError(f"{where}: a binding of a literal is not supported")
+            values[b.var] = got
             continue
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             raise CodegenError(f"{where}: unsupported binding {type(value).__name__}; the first unsupported op "
@@ -447,23 +458,12 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
         if not isinstance(value.struct_info, TensorStructInfo) or value.struct_info.shape is None:
             raise CodegenError(f"{where}: {op} has no known tensor shape")
         compute_type(out_dtype)
-        args, dts = [], []
-        for arg in value.args:
-            got = leaf(arg)
-            if got[0] == "@lit":
-                # a literal takes the arithmetic type of the result (or of the other operand)
-                args.append(None)
-                dts.append(got)
-            else:
-                args.append(got[0])
-                dts.append(got[1])
-        # resolve literals now that the operand dtypes are known
-        tensor_dts = [d for d in dts if isinstance(d, str)]
+        got_args = [leaf(arg) for arg in value.args]
+        # a literal takes the arithmetic type of the tensor operands (else of the result)
+        tensor_dts = [g[1] for g in got_args if not isinstance(g, _Lit)]
         lit_dtype = tensor_dts[0] if tensor_dts else out_dtype
-        for i, d in enumerate(dts):
-            if not isinstance(d, str):
-                args[i] = _lit(d[2], lit_dtype)
-                dts[i] = lit_dtype
+        args = [_lit(g.value, lit_dtype) if isinstance(g, _Lit) else g[0] for g in got_args]
+        dts = [lit_dtype if isinstance(g, _Lit) else g[1] for g in got_args]
         try:
             expr = SUPPORTED_OPS[op](args, dts, out_dtype, value.attrs if value.attrs is not None else {})
         except _Unsupported as exc:
@@ -476,7 +476,7 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
     if not isinstance(result, Var):
         raise CodegenError(f"{where}: an elementwise composite must return a tensor value")
     final = leaf(result)
-    if final[0] == "@lit":
+    if isinstance(final, _Lit):
         raise CodegenError(f"{where}: an elementwise composite must not return a constant")
     out_sinfo = result.struct_info
     if not isinstance(out_sinfo, TensorStructInfo) or out_sinfo.shape is None:
