@@ -165,3 +165,50 @@ def test_crafted_global_symbol_is_a_codegen_error():
     bad = func.with_attrs(global_symbol='f"; system("x"); //')
     with pytest.raises(CodegenError, match="is not a valid C identifier"):
         cg([('f"; system("x"); //', bad)], {}, {})
+
+
+@needs_nvcc
+def test_broadcast_and_permute_offsets_match_numpy(tmp_path):
+    """The operand indexing every generic kernel uses (offset_of with broadcast_operand /
+    permute_operand), run on the host and compared with numpy's broadcast and transpose."""
+    import numpy as np
+
+    from byocc.backends.cuda.generic import header_source
+
+    write_src = [header_source()] + [s for s in common_sources() if s.path.endswith(".h")]
+    for src in write_src:
+        p = tmp_path / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+    cases = [((2, 3, 4), (3, 1)), ((2, 3, 4), (4,)), ((2, 3, 4), (1,)), ((2, 3, 4), (2, 1, 4)),
+             ((5, 2, 3), (5, 1, 3)), ((5, 2, 3), (2, 1)), ((2, 3, 4), (1, 1, 2, 3, 4)), ((), ())]
+    perms = [((2, 3, 4), (2, 0, 1)), ((4, 5), (1, 0)), ((2, 3, 4, 5), (1, 3, 0, 2))]
+    prog = ['#include <stdio.h>', '#include "byocc_generic.cuh"', "using namespace byocc::generic;",
+            "static void dump(const Operand& op, int rank, const int64_t* shape) {",
+            "  int64_t n = 1; for (int a = 0; a < rank; ++a) n *= shape[a];",
+            '  for (int64_t i = 0; i < n; ++i) printf("%lld ", (long long)offset_of(op, i, rank, shape));',
+            '  printf("\\n");', "}", "int main() {"]
+    for k, (out, inp) in enumerate(cases):
+        prog.append(f"  {{ const int64_t o[] = {{{', '.join(map(str, out))}}}; const int64_t s[] = {{{', '.join(map(str, inp))}}};")
+        prog.append(f"    Operand op; broadcast_operand(&op, nullptr, {len(out)}, o, {len(inp)}, s); dump(op, {len(out)}, o); }}")
+    for k, (shp, axes) in enumerate(perms):
+        pshape = [shp[a] for a in axes]
+        prog.append(f"  {{ const int64_t s[] = {{{', '.join(map(str, shp))}}}; const int ax[] = {{{', '.join(map(str, axes))}}};")
+        prog.append(f"    const int64_t o[] = {{{', '.join(map(str, pshape))}}};")
+        prog.append(f"    Operand op; permute_operand(&op, nullptr, {len(shp)}, s, ax); dump(op, {len(shp)}, o); }}")
+    prog += ["  return 0;", "}"]
+    (tmp_path / "offsets.cu").write_text("\n".join(prog) + "\n")
+    exe = tmp_path / "offsets"
+    proc = subprocess.run([NVCC, "-std=c++17", "-I", str(tmp_path / "src"), str(tmp_path / "offsets.cu"), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    expected = []
+    for out, inp in cases:
+        src = np.arange(int(np.prod(inp))).reshape(inp)
+        if len(inp) > len(out):
+            src = src.reshape(inp[len(inp) - len(out):])
+        expected.append(np.broadcast_to(src, out).ravel().tolist())
+    for shp, axes in perms:
+        expected.append(np.transpose(np.arange(int(np.prod(shp))).reshape(shp), axes).ravel().tolist())
+    assert [list(map(int, line.split())) for line in lines] == expected

@@ -129,7 +129,7 @@ template <typename T> __device__ __forceinline__ typename Acc<T>::type to_acc(T 
 }
 
 // ---------------------------------------------------------------- indexing
-__device__ __forceinline__ int64_t offset_of(const Operand& op, int64_t i, int rank,
+__host__ __device__ __forceinline__ int64_t offset_of(const Operand& op, int64_t i, int rank,
                                              const int64_t* shape) {
   if (op.kind == kContiguous) return i;
   if (op.kind == kScalar) return 0;
