@@ -88,8 +88,9 @@ def format_error(exc: BaseException, default_source: str | None = None) -> list[
         out.append(("location", f"{span.source}:{span.line}:{span.column}: error: {exc.message}"))
         text = source_line(span.source, span.line)
         if text is not None:
-            out.append(("source", text))
-            out.append(("caret", _caret(text, span.column, _width(span))))
+            shown, caret = snippet(text, span.column, _width(span))
+            out.append(("source", shown))
+            out.append(("caret", caret))
     else:
         where = default_source or "byocc"
         out.append(("location", f"{where}: error: {exc.message}"))
@@ -98,10 +99,46 @@ def format_error(exc: BaseException, default_source: str | None = None) -> list[
 
 
 def render_error(exc: BaseException, default_source: str | None = None) -> None:
-    """Print ``exc`` to stderr, coloured on a terminal."""
+    """Print ``exc`` to stderr, coloured on a terminal; control characters from the input
+    (escape sequences) are shown escaped, never sent to the terminal."""
     colour = use_colour(stderr_is_terminal())
     for kind, text in format_error(exc, default_source):
+        text = escape_controls(text)
         click.echo(_style(kind, text) if colour else text, err=True, color=colour)
+
+
+#: The most characters of a source line a diagnostic shows (a window around the column).
+SNIPPET_WIDTH = 160
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character but tab written as ``\\xNN`` / ``\\uNNNN``."""
+    if text.isprintable() or all(ch == "\t" or ch.isprintable() for ch in text):
+        return text
+    return "".join(ch if ch == "\t" or ch.isprintable() else _escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def snippet(line: str, column: int, width: int) -> tuple[str, str]:
+    """The part of ``line`` to show (at most :data:`SNIPPET_WIDTH` characters around
+    ``column``, ``...`` marking a cut, control characters escaped) and its caret line."""
+    start, end = 0, len(line)
+    if len(line) > SNIPPET_WIDTH:
+        start = max(0, min(column - 1 - SNIPPET_WIDTH // 3, len(line) - SNIPPET_WIDTH))
+        end = start + SNIPPET_WIDTH
+    head = "..." if start > 0 else ""
+    tail = "..." if end < len(line) else ""
+    before = line[start:max(column - 1, start)]
+    rest = line[max(column - 1, start):end]
+    shown_before = head + escape_controls(before)
+    marked = escape_controls(rest[:max(1, width)])
+    prefix = "".join(ch if ch == "\t" else " " for ch in shown_before)
+    caret_width = max(1, min(len(marked), end - max(column - 1, start)) if rest else 1)
+    return shown_before + escape_controls(rest) + tail, prefix + "^" + "~" * (caret_width - 1)
 
 
 def _width(span) -> int:
@@ -130,4 +167,5 @@ def _style(kind: str, text: str) -> str:
     return text
 
 
-__all__ = ["exit_code_for", "format_error", "remember_source", "render_error", "source_line"]
+__all__ = ["escape_controls", "exit_code_for", "format_error", "remember_source", "render_error", "snippet",
+           "source_line"]
