@@ -212,3 +212,134 @@ def test_broadcast_and_permute_offsets_match_numpy(tmp_path):
     for shp, axes in perms:
         expected.append(np.transpose(np.arange(int(np.prod(shp))).reshape(shp), axes).ravel().tolist())
     assert [list(map(int, line.split())) for line in lines] == expected
+
+
+# --------------------------------------------------------------------------- numerics on the host
+def _case(op, params, body, gen, attrs=""):
+    return (op, params, body, gen)
+
+
+def _ew_cases():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def f32(shape, lo=-3.0, hi=3.0):
+        return rng.uniform(lo, hi, shape).astype(np.float32)
+
+    def i32(shape, lo=-50, hi=50):
+        return rng.integers(lo, hi, shape).astype(np.int32)
+
+    cases = []
+    domains = {"log": (0.1, 5), "sqrt": (0.1, 5), "rsqrt": (0.1, 5), "asin": (-0.9, 0.9),
+               "acos": (-0.9, 0.9), "atanh": (-0.9, 0.9), "acosh": (1.1, 4), "tan": (-1.2, 1.2)}
+    for name in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
+                 "atan", "asinh", "acosh", "atanh", "erf", "sigmoid", "abs", "negative", "floor", "ceil",
+                 "round", "trunc", "sign", "square"):
+        lo, hi = domains.get(name, (-3, 3))
+        cases.append((f"R.{name}(x)", {"x": f32((3, 4), lo, hi)}))
+    for name in ("relu", "gelu", "gelu_tanh", "silu", "selu", "softplus"):
+        cases.append((f"R.nn.{name}(x)", {"x": f32((3, 4))}))
+    cases.append(("R.nn.leakyrelu(x, alpha=0.2)", {"x": f32((3, 4))}))
+    for name in ("add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "mod",
+                 "floor_mod", "atan2", "log_add_exp"):
+        cases.append((f"R.{name}(x, y)", {"x": f32((3, 4)), "y": f32((4,), 0.5, 2) * np.float32(rng.choice([-1, 1]))}))
+    cases.append(("R.power(x, y)", {"x": f32((3, 4), 0.1, 3), "y": f32((1, 4), -2, 2)}))
+    for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        x = f32((3, 4))
+        cases.append((f"R.{name}(x, y)", {"x": x, "y": np.where(rng.random((3, 4)) < 0.3, x, f32((3, 4)))}))
+    for name in ("add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor_mod", "maximum", "minimum",
+                 "bitwise_and", "bitwise_or", "bitwise_xor"):
+        y = i32((4,), 1, 9) * rng.choice([-1, 1], (4,)).astype(np.int32)
+        cases.append((f"R.{name}(x, y)", {"x": i32((3, 4)), "y": y}))
+    cases.append(("R.left_shift(x, y)", {"x": i32((3, 4)), "y": i32((4,), 0, 6)}))
+    cases.append(("R.right_shift(x, y)", {"x": i32((3, 4)), "y": i32((4,), 0, 6)}))
+    cases.append(("R.add(x, y)", {"x": i32((3, 4), -128, 127).astype(np.int8), "y": i32((3, 4), -128, 127).astype(np.int8)}))
+    cases.append(("R.multiply(x, y)", {"x": i32((3, 4), -128, 127).astype(np.int8), "y": i32((4,), -128, 127).astype(np.int8)}))
+    cases.append(("R.where(c, x, y)", {"c": rng.random((3, 1)) < 0.5, "x": f32((3, 4)), "y": f32((4,))}))
+    cases.append(("R.clip(x, R.prim_value(-1), R.prim_value(2))", {"x": f32((3, 4))}))
+    cases.append(('R.astype(x, dtype="float16")', {"x": f32((3, 4))}))
+    cases.append(('R.astype(x, dtype="int32")', {"x": f32((3, 4), -20, 20)}))
+    cases.append(('R.astype(x, dtype="float32")', {"x": i32((3, 4))}))
+    cases.append(("R.nn.gelu(x)", {"x": f32((3, 4)).astype(np.float16)}))
+    cases.append(("R.multiply(x, y)", {"x": f32((2, 3, 4)).astype(np.float16), "y": f32((3, 1)).astype(np.float16)}))
+    x = f32((3, 4))
+    x[0, 0], x[1, 1] = np.nan, np.inf
+    for name in ("isnan", "isinf", "isfinite"):
+        cases.append((f"R.{name}(x)", {"x": x}))
+    return cases
+
+
+@needs_nvcc
+def test_elementwise_ops_match_the_numpy_interpreter_on_the_host(tmp_path):
+    """Every op family's generated statement, compiled for the host (the same device helpers
+    are __host__ __device__), against byocc's numpy interpreter on the same inputs."""
+    import numpy as np
+
+    from byocc.backends.cuda.generic import GENERIC_DTYPES, header_source
+    from byocc.ops.reference import dtype_name
+    from byocc.runtime import Interpreter
+
+    for src in [header_source()] + [s for s in common_sources() if s.path.endswith(".h")]:
+        p = tmp_path / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+    prog = ["#include <stdio.h>", '#include "byocc_generic.cuh"', "using namespace byocc::generic;", "",
+            "template <typename T> static void load(const char* path, T* buf, size_t n) {",
+            '  FILE* f = fopen(path, "rb"); if (!f || fread(buf, sizeof(T), n, f) != n) { printf("read %s\\n", path); exit(2); } fclose(f);',
+            "}", "template <typename T> static void save(const char* path, const T* buf, size_t n) {",
+            '  FILE* f = fopen(path, "wb"); fwrite(buf, sizeof(T), n, f); fclose(f);', "}", "", "int main() {"]
+    expected = []
+    for k, (expr, inputs) in enumerate(_ew_cases()):
+        params = ", ".join(f'{n}: R.Tensor({tuple(a.shape)!r}, dtype="{dtype_name(a.dtype)}")'.replace(",)", ")")
+                           if a.ndim == 1 else f'{n}: R.Tensor({tuple(a.shape)!r}, dtype="{dtype_name(a.dtype)}")'
+                           for n, a in inputs.items())
+        params = params.replace("R.Tensor((3), ", "R.Tensor((3,), ").replace("R.Tensor((4), ", "R.Tensor((4,), ")
+        mod = parse_module(module_text(params, [f"out = {expr}"]))
+        want = Interpreter(mod).run([inputs[n] for n in inputs], entry="main")
+        op = expr.split("(")[0].replace("R.", "relax.")
+        nargs = expr.count(",") + 1 - expr.count("alpha=") - expr.count("dtype=")
+        pats = [("cutlass.op", is_op(op)(*[wildcard() for _ in range(nargs)]))]
+        gm = generate(mod, pats)
+        kernel = next(s.text for s in gm.sources if s.path.startswith("src/kernels/ew_"))
+        body = kernel[kernel.index("i += step) {\n") + len("i += step) {\n"):kernel.index("\n  }\n}\n")]
+        out_dt = dtype_name(np.asarray(want).dtype)
+        prog.append(f"  {{  // case {k}: {expr}")
+        prog.append("    EwArgs a{};")
+        prog.append(f"    a.rank = {np.ndim(want)};")
+        for ax, d in enumerate(np.shape(want)):
+            prog.append(f"    a.shape[{ax}] = {d};")
+        prog.append(f"    a.numel = {np.size(want)};")
+        for j, (n, arr) in enumerate(inputs.items()):
+            ct = GENERIC_DTYPES[dtype_name(arr.dtype)][1]
+            arr.tofile(tmp_path / f"c{k}_{j}.bin")
+            dims = ", ".join(map(str, arr.shape)) or "1"
+            prog.append(f"    static {ct} in{j}[{arr.size}]; load(\"{tmp_path}/c{k}_{j}.bin\", in{j}, {arr.size});")
+            prog.append(f"    const int64_t s{j}[] = {{{dims}}};")
+            prog.append(f"    broadcast_operand(&a.in[{j}], in{j}, a.rank, a.shape, {arr.ndim}, s{j});")
+        oct_ = GENERIC_DTYPES[out_dt][1]
+        prog.append(f"    static {oct_} out[{np.size(want)}]; a.out = out;")
+        prog.append("    for (int64_t i = 0; i < a.numel; ++i) {")
+        prog.append(body)
+        prog.append("    }")
+        prog.append(f"    save(\"{tmp_path}/c{k}_out.bin\", out, {np.size(want)});")
+        prog.append("  }")
+        expected.append((expr, np.asarray(want)))
+    prog += ["  return 0;", "}"]
+    (tmp_path / "ops.cu").write_text("\n".join(prog) + "\n")
+    exe = tmp_path / "ops"
+    proc = subprocess.run([NVCC, "-std=c++17", "-I", str(tmp_path / "src"), str(tmp_path / "ops.cu"), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    subprocess.run([str(exe)], check=True)
+    failures = []
+    for k, (expr, want) in enumerate(expected):
+        got = np.fromfile(tmp_path / f"c{k}_out.bin", dtype=want.dtype).reshape(want.shape)
+        if want.dtype.kind == "f":
+            tol = 2e-3 if want.dtype == np.float16 else 2e-6
+            ok = np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
+        else:
+            ok = np.array_equal(got, want)
+        if not ok:
+            failures.append(f"{expr}: got {got.ravel()[:6]} want {want.ravel()[:6]}")
+    assert not failures, "\n".join(failures)

@@ -104,13 +104,13 @@ template <typename T> struct Num {
 };
 template <> struct Num<__half> {
   using C = float;
-  static __device__ __forceinline__ float load(__half v) { return __half2float(v); }
-  static __device__ __forceinline__ __half store(float v) { return __float2half_rn(v); }
+  static __host__ __device__ __forceinline__ float load(__half v) { return __half2float(v); }
+  static __host__ __device__ __forceinline__ __half store(float v) { return __float2half_rn(v); }
 };
 template <> struct Num<__nv_bfloat16> {
   using C = float;
-  static __device__ __forceinline__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-  static __device__ __forceinline__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+  static __host__ __device__ __forceinline__ float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __host__ __device__ __forceinline__ __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
 };
 template <> struct Num<int8_t> {
   using C = int64_t;
@@ -124,7 +124,7 @@ template <typename T> struct Acc {
   using type = typename std::conditional<std::is_integral<T>::value, int32_t,
                typename std::conditional<std::is_same<T, double>::value, double, float>::type>::type;
 };
-template <typename T> __device__ __forceinline__ typename Acc<T>::type to_acc(T v) {
+template <typename T> __host__ __device__ __forceinline__ typename Acc<T>::type to_acc(T v) {
   return static_cast<typename Acc<T>::type>(Num<T>::load(v));
 }
 
@@ -199,13 +199,13 @@ inline void absent_operand(Operand* op) {
 }
 
 // ---------------------------------------------------------------- math
-template <typename C> __device__ __forceinline__ C relu(C v) { return v < C(0) ? C(0) : v; }
-__device__ __forceinline__ float erf_of(float v) { return erff(v); }
-__device__ __forceinline__ double erf_of(double v) { return erf(v); }
-__device__ __forceinline__ float tanh_of(float v) { return tanhf(v); }
-__device__ __forceinline__ double tanh_of(double v) { return tanh(v); }
+template <typename C> __host__ __device__ __forceinline__ C relu(C v) { return v < C(0) ? C(0) : v; }
+__host__ __device__ __forceinline__ float erf_of(float v) { return erff(v); }
+__host__ __device__ __forceinline__ double erf_of(double v) { return erf(v); }
+__host__ __device__ __forceinline__ float tanh_of(float v) { return tanhf(v); }
+__host__ __device__ __forceinline__ double tanh_of(double v) { return tanh(v); }
 
-template <typename C> __device__ __forceinline__ C act_of(C v, int act) {
+template <typename C> __host__ __device__ __forceinline__ C act_of(C v, int act) {
   if (act == 1) return relu(v);
   if constexpr (std::is_floating_point<C>::value) {
     if (act == 2) return C(0.5) * v * (C(1) + erf_of(v * C(0.70710678118654752440)));
@@ -216,7 +216,7 @@ template <typename C> __device__ __forceinline__ C act_of(C v, int act) {
 
 // Epilogue of output element i with accumulator value acc (already in arithmetic type C).
 template <typename TOut>
-__device__ __forceinline__ void epilogue_store(typename Num<TOut>::C acc, int64_t i, const Epilogue& e,
+__host__ __device__ __forceinline__ void epilogue_store(typename Num<TOut>::C acc, int64_t i, const Epilogue& e,
                                                TOut* out) {
   using C = typename Num<TOut>::C;
   C v = acc;
@@ -346,52 +346,52 @@ int launch_gemm(const GemmArgs& g, int64_t sbk, int64_t sbn, const Epilogue& e, 
 
 // ---------------------------------------------------------------- elementwise kernels
 // Helpers of the generated elementwise kernels (byocc/backends/cuda/elementwise.py).
-template <typename T> __device__ __forceinline__ int64_t ew_wrap(int64_t v) {
+template <typename T> __host__ __device__ __forceinline__ int64_t ew_wrap(int64_t v) {
   return static_cast<int64_t>(Num<T>::store(v));
 }
-template <typename T, typename S> __device__ __forceinline__ typename Num<T>::C ew_cast(S v) {
+template <typename T, typename S> __host__ __device__ __forceinline__ typename Num<T>::C ew_cast(S v) {
   return Num<T>::load(Num<T>::store(static_cast<typename Num<T>::C>(v)));
 }
-template <typename T> __device__ __forceinline__ T ew_max(T a, T b) {
+template <typename T> __host__ __device__ __forceinline__ T ew_max(T a, T b) {
   if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
   return a > b ? a : b;
 }
-template <typename T> __device__ __forceinline__ T ew_min(T a, T b) {
+template <typename T> __host__ __device__ __forceinline__ T ew_min(T a, T b) {
   if constexpr (std::is_floating_point<T>::value) { if (a != a) return a; if (b != b) return b; }
   return a < b ? a : b;
 }
-template <typename T, typename L, typename H> __device__ __forceinline__ T ew_clip(T v, L lo, H hi) {
+template <typename T, typename L, typename H> __host__ __device__ __forceinline__ T ew_clip(T v, L lo, H hi) {
   return v < T(lo) ? T(lo) : (v > T(hi) ? T(hi) : v);
 }
-__device__ __forceinline__ int64_t ew_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
-__device__ __forceinline__ int64_t ew_imod(int64_t a, int64_t b) { return b == 0 ? 0 : a %% b; }
-__device__ __forceinline__ int64_t ew_ifloordiv(int64_t a, int64_t b) {
+__host__ __device__ __forceinline__ int64_t ew_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+__host__ __device__ __forceinline__ int64_t ew_imod(int64_t a, int64_t b) { return b == 0 ? 0 : a %% b; }
+__host__ __device__ __forceinline__ int64_t ew_ifloordiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
   int64_t q = a / b;
   return (a %% b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-__device__ __forceinline__ int64_t ew_ifloormod(int64_t a, int64_t b) {
+__host__ __device__ __forceinline__ int64_t ew_ifloormod(int64_t a, int64_t b) {
   if (b == 0) return 0;
   int64_t r = a %% b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-template <typename T> __device__ __forceinline__ T ew_floormod(T a, T b) {
+template <typename T> __host__ __device__ __forceinline__ T ew_floormod(T a, T b) {
   T r = fmod(a, b);
   return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
 }
-__device__ __forceinline__ int64_t ew_ipow(int64_t a, int64_t b) {
+__host__ __device__ __forceinline__ int64_t ew_ipow(int64_t a, int64_t b) {
   if (b < 0) return (a == 1) ? 1 : ((a == -1) ? ((b & 1) ? -1 : 1) : 0);
   int64_t r = 1;
   while (b > 0) { if (b & 1) r *= a; a *= a; b >>= 1; }
   return r;
 }
-__device__ __forceinline__ int64_t ew_shl(int64_t a, int64_t b, int bits) {
+__host__ __device__ __forceinline__ int64_t ew_shl(int64_t a, int64_t b, int bits) {
   return (b < 0 || b >= bits) ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
 }
-__device__ __forceinline__ int64_t ew_shr(int64_t a, int64_t b, int bits) {
+__host__ __device__ __forceinline__ int64_t ew_shr(int64_t a, int64_t b, int bits) {
   return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : (a >> b);
 }
-template <typename T> __device__ __forceinline__ T ew_logaddexp(T a, T b) {
+template <typename T> __host__ __device__ __forceinline__ T ew_logaddexp(T a, T b) {
   if (a == b) return a + T(0.69314718055994530942);
   const T m = a > b ? a : b;
   const T d = a > b ? b - a : a - b;
