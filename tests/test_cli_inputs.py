@@ -6,7 +6,9 @@
 - ``partition``/``show``/``check`` import an ``.onnx`` MODEL as ``run``/``verify`` do;
 - a byte-order mark, CRLF line ends and non-ASCII identifiers are accepted;
 - stdin closed, binary input (file or stdin) and binary pattern files are clean errors;
-- printing a module to stdout says on stderr that constant values are not in the text.
+- printing a module to stdout says on stderr that constant values are not in the text;
+- ONNX models import at every opset up to the installed onnx's; string tensors and TIR
+  functions are refused with a message saying what they are.
 """
 
 from __future__ import annotations
@@ -249,3 +251,93 @@ def test_partition_to_stdout_says_constant_values_are_dropped(imported):
                              "stdout (the text refers to them as metadata[...]); use -o DIR to keep them "
                              "in a sidecar .npz\n")
     assert run("partition", SEED, "--patterns", SEED_PATTERNS).stderr == ""  # nothing to drop
+
+
+# --------------------------------------------------------------------------- ONNX: opsets, strings
+def _onnx_model(tmp_path, name, nodes, inputs, outputs, initializers=(), opset=17):
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return path
+
+
+def _vi(name, elem, shape):
+    from onnx import helper
+
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_models_at_the_installed_onnx_opset_import(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from byocc.frontend.onnx import MAX_OPSET
+
+    assert MAX_OPSET == max(21, onnx.defs.onnx_opset_version())
+    x, y = _vi("x", TensorProto.FLOAT, [2, 3]), _vi("y", TensorProto.FLOAT, [2, 3])
+    for opset in range(9, MAX_OPSET + 1):
+        nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mod", ["r", "x"], ["y"], fmod=1)]
+        model = _onnx_model(tmp_path, f"op{opset}", nodes, [x], [y], opset=opset)
+        result = run("import", model)
+        assert result.exit_code == 0, (opset, result.stderr)
+        assert "= R.nn.relu(x)" in result.stdout and "= R.mod(r, x)" in result.stdout, (opset, result.stdout)
+        assert run("run", model).exit_code == 0, opset
+
+
+def test_an_operator_changed_after_the_reviewed_versions_is_named(tmp_path, monkeypatch):
+    from onnx import TensorProto, helper
+
+    import byocc.frontend.onnx as importer
+
+    monkeypatch.setitem(importer.REVIEWED_AFTER_21, "Mod", 13)  # pretend Mod-28 was not reviewed
+    x, y = _vi("x", TensorProto.FLOAT, [2]), _vi("y", TensorProto.FLOAT, [2])
+    model = _onnx_model(tmp_path, "mod28", [helper.make_node("Mod", ["x", "x"], ["y"], fmod=1)], [x], [y], opset=28)
+    result = run("import", model)
+    assert result.exit_code == 1
+    assert "Mod (node '(unnamed)', opset 28): its meaning changed in opset 28" in result.stderr
+
+
+def test_string_tensors_are_refused_at_import_with_their_name(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
+    x, y = _vi("x", TensorProto.FLOAT, [2]), _vi("y", TensorProto.FLOAT, [2])
+    strings = numpy_helper.from_array(np.array([b"a", b"bc"], dtype=object), name="labels")
+    model = _onnx_model(tmp_path, "init", [helper.make_node("Relu", ["x"], ["y"]),
+                                           helper.make_node("Identity", ["labels"], ["lab"])],
+                        [x], [y, _vi("lab", TensorProto.STRING, [2])], [strings])
+    result = run("import", model)
+    assert result.exit_code == 1
+    assert "'lab' is a string tensor; byocc imports numeric and bool tensors only" in result.stderr
+    model = _onnx_model(tmp_path, "input", [helper.make_node("Relu", ["x"], ["y"])],
+                        [x, _vi("s", TensorProto.STRING, [2])], [y])
+    result = run("import", model, "-o", tmp_path / "m.relax")
+    assert result.exit_code == 1
+    assert result.stderr == f"{model}: error: graph input 's' is a string tensor; byocc imports numeric and bool tensors only\n"
+    assert not (tmp_path / "m.relax").exists()
+
+
+def test_a_realistic_prim_func_says_tir_is_not_supported(tmp_path):
+    model = tmp_path / "tir.relax"
+    model.write_text('''\
+# from tvm.script import ir as I
+# from tvm.script import tir as T
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def add(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("b"):
+                B[i] = A[i] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        return x
+''')
+    result = run("check", model)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"{model}:7:6: error: TIR functions (@T.prim_func) are not supported by byocc"

@@ -1,5 +1,5 @@
-"""ONNX importer: an ONNX graph (opsets 9-21; 6-8 where byocc knows the older semantics)
-to a Relax module with one function ``main``.
+"""ONNX importer: an ONNX graph (opsets 9 to the installed onnx's, 28 with onnx 1.23; 6-8
+where byocc knows the older semantics) to a Relax module with one function ``main``.
 
 Steps (one pass over the nodes, in topological order; linear in the graph size):
 
@@ -44,7 +44,45 @@ from byocc.ir import (
     VarBinding,
 )
 
-MIN_OPSET, MAX_OPSET = 6, 21
+MIN_OPSET = 6
+
+
+def _installed_opset() -> int:
+    try:
+        import onnx.defs
+
+        return max(21, int(onnx.defs.onnx_opset_version()))
+    except Exception:  # noqa: BLE001  (an onnx without defs: the opsets byocc was written for)
+        return 21
+
+
+#: The newest opset imported: the installed onnx's (28 with onnx 1.23).
+MAX_OPSET = _installed_opset()
+
+#: Operators whose schema changed after opset 21, with the newest version whose meaning
+#: byocc has checked: the changes up to there only add types (bfloat16, float4/8, int2/4),
+#: Cast's ``round_mode`` (for float8e8m0, which byocc does not have), and Mod/ReduceLogSumExp
+#: wording of special cases (opset 28). A node whose operator changed again after the
+#: version given here (or changed after 21 and is not listed) is named as unsupported.
+REVIEWED_AFTER_21 = {
+    **dict.fromkeys(("Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cos", "Cosh", "Round",
+                     "Sin", "Sinh", "Tan"), 22),
+    "Cast": 28, "CastLike": 25, "Identity": 25, "Mod": 28, "ReduceLogSumExp": 28,
+}
+
+
+def changed_after_review(op_type: str, opset: int) -> int | None:
+    """The version of ``op_type`` at ``opset`` when its meaning changed after what byocc
+    reviewed (opset 21 or :data:`REVIEWED_AFTER_21`), else None."""
+    if opset <= 21:
+        return None
+    try:
+        import onnx.defs
+
+        version = int(onnx.defs.get_schema(op_type, opset).since_version)
+    except Exception:  # noqa: BLE001  (no such schema: the converter decides)
+        return None
+    return version if version > REVIEWED_AFTER_21.get(op_type, 21) else None
 _RESERVED = {"R", "T", "I", "cls", "Module", "metadata", "main"}
 
 
@@ -145,6 +183,9 @@ class Importer:
             raise FrontendError(f"node {self._node_label()} reads {name!r}, which no node produces")
         if v["expr"] is None:
             const = v["const"]
+            if _is_string_array(const):
+                raise UnsupportedError(f"{name!r} is a string tensor; byocc imports numeric and bool "
+                                       "tensors only")
             if self._is_param_init(v):
                 var = Var(self.unique(name), _tensor_sinfo(const))
                 self.init_params[name] = var
@@ -285,6 +326,9 @@ class Importer:
         except Exception:  # noqa: BLE001  (onnx raises KeyError/ValueError/TypeError)
             raise UnsupportedError(f"graph input {inp.name!r} has an unsupported element type "
                                    f"{tt.elem_type}") from None
+        if dtype == "object":  # TensorProto.STRING: Relax text has no string tensor type
+            raise UnsupportedError(f"graph input {inp.name!r} is a string tensor; byocc imports "
+                                   "numeric and bool tensors only")
         if not tt.HasField("shape"):
             raise UnsupportedError(f"graph input {inp.name!r} has no shape; byocc needs its rank")
         dims: list = []
@@ -304,6 +348,11 @@ class Importer:
         if node.domain not in ("", "ai.onnx"):
             self._unsupported(node, f"{node.domain}::{node.op_type} (node {node.name or '(unnamed)'!r}): "
                                     "only the default ONNX domain is supported")
+            return
+        changed = changed_after_review(node.op_type, self.opset)
+        if changed is not None:
+            self._unsupported(node, f"{label}: its meaning changed in opset {changed}, after the "
+                                    f"versions byocc imports (export at opset 21 or older)")
             return
         try:
             outputs = onnx_ops.import_node(self, node)
@@ -377,6 +426,16 @@ def _default_opset(model) -> int:
         if imp.domain in ("", "ai.onnx"):
             return int(imp.version)
     return MIN_OPSET
+
+
+def _is_string_array(array) -> bool:
+    """A numpy array of ONNX strings (object dtype holding bytes/str), as opposed to byocc's
+    own object arrays of symbolic dimensions."""
+    if getattr(array, "dtype", None) is None or array.dtype.kind not in "OSU":
+        return False
+    if array.dtype.kind in "SU":
+        return True
+    return any(isinstance(e, (bytes, str)) for e in array.flat)
 
 
 def _tensor_sinfo(array) -> TensorStructInfo:

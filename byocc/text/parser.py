@@ -24,7 +24,7 @@ from pathlib import Path
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from byocc.ir import (
-    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, ParseError, Span,
+    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, ParseError, Span, UnsupportedError,
 )
 
 from ._parse_expr import METADATA, MODULE
@@ -153,9 +153,36 @@ def parse_syntax(text: str, source: str = "<string>", start: str = "start"):
         raise ParseError(err.message, Span(source, span.line, span.column, span.end_line, span.end_column)
                          if span else None) from None
     except UnexpectedInput as err:
-        raise _syntax_error(err, src, source) from None
+        raise _in_prim_func(src, getattr(err, "line", 0), source) or _syntax_error(err, src, source) from None
     except LarkError as err:
         raise ParseError(f"syntax error: {err}", Span(source, 1, 1)) from None
+
+
+def _in_prim_func(text: str, line: int, source: str) -> UnsupportedError | None:
+    """A syntax error inside an ``@T.prim_func`` (TIR: ``for`` loops, buffers, blocks) is
+    reported as what it is: TIR is not supported. None when ``line`` is elsewhere."""
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return None
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for i in range(line - 1, -1, -1):
+        stripped = lines[i].lstrip()
+        this = len(lines[i]) - len(stripped)
+        if not stripped or stripped.startswith("#") or this >= indent:
+            continue
+        if not stripped.startswith("def "):
+            return None
+        j = i - 1
+        while j >= 0 and lines[j].lstrip().startswith("@"):
+            deco = lines[j].lstrip()
+            if deco.startswith("@T.prim_func"):
+                col = len(lines[j]) - len(deco) + 2
+                end = col + len(deco.split("(")[0]) - 1
+                return UnsupportedError("TIR functions (@T.prim_func) are not supported by byocc",
+                                        Span(source, j + 1, col, j + 1, end))
+            j -= 1
+        return None
+    return None
 
 
 _TOKEN_NAMES = {
