@@ -408,72 +408,303 @@ def _tensors(entry: dict, dims: dict):
     return keep, (ctypes.POINTER(DLTensor) * len(ptrs))(*ptrs)
 
 
-@needs_toolchain
-def test_wrappers_and_runtime_units_compile_and_link_against_libcublaslt(tmp_path):
-    modules = generate(_module(**{f"f_{name}": CASES[name] for name in COMPILED}))
+
+# A host stand-in for src/cublaslt_runtime.cu with cuBLASLt's documented semantics (column-major
+# D = epilogue(op(A) B + bias), leading dims, strided batches with stride 0 broadcasting), so
+# the generated wrappers can be run on numpy buffers without a GPU: it checks the mapping the
+# wrappers pass (op, m/n/k, lds, batch strides, pointers, the kernels they call), not cuBLASLt.
+EMULATED_CUBLASLT = r"""
+#include <math.h>
+#include <stdint.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "byocc_internal.h"
+#include "byocc_cublaslt.h"
+
+namespace byocc {
+namespace {
+double load(const void* p, cudaDataType_t t, int64_t i) {
+  switch (t) {
+    case CUDA_R_16F: return __half2float(static_cast<const __half*>(p)[i]);
+    case CUDA_R_16BF: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case CUDA_R_32F: return static_cast<const float*>(p)[i];
+    case CUDA_R_8I: return static_cast<const int8_t*>(p)[i];
+    case CUDA_R_32I: return static_cast<const int32_t*>(p)[i];
+    default: return NAN;
+  }
+}
+void store(void* p, cudaDataType_t t, int64_t i, double v) {
+  switch (t) {
+    case CUDA_R_16F: static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v)); break;
+    case CUDA_R_16BF: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v)); break;
+    case CUDA_R_32F: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case CUDA_R_32I: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    default: break;
+  }
+}
+}  // namespace
+
+int cublaslt_matmul(const CublasLtMatmul& p, cudaStream_t) {
+  const uint32_t e = static_cast<uint32_t>(p.epilogue);
+  const bool bias = (e & CUBLASLT_EPILOGUE_BIAS) != 0, relu = (e & CUBLASLT_EPILOGUE_RELU) != 0,
+             gelu = (e & CUBLASLT_EPILOGUE_GELU) != 0;
+  if (p.batch < 1 || (bias && p.bias == nullptr) || p.workspace_bytes != kCublasLtWorkspaceBytes ||
+      p.lda < (p.op_a == CUBLAS_OP_N ? int64_t(p.m) : int64_t(p.k)) || p.ldb < int64_t(p.k) ||
+      p.ldd < int64_t(p.m)) {
+    return fail(BYOCC_E_CUBLAS, "emulated cuBLASLt: invalid parameters");
+  }
+  for (int64_t l = 0; l < p.batch; ++l) {
+    for (uint64_t j = 0; j < p.n; ++j) {
+      for (uint64_t i = 0; i < p.m; ++i) {
+        double acc = 0;
+        for (uint64_t q = 0; q < p.k; ++q) {
+          const int64_t a = l * p.stride_a + (p.op_a == CUBLAS_OP_N ? i + q * p.lda : q + i * p.lda);
+          acc += load(p.a, p.ab_type, a) * load(p.b, p.ab_type, l * p.stride_b + q + j * p.ldb);
+        }
+        if (bias) acc += load(p.bias, p.d_type, i);
+        if (relu) acc = acc > 0 ? acc : 0;
+        if (gelu) acc = 0.5 * acc * (1 + tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
+        store(p.d, p.d_type, l * p.stride_d + i + j * p.ldd, acc);
+      }
+    }
+  }
+  return BYOCC_OK;
+}
+
+int cublaslt_gelu_erf_inplace(int, void* data, cudaDataType_t type, int64_t n, cudaStream_t) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = load(data, type, i);
+    store(data, type, i, 0.5 * x * (1 + erf(x / sqrt(2.0))));
+  }
+  return BYOCC_OK;
+}
+
+int cublaslt_permute(int, const void* in, void* out, int elem_bytes, int ndim, const int64_t* in_shape,
+                     const int* axes, cudaStream_t) {
+  int64_t stride[kCublasLtMaxRank], numel = 1;
+  for (int i = ndim - 1; i >= 0; --i) { stride[i] = numel; numel *= in_shape[i]; }
+  for (int64_t o = 0; o < numel; ++o) {
+    int64_t rest = o, src = 0;
+    for (int axis = ndim - 1; axis >= 0; --axis) {
+      const int64_t size = in_shape[axes[axis]];
+      src += (rest % size) * stride[axes[axis]];
+      rest /= size;
+    }
+    memcpy(static_cast<char*>(out) + o * elem_bytes, static_cast<const char*>(in) + src * elem_bytes, elem_bytes);
+  }
+  return BYOCC_OK;
+}
+
+int cublaslt_broadcast(int, const void* value, void* out, int elem_bytes, int64_t n, cudaStream_t) {
+  for (int64_t i = 0; i < n; ++i) memcpy(static_cast<char*>(out) + i * elem_bytes, value, elem_bytes);
+  return BYOCC_OK;
+}
+}  // namespace byocc
+"""
+
+# runtime.cu asks the device for its compute capability; here it is told 9.0.
+FAKE_DEVICE = r"""
+#include <cuda_runtime_api.h>
+static inline cudaError_t byocc_fake_attribute(int* value, cudaDeviceAttr attr, int) {
+  *value = attr == cudaDevAttrComputeCapabilityMajor ? 9 : attr == cudaDevAttrComputeCapabilityMinor ? 0 : 132;
+  return cudaSuccess;
+}
+#define cudaDeviceGetAttribute byocc_fake_attribute
+"""
+
+
+def _symbol_of(partitioned, function: str) -> str:
+    [call] = [b.value for block in partitioned.functions[function].body.blocks for b in block.bindings
+              if getattr(getattr(b.value, "op", None), "name_hint", "").endswith("_cublas")]
+    return call.op.name_hint
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every COMPILED case's wrapper, the runtime units, and the emulated stand-ins, compiled."""
+    if NVCC is None or CUBLASLT is None:
+        pytest.skip("the compile test needs nvcc and the cuBLASLt headers (CUDA toolkit or the nvidia-cublas "
+                    "wheel: pip install 'byocc[cuda]')")
+    root = tmp_path_factory.mktemp("cublas_build")
+    text = _module(**{f"f_{name}": CASES[name] for name in COMPILED})
+    partitioned = byocc.transform.partition(byocc.text.parse_module(text), get_patterns_with_prefix("cublas"),
+                                            bind_constants=False)
+    out = byocc.transform.run_codegen(partitioned, {"cublas": {}}, (), {"cublas": codegen})
+    modules = list(out.attrs["external_mods"])
     entries = {e.symbol: e.to_json() for m in modules for e in m.entries}
-    assert len(entries) == len(COMPILED)
+    symbols = {name: _symbol_of(partitioned, f"f_{name}") for name in COMPILED}
+    assert sorted(symbols.values()) == sorted(entries)
     sources = {s.path: s for m in modules for s in m.sources}
     for s in list(sources.values()) + list(common_sources()):
-        (tmp_path / s.path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / s.path).write_text(s.text)
-    units = sorted(p for p, s in sources.items() if s.unit == "light") + ["src/runtime.cu"]
-    assert "src/cublaslt_runtime.cu" in units
-    includes = [f"-I{tmp_path / 'src'}", *CUBLASLT.include_flags]
+        (root / s.path).parent.mkdir(parents=True, exist_ok=True)
+        (root / s.path).write_text(s.text)
+    (root / "src" / "emulated_cublaslt.cu").write_text(EMULATED_CUBLASLT)
+    (root / "src" / "fake_device.h").write_text(FAKE_DEVICE)
+    light = sorted(p for p, s in sources.items() if s.unit == "light")
+    assert "src/cublaslt_runtime.cu" in light
     flags = ["-std=c++17", "-O1", "-Xcompiler=-fPIC", "-Xcompiler=-fvisibility=hidden", "-Werror", "all-warnings",
-             "-gencode=arch=compute_80,code=sm_80", *includes]
+             "-gencode=arch=compute_80,code=sm_80", f"-I{root / 'src'}", *CUBLASLT.include_flags]
+    jobs = [(p, Path(p).stem, ()) for p in light + ["src/runtime.cu", "src/emulated_cublaslt.cu"]]
+    jobs.append(("src/runtime.cu", "runtime_fake_device", ("-include", str(root / "src" / "fake_device.h"))))
+    (root / "obj").mkdir()
 
-    def compile_unit(path: str):
-        obj = tmp_path / "obj" / (Path(path).stem + ".o")
-        obj.parent.mkdir(exist_ok=True)
-        proc = subprocess.run([NVCC, *flags, "-c", str(tmp_path / path), "-o", str(obj)], capture_output=True,
+    def compile_unit(job):
+        path, stem, extra = job
+        obj = root / "obj" / f"{stem}.o"
+        proc = subprocess.run([NVCC, *flags, *extra, "-c", str(root / path), "-o", str(obj)], capture_output=True,
                               text=True)
-        return path, proc.returncode, proc.stderr, obj
+        return stem, proc.returncode, proc.stderr, obj
 
     with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
-        results = list(pool.map(compile_unit, units))
-    for path, rc, err, _ in results:
-        assert rc == 0, f"{path}:\n{err}"
-    lib = tmp_path / "libbyocc_cublas_test.so"
+        results = list(pool.map(compile_unit, jobs))
+    for stem, rc, err, _ in results:
+        assert rc == 0, f"{stem}:\n{err}"
+    objects = {stem: obj for stem, _, _, obj in results}
+    wrappers = [objects[Path(p).stem] for p in light if p.startswith("src/funcs/")]
+    return dict(root=root, entries=entries, symbols=symbols, objects=objects, wrappers=wrappers)
+
+
+def _link(built, name: str, objects, extra=()) -> Path:
+    lib = built["root"] / name
     rpath = []
     cuda_include = find_optional_cuda_include()
     if cuda_include is not None:
         for d in (Path(cuda_include).parent / "lib64", Path(cuda_include).parent / "lib"):
             if d.is_dir():
                 rpath += ["-Xlinker", f"-rpath,{d}"]
-    proc = subprocess.run([NVCC, "-shared", "-cudart", "shared", "-o", str(lib), *[str(r[3]) for r in results],
-                           *CUBLASLT.link_flags, *rpath], capture_output=True, text=True)
+    proc = subprocess.run([NVCC, "-shared", "-cudart", "shared", "-o", str(lib), *map(str, objects), *extra, *rpath],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
-    exported = sorted(line.split()[-1] for line in nm.splitlines() if line.split()[-1].startswith(("f", "byocc_")))
-    assert exported == sorted(["byocc_abi_version", "byocc_last_error", "byocc_set_constant"]
-                              + [s for s in entries] + [f"byocc_scratch_bytes_{s}" for s in entries])
+    return lib
 
+
+def _load(lib: Path):
     try:
         so = ctypes.CDLL(str(lib))
     except OSError as exc:  # the CUDA runtime is not on the loader path here: the link itself passed
         pytest.skip(f"built, but cannot load it on this machine: {exc}")
     so.byocc_last_error.restype = ctypes.c_char_p
+    return so
+
+
+def test_wrappers_and_runtime_units_compile_and_link_against_libcublaslt(built):
+    entries = built["entries"]
+    lib = _link(built, "libbyocc_cublas_test.so",
+                built["wrappers"] + [built["objects"]["cublaslt_runtime"], built["objects"]["runtime"]],
+                CUBLASLT.link_flags)
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+    exported = sorted(line.split()[-1] for line in nm.splitlines() if line.split()[-1].startswith(("f", "byocc_")))
+    assert exported == sorted(["byocc_abi_version", "byocc_last_error", "byocc_set_constant"]
+                              + [s for s in entries] + [f"byocc_scratch_bytes_{s}" for s in entries])
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+    assert f"[{CUBLASLT.lib_file}]" in needed and f"{CUBLASLT.lib_dir}" in needed  # NEEDED + RUNPATH
+
+    so = _load(lib)
     assert so.byocc_abi_version() == 1
 
-    def scratch(symbol: str, dims: dict) -> int:
+    def scratch(case: str, dims: dict) -> int:
+        symbol = built["symbols"][case]
         keep, arr = _tensors(entries[symbol], dims)
         fn = getattr(so, f"byocc_scratch_bytes_{symbol}")
         fn.restype = ctypes.c_uint64
         return fn(arr, len(entries[symbol]["args"]) + len(entries[symbol]["outputs"]))
 
-    int8_sym = next(s for s, e in entries.items() if e["scratch_expr"] == "33554432 + round_up(a * 8 * 12 * 1)")
-    assert scratch(int8_sym, {"a": 11}) == MIB32 + 1280  # 11 * 96 = 1056 bytes, 256-aligned
-    perm_sym = next(s for s, e in entries.items() if e["attrs"]["weight_prep"] == "permute")
-    assert scratch(perm_sym, {}) == MIB32 + 1024
-    bias_sym = next(s for s, e in entries.items() if e["steps"][0]["bias_broadcast"])
-    assert scratch(bias_sym, {"n": 100}) == MIB32 + 512  # 100 float32 = 400 bytes, 256-aligned
+    assert scratch("int8_symbolic_batch", {"a": 11}) == MIB32 + 1280  # 11 * 96 = 1056 bytes, 256-aligned
+    assert scratch("permuted", {}) == MIB32 + 1024
+    assert scratch("bias_scalar", {"n": 100}) == MIB32 + 512  # 100 float32 = 400 bytes, 256-aligned
     # a wrong argument count and a wrong dtype are caught on the host, before any CUDA call
-    fn = getattr(so, perm_sym)
+    symbol = built["symbols"]["permuted"]
+    fn = getattr(so, symbol)
     fn.restype = ctypes.c_int32
-    keep, arr = _tensors(entries[perm_sym], {})
+    keep, arr = _tensors(entries[symbol], {})
     assert fn(arr, 2, None, 0, None) == 1
     assert b"expected 3 arguments (2 inputs, 1 output), got 2" in so.byocc_last_error()
     arr[1].contents.dtype = DLDataType(2, 32, 1)
     assert fn(arr, 3, None, 0, None) == 2
     assert b"argument 1 (x) has dtype (code 2, bits 32, lanes 1)" in so.byocc_last_error()
+
+
+# --------------------------------------------------------------------------- emulated run
+DIMS = {"a": 3, "n": 5}
+
+
+def _inputs(case: str, dims: dict, rng):
+    import ml_dtypes
+    import numpy as np
+
+    kw = CASES[case]
+    dtype = kw.get("dtype", "float16")
+    np_dtype = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "int8": np.int8,
+                "int32": np.int32}
+    shape = lambda s: tuple(dims[d] if isinstance(d, str) else d for d in s)  # noqa: E731
+
+    def rand(s, dt):  # small dyadic values: exact in every dtype, so only the output rounding differs
+        return (rng.integers(-4, 5, size=shape(s)) / (1 if dt == "int8" else 4)).astype(np_dtype[dt])
+
+    x, w = rand(kw["lhs"], dtype), rand(kw["rhs"], dtype)
+    bias = rand(kw["bias"], kw.get("out_dtype") or dtype) if kw.get("bias") else None
+    wl = np.transpose(w.astype(np.float64), kw["axes"]) if kw.get("transposed") else w.astype(np.float64)
+    ref = np.matmul(x.astype(np.float64), wl)
+    if bias is not None:
+        ref = ref + bias.astype(np.float64)
+    if kw.get("act") == "relu":
+        ref = np.maximum(ref, 0)
+    elif kw.get("act") == "gelu":
+        from math import erf, sqrt
+
+        ref = np.vectorize(lambda v: 0.5 * v * (1 + erf(v / sqrt(2))))(ref)
+    return x, w, bias, ref, np_dtype[kw.get("out_dtype") or dtype]
+
+
+def _dl(array, code_bits) -> tuple:
+    shape = (ctypes.c_int64 * max(1, array.ndim))(*array.shape)
+    t = DLTensor(ctypes.c_void_p(array.ctypes.data), DLDevice(2, 0), array.ndim, DLDataType(*code_bits, 1), shape,
+                 None, 0)
+    return t, shape
+
+
+def _run_emulated(so, built, case: str, dims: dict, rng):
+    import numpy as np
+
+    symbol = built["symbols"][case]
+    entry = built["entries"][symbol]
+    x, w, bias, ref, out_dtype = _inputs(case, dims, rng)
+    by_role = {"lhs": x, "rhs": w, "bias": bias}
+    arrays = [by_role[a["role"]] for a in entry["args"]]
+    out = np.zeros(ref.shape, dtype=out_dtype)
+    specs = entry["args"] + entry["outputs"]
+    tensors = [_dl(a, _DL[s["dtype"]]) for a, s in zip(arrays + [out], specs)]
+    arr = (ctypes.POINTER(DLTensor) * len(tensors))(*[ctypes.pointer(t) for t, _ in tensors])
+    size_fn = getattr(so, f"byocc_scratch_bytes_{symbol}")
+    size_fn.restype = ctypes.c_uint64
+    size = size_fn(arr, len(tensors))
+    assert size >= MIB32, so.byocc_last_error()
+    raw = np.zeros(size + 256, dtype=np.uint8)
+    scratch = raw[(-raw.ctypes.data) % 256:][:size]
+    fn = getattr(so, symbol)
+    fn.restype = ctypes.c_int32
+    rc = fn(arr, len(tensors), ctypes.c_void_p(scratch.ctypes.data), ctypes.c_uint64(size), None)
+    return rc, out, ref
+
+
+@pytest.mark.parametrize("case", COMPILED)
+def test_generated_wrappers_compute_the_matmul_through_the_emulated_cublaslt(built, case):
+    import numpy as np
+
+    lib = built["root"] / "libbyocc_cublas_emulated.so"
+    if not lib.exists():
+        _link(built, lib.name, built["wrappers"] + [built["objects"]["emulated_cublaslt"],
+                                                     built["objects"]["runtime_fake_device"]])
+    so = _load(lib)
+    dims = dict(DIMS, a=1) if case == "runtime_batch" else DIMS
+    rc, out, ref = _run_emulated(so, built, case, dims, np.random.default_rng(0))
+    assert rc == 0, so.byocc_last_error()
+    got = out.astype(np.float64)
+    if out.dtype == np.int32 or out.dtype == np.float32:
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    else:  # only the final rounding to float16/bfloat16
+        np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
+    if case == "runtime_batch":  # a = 2: lhs batch (2, 1) against (2, 3) has no single batch stride
+        rc, _, _ = _run_emulated(so, built, case, dict(DIMS, a=2), np.random.default_rng(0))
+        assert rc == 3
+        assert b"the batch dims of lhs and rhs differ" in so.byocc_last_error()
