@@ -196,6 +196,8 @@ def test_arch_sm80_skips_sm90_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_80.cu", "src/runtime.cu"]
     light = [line for line in fake_nvcc.read_text().splitlines() if "-c src/funcs/f.cu" in line]
     assert "-DBYOCC_NO_SM90" in light[0].split()
+    kernel = [line for line in fake_nvcc.read_text().splitlines() if "-c src/kernels/k_80.cu" in line]
+    assert "-DBYOCC_NO_SM90" not in kernel[0].split()  # kernel units keep their cache key
     assert (lib_dir / "build.sm_80.ninja").is_file()
     assert "k_90" not in (lib_dir / "build.sm_80.ninja").read_text()
     assert "k_90" in (lib_dir / "build.ninja").read_text()  # the full build file is untouched

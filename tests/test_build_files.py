@@ -42,7 +42,9 @@ def test_build_ninja_rules_pool_edges_and_link():
     assert "include config.ninja\n" in text
     assert "pool heavy\n  depth = $heavy_depth\n" in text
     assert ("rule nvcc_sm90\n  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags "
-            "$defines $sm90_flags -c $in -o $out\n  description = sm90 $in\n  pool = heavy\n") in text
+            "$sm90_flags -c $in -o $out\n  description = sm90 $in\n  pool = heavy\n") in text
+    assert ("rule nvcc_light\n  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags "
+            "$defines $light_flags -c $in -o $out\n") in text
     assert "rule nvcc_sm80\n" in text and "  description = sm80 $in\n  pool = heavy\n" in text
     assert "rule nvcc_light\n" in text and "description = light $in\n\n" in text  # no pool
     assert "sm90_flags = -gencode=arch=compute_90a,code=sm_90a\n" in text
@@ -166,7 +168,7 @@ def test_ninja_reader_expands_build_ninja_commands(tmp_path):
     assert sm90.command == (
         "/usr/bin/python3 -m byocc.runtime.objcache --cache-dir /cache/byocc --salt codegen=1 "
         "--salt cutlass=4.2.0 -- /opt/cuda/bin/nvcc " + " ".join(NVCC_COMMON_FLAGS) + " -Isrc "
-        "-I/site/cutlass/include -I/site/nvidia/cu13/include  -gencode=arch=compute_90a,code=sm_90a "
+        "-I/site/cutlass/include -I/site/nvidia/cu13/include -gencode=arch=compute_90a,code=sm_90a "
         "-c src/kernels/k_ab12.cu -o obj/kernels/k_ab12.o")
     link = graph.edges[-1]
     assert link.command.endswith("obj/runtime.o -L/site/nvidia/cu13/lib -l:libcublasLt.so.13 "

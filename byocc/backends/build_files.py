@@ -16,7 +16,8 @@ which it includes:
 ``cublaslt_cflags`` ``-I`` of ``cublasLt.h`` when it is not in the toolkit
 ``cublaslt_libs``   ``-lcublasLt``, or ``-L<dir> -l:libcublasLt.so.13 -Xlinker -rpath,<dir>``
 ``ldflags``         extra link flags (an rpath to the toolkit's ``libcudart``)
-``defines``         ``-DBYOCC_NO_SM90`` / ``-DBYOCC_NO_SM80`` for a one-arch build
+``defines``         ``-DBYOCC_NO_SM90`` / ``-DBYOCC_NO_SM80`` for a one-arch build (light
+                    units only: the kernel units stay cache hits)
 ``heavy_depth``     depth of pool ``heavy``
 ==================  ==================================================================
 
@@ -276,9 +277,11 @@ def build_ninja(stem: str, units: Sequence[Unit], needs_cutlass: bool, needs_cub
     lines += [f"{kind}_flags = " + " ".join(NVCC_ARCH_FLAGS[kind]) for kind in COMPILED_KINDS]
     lines += ["", "pool heavy", "  depth = $heavy_depth", ""]
     for kind in COMPILED_KINDS:
+        # the arch macros are for the wrappers: a one-arch build must not recompile kernels
+        defines = " $defines" if kind == "light" else ""
         lines += [
             f"rule nvcc_{kind}",
-            f"  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags $defines "
+            f"  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags{defines} "
             f"${kind}_flags -c $in -o $out",
             f"  description = {kind} $in",
         ]

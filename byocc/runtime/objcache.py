@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Sequence
 
 KEY_VERSION = "byocc-objcache-1"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\r\n]+)[">]', re.M)
 
 
@@ -177,6 +179,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0600 would keep a shared cache private
         os.replace(tmp, path)
     except BaseException:
         try:
