@@ -12,7 +12,7 @@ function gets its own :class:`~byocc.ir.TirVar` objects even when two functions 
 from __future__ import annotations
 
 from byocc.ir import (
-    BindingBlock, Call, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, PrimStructInfo,
+    BindingBlock, ByoccError, Call, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, PrimStructInfo,
     PrimValue, SeqExpr, TirVar, TypeInferenceError, UnsupportedError, Var, VarBinding, structural_equal,
 )
 
@@ -47,6 +47,7 @@ class FunctionReader(TypeReader, ExprReader):
         self.temp_names = NameSupply()
         self._bindings: list | None = None  # where emit_temp appends
         self._in_dataflow = False
+        self.poisoned: set[str] = set()  # names bound by statements that failed
         self.pure, self.private = self._read_decorators(node)
         for tp in node.type_params:
             self.declared.add(tp.name.id)
@@ -161,8 +162,12 @@ class FunctionReader(TypeReader, ExprReader):
 
     # ------------------------------------------------------------------ body
     def read(self) -> Function:
-        """The whole function (signature already read)."""
+        """The whole function (signature already read). If a statement failed (and was
+        recorded, see :meth:`_statement`), the last recorded error is raised."""
+        start = len(self.module.errors)
         blocks, body, ret_node = self._read_statements(self.node.body)
+        if len(self.module.errors) != start:
+            raise self.module.errors[-1]
         if body is None:
             self.error(f"function '{self.node.name.id}' has no return statement", self.node)
         body_si = body.struct_info
@@ -200,7 +205,12 @@ class FunctionReader(TypeReader, ExprReader):
                     self.error("a function must return a value", stmt)
                 self._bindings = current
                 self._in_dataflow = False
-                body = self.read_value(stmt.value)
+                try:
+                    body = self.read_value(stmt.value)
+                except ByoccError:
+                    if _names_in(stmt) & self.poisoned and self.module.errors:
+                        raise self.module.errors[-1] from None  # a consequence of that one
+                    raise
                 if not _is_return_leaf(body):
                     # normal form: a computed return value is bound first (TVM's ``gv``)
                     body = self.emit_temp(body, stmt.value)
@@ -212,7 +222,27 @@ class FunctionReader(TypeReader, ExprReader):
         return _normalize_blocks(blocks), body, ret_node
 
     def _statement(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
-        """One statement of a body or dataflow block; bindings go to ``bindings``."""
+        """One statement of a body or dataflow block; bindings go to ``bindings``.
+
+        A statement that fails is recorded (``module.record``) and reading goes on: its
+        target becomes *poisoned*, and a later statement that fails while reading a
+        poisoned name is a consequence, not another problem, so it is not recorded."""
+        try:
+            self._statement_unguarded(stmt, bindings, in_dataflow, outputs)
+        except ByoccError as err:
+            names = _names_in(stmt)
+            if not (names & self.poisoned):
+                self.module.record(err)
+            elif not self.module.errors:  # cannot happen: poison comes from a recorded error
+                raise
+            target = getattr(stmt, "target", None)
+            if isinstance(target, Name):
+                self.poisoned.add(target.id)
+                self.values.pop(target.id, None)
+            self._bindings = bindings
+            self._in_dataflow = in_dataflow
+
+    def _statement_unguarded(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
         self._bindings = bindings
         self._in_dataflow = in_dataflow
         t = type(stmt)
@@ -474,3 +504,27 @@ def _is_return_leaf(expr) -> bool:
     from byocc.ir import is_leaf
 
     return is_leaf(expr)
+
+
+def _names_in(node) -> set[str]:
+    """Every name a syntax subtree reads (``Name.id``), found with an explicit stack."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Name):
+            found.add(n.id)
+            continue
+        if isinstance(n, (list, tuple)):
+            stack.extend(n)
+            continue
+        if not isinstance(n, Node):
+            continue
+        for cls in type(n).__mro__:
+            for slot in getattr(cls, "__slots__", ()):
+                if slot in ("line", "col", "end_line", "end_col"):
+                    continue
+                value = getattr(n, slot, None)
+                if isinstance(value, (Node, list, tuple)):
+                    stack.append(value)
+    return found

@@ -24,7 +24,7 @@ from pathlib import Path
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from byocc.ir import (
-    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, ParseError, Span, UnsupportedError,
+    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, MultipleErrors, ParseError, Span, UnsupportedError,
 )
 
 from ._parse_expr import METADATA, MODULE
@@ -65,6 +65,8 @@ def parse_module(text: str, source: str = "<string>", constants: dict | None = N
         return mod
     except ByoccError:
         raise
+    except _Stop as stop:
+        raise stop.error from None
     except RecursionError:
         raise ParseError("expression nested too deeply", _where(reader, source)) from None
     except Exception as exc:  # noqa: BLE001  (a bug must still surface as a located error)
@@ -260,6 +262,11 @@ class ModuleReader:
         self.attrs: dict = {}
         self.where: Node | None = None
         self._dim_cache: dict[str, Node] = {}
+        #: independent problems found so far (a failed statement or member is recorded and
+        #: reading goes on, so ``byocc check`` reports every problem, in file order)
+        self.errors: list[ByoccError] = []
+        self._error_keys: set = set()
+        self.failed: dict[str, ByoccError] = {}
 
     # ------------------------------------------------------------------ errors
     def span(self, node) -> Span:
@@ -267,6 +274,30 @@ class ModuleReader:
 
     def error(self, message: str, node, cls=ParseError):
         raise cls(message, self.span(node) if node is not None else Span(self.source, 1, 1))
+
+    def record(self, err: ByoccError) -> None:
+        """Keep ``err`` (once) and go on reading; past :data:`MAX_ERRORS` stop."""
+        key = (str(err.span), err.message)
+        if key in self._error_keys:
+            return
+        self._error_keys.add(key)
+        self.errors.append(err)
+        if len(self.errors) >= MAX_ERRORS:
+            self.raise_errors(stopped=True)
+
+    def raise_errors(self, stopped: bool = False) -> None:
+        """Raise what :meth:`record` kept: one error, or all of them in file order."""
+        if not self.errors:
+            return
+        errors = sorted(self.errors, key=_span_order)
+        if stopped:
+            last = errors[-1]
+            errors[-1] = type(last)(last.message, last.span,
+                                    last.notes + (f"stopped after {MAX_ERRORS} errors",))
+        error = errors[0] if len(errors) == 1 else MultipleErrors(errors)
+        if stopped:
+            raise _Stop(error)  # not a ByoccError: no handler on the way up records it again
+        raise error
 
     # ------------------------------------------------------------------ top level
     def read(self, stmts: list) -> IRModule:
@@ -291,7 +322,11 @@ class ModuleReader:
             reader = FunctionReader(self, main, member=True)
             name = main.name.id
             self.members[name] = reader
-            self._read_member(name)
+            try:
+                self._read_member(name)
+            except ByoccError as err:
+                self.record(err)
+            self.raise_errors()
             return IRModule({self.gvars[name]: self.funcs[name]})
         return self._read_class(main)
 
@@ -335,7 +370,11 @@ class ModuleReader:
             if sig is not None:
                 self.gvars[fd.name.id] = GlobalVar(fd.name.id, sig, reader.span(fd.name))
         for fd in funcdefs:
-            self._read_member(fd.name.id)
+            try:
+                self._read_member(fd.name.id)
+            except ByoccError as err:
+                self.record(err)  # the next member is independent of this one
+        self.raise_errors()
         functions = {}
         for name in order:
             functions[self.gvars[name]] = self.funcs[name] if name in self.funcs else self.externs[name]
@@ -368,10 +407,18 @@ class ModuleReader:
     def _read_member(self, name: str) -> None:
         if name in self.funcs:
             return
+        if name in self.failed:
+            raise self.failed[name]
         reader = self.members[name]
         self.in_progress.add(name)
         saved = self.where
-        func = reader.read()
+        try:
+            func = reader.read()
+        except ByoccError as err:
+            self.where = saved
+            self.in_progress.discard(name)
+            self.failed[name] = err
+            raise
         self.where = saved
         self.in_progress.discard(name)
         self.funcs[name] = func
@@ -440,6 +487,23 @@ class ModuleReader:
             if v is not MODULE and v is not METADATA:
                 return v
         self.error("expected a literal value (string, number, True/False, None, list or dictionary)", node)
+
+
+#: ``byocc check`` reports at most this many problems of one file.
+MAX_ERRORS = 20
+
+
+class _Stop(Exception):
+    """Reading stopped at :data:`MAX_ERRORS`; ``error`` is what :func:`parse_module` raises."""
+
+    def __init__(self, error: ByoccError):
+        super().__init__(error.message)
+        self.error = error
+
+
+def _span_order(err: ByoccError):
+    span = err.span
+    return (0, 0) if span is None else (span.line, span.column)
 
 
 def _is_docstring(stmt) -> bool:
