@@ -87,6 +87,8 @@ CASES = {
     "runtime_batch": dict(lhs=("a", 1, 32, 8), rhs=("a", 3, 8, 10)),
     # swaps two batch axes: the weight is copied into scratch first (the check reads the
     # stored shape, so the batch product must match before the permute too)
+    "vector_lhs": dict(lhs=(8,), rhs=(8, 16), bias=(16,), act="relu"),
+    "vector_rhs_int8": dict(lhs=(3, 4, 8), rhs=(8,), dtype="int8", out_dtype="int32"),
     "bias_scalar": dict(lhs=(4, 8), rhs=(8, "n"), dtype="float32", bias=(1,), act="relu"),
     "permuted": dict(lhs=(2, 3, 32, 8), rhs=(3, 2, 8, 10), transposed=True, axes=(1, 0, 2, 3)),
 }
@@ -235,6 +237,14 @@ def test_permuted_weight_is_copied_then_used_as_row_major():
     assert entry["scratch_bytes"] == MIB32 + 1024  # 6 * 8 * 10 float16 = 960 bytes, 256-aligned
 
 
+def test_vector_operands():
+    text, entry = one("vector_lhs")  # (K,) x (K, N): M = 1, the output is (N,)
+    assert "const int64_t M = int64_t(1);" in text and entry["outputs"][0]["shape"] == [16]
+    text, entry = one("vector_rhs_int8")  # (..., M, K) x (K,): N = 1; (K,) is also the stored (1, K)
+    assert "const int64_t N = int64_t(1);" in text and "p.op_a = CUBLAS_OP_T;" in text
+    assert "cublaslt_permute" not in text and entry["steps"][0]["batch"] == "flatten"
+
+
 def test_a_one_element_bias_is_repeated_into_the_vector_the_epilogue_reads():
     text, entry = one("bias_scalar")
     assert "rc = byocc::cublaslt_broadcast(device, byocc::data_of(args[2]), bias_vector, 4, N, stream);" in text
@@ -366,9 +376,10 @@ def test_cuda_paths_find_the_wheel_layout():
 # --------------------------------------------------------------------------- compile + link
 CASES_AS_FUNCTIONS = {f"f_{name}": kw for name, kw in CASES.items()}
 #: Compiled for real (one wrapper TU each, ~5 s apiece): every type, the weight copy, the
-#: erf-GELU call, symbolic dims and the run-time batch branch.
+#: erf-GELU call, symbolic dims, every batch mode and vector operands.
 COMPILED = ("f16_bias_relu", "f32_transposed", "int8", "int8_symbolic_batch", "bf16_to_f32", "batched_bias",
-            "symbolic_m", "gelu_symbolic_batch", "runtime_batch", "permuted", "bias_scalar")
+            "symbolic_m", "gelu_symbolic_batch", "runtime_batch", "permuted", "bias_scalar", "int8_transposed",
+            "flatten", "broadcast_lhs", "vector_lhs", "vector_rhs_int8")
 NVCC = find_optional_nvcc()
 CUBLASLT = find_optional_cublaslt()
 needs_toolchain = pytest.mark.skipif(
