@@ -320,3 +320,16 @@ def test_heavy_units_respect_the_pool_depth(tmp_path, fake_nvcc, ninja):
     for (_, end), (start, _) in zip(kernels, kernels[1:]):
         assert start >= end - 0.05  # one heavy unit at a time
     assert "heavy 1, jobs " in result.stderr.splitlines()[-1]
+
+
+def test_config_ninja_is_written_through_a_symlink(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    real = tmp_path / "my-config.ninja"
+    real.write_text("# mine\n")
+    real.chmod(0o640)
+    (lib_dir / "config.ninja").unlink()
+    (lib_dir / "config.ninja").symlink_to(real)
+    assert run("build", lib_dir, "-j", "3").exit_code == 0
+    assert (lib_dir / "config.ninja").is_symlink()
+    assert "heavy_depth = 3\n" in real.read_text()
+    assert real.stat().st_mode & 0o777 == 0o640

@@ -233,7 +233,7 @@ def test_cache_miss_compiles_then_hit_copies(fake_tree):
     assert (tmp / "hits.log").read_text() == "miss obj/u.o\nhit obj/u.o\n"
     entries = sorted(p.name for p in (cache / "obj").iterdir())
     assert len(entries) == 1 and entries[0].endswith(".o") and len(entries[0]) == 64 + 2
-    assert not [p for p in cache.rglob(".tmp-*")]  # atomic writes leave nothing behind
+    assert not list(cache.rglob("*.tmp"))  # atomic writes leave nothing behind
 
 
 def test_cache_key_changes_with_flags_text_headers_salts_and_compiler(fake_tree, monkeypatch):

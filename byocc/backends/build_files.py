@@ -164,23 +164,18 @@ def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
     return None
 
 
-def default_heavy_depth(total_bytes: int | None = None) -> int:
-    """``max(1, min(nproc, floor(free_GiB / 4)))``; ``MemAvailable`` unless given."""
-    if total_bytes is None:
-        total_bytes = meminfo("MemAvailable")
+def default_heavy_depth(memory_bytes: int) -> int:
+    """``max(1, min(nproc, floor(GiB / 4)))``: an SM90 CUTLASS unit needs about 3.6 GB."""
     nproc = os.cpu_count() or 1
-    return max(1, min(nproc, total_bytes // (4 << 30)))
+    return max(1, min(nproc, memory_bytes // (4 << 30)))
 
 
-def meminfo(key: str) -> int:
+def total_memory() -> int:
+    """Physical memory in bytes (what generated files assume: it does not change per run)."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 4 << 30
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 4 << 30
 
 
 def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool = False,
@@ -190,8 +185,8 @@ def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool 
     """The toolchain of this machine. ``strict``: a missing tool is an
     :class:`ExternalToolError` naming it (``byocc build``); otherwise a placeholder is
     written (``byocc partition -o`` on a machine without CUDA). Without ``heavy_depth`` the
-    non-strict default is computed from ``MemTotal`` so that generated files do not change
-    with the free memory of the moment."""
+    pool depth follows the physical memory, so that generated files do not change with the
+    free memory of the moment (``byocc build`` passes one from the free memory)."""
     nvcc = find_nvcc()
     if nvcc is None and strict:
         raise ExternalToolError("nvcc not found (put it on PATH, or set CUDA_HOME or CUDACXX)")
@@ -211,7 +206,7 @@ def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool 
             tc = replace(tc, cublaslt_include_dir=found[0], cublaslt_lib_dir=found[1],
                          cublaslt_lib_name=found[2], cublaslt_in_toolkit=found[3] == "toolkit")
     if heavy_depth is None:
-        heavy_depth = default_heavy_depth(None if strict else meminfo("MemTotal"))
+        heavy_depth = default_heavy_depth(total_memory())
     return replace(tc, heavy_depth=max(1, int(heavy_depth)))
 
 
@@ -436,5 +431,5 @@ __all__ = [
     "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "HEAVY_KINDS", "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS",
     "NVCC_COMMON_FLAGS", "Toolchain", "Unit", "build_files", "build_ninja", "cmake_lists",
     "config_ninja", "cuda_lib_dir", "default_cache_dir", "default_heavy_depth", "detect_toolchain",
-    "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "meminfo", "units_of",
+    "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "total_memory", "units_of",
 ]

@@ -22,7 +22,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -31,6 +30,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from byocc.ir import ExternalToolError, InputError
+
+from .inputs import available_memory
+from .objcache import atomic_write
 
 # ============================================================== a reader for ninja files
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -259,7 +261,7 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
     (empty: both); ``jobs``: the heavy-unit limit (default from free memory)."""
     from byocc.backends.build_files import (
         ARCH_KINDS, NO_ARCH_MACRO, Unit, build_ninja, config_ninja, default_cache_dir,
-        detect_toolchain, find_ninja)
+        default_heavy_depth, detect_toolchain, find_ninja, total_memory)
     from byocc.backends.manifest import load_manifest
 
     start = time.monotonic()
@@ -285,18 +287,18 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
         first = shlex.split(launcher)[:1]
         if not first or shutil.which(first[0]) is None:
             raise ExternalToolError(f"launcher {launcher!r} not found")
-    heavy = jobs if jobs is not None else None
+    heavy = jobs if jobs is not None else default_heavy_depth(available_memory() or total_memory())
     tc = detect_toolchain(needs_cutlass, needs_cublaslt, strict=True, cutlass_dir=cutlass_dir,
                           launcher=launcher, heavy_depth=heavy, defines=defines,
                           cache_dir=(cache_dir or default_cache_dir()) if use_cache else None)
     total_jobs = max(tc.heavy_depth, os.cpu_count() or 1)
-    _write_atomic(root / "config.ninja", config_ninja(tc))
+    atomic_write(root / "config.ninja", config_ninja(tc).encode())
     run_file = build_file
     if skipped:
         run_file = root / f"build.{'_'.join(sorted(wanted))}.ninja"
         text = build_ninja(stem, [Unit(s, k, h) for s, k, h in units], needs_cutlass,
                            needs_cublaslt, skip_kinds=skipped)
-        _write_atomic(run_file, text)
+        atomic_write(run_file, text.encode())
     log_path = root / "build.log"
     (root / "obj").mkdir(exist_ok=True)
     (root / "lib").mkdir(exist_ok=True)
@@ -333,13 +335,6 @@ def _units(graph: NinjaFile, path: Path) -> tuple[list[tuple[str, str, tuple[str
     if library is None:
         raise InputError(f"{path}: no link edge (not a byocc build file?)")
     return units, library
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def _run_ninja(ninja: str, root: Path, run_file: Path, jobs: int, env: dict, log,

@@ -133,7 +133,7 @@ def compiler_identity(compiler: str, cache_dir: str | None) -> bytes:
     except (OSError, subprocess.SubprocessError):
         ident = stamp.encode()
     if memo is not None:
-        _atomic_write(memo, ident)
+        atomic_write(memo, ident)
     return ident
 
 
@@ -173,14 +173,22 @@ def _include_dirs(command: Sequence[str]) -> list[str]:
     return dirs
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file and ``os.replace``: readers see the old
+    or the new bytes, never a part. A symlink is written through (its target is replaced);
+    an existing file keeps its mode, a new one gets the umask's (not mkstemp's 0600)."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0600 would keep a shared cache private
-        os.replace(tmp, path)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -190,7 +198,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
-    _atomic_write(dst, src.read_bytes())
+    atomic_write(dst, src.read_bytes())
 
 
 def _log(event: str, output: str) -> None:
@@ -237,4 +245,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["Invocation", "cache_key", "compiler_identity", "included_files", "parse_invocation", "run"]
+__all__ = ["Invocation", "atomic_write", "cache_key", "compiler_identity", "included_files", "parse_invocation", "run"]
