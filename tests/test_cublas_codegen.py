@@ -639,32 +639,51 @@ def test_wrappers_and_runtime_units_compile_and_link_against_libcublaslt(built):
 DIMS = {"a": 3, "n": 5}
 
 
+def _storage(values, dtype: str):
+    """``values`` (exact in ``dtype``) as the bytes a tensor of ``dtype`` holds (bfloat16: the
+    upper half of the float32 bits; numpy has no bfloat16)."""
+    import numpy as np
+
+    if dtype == "bfloat16":
+        return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return np.asarray(values).astype({"float16": np.float16, "float32": np.float32, "int8": np.int8,
+                                      "int32": np.int32}[dtype])
+
+
+def _values(array, dtype: str):
+    import numpy as np
+
+    if dtype == "bfloat16":
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array.astype(np.float64)
+
+
 def _inputs(case: str, dims: dict, rng):
-    import ml_dtypes
+    """x, w, bias (storage arrays), the float64 reference and the output dtype of ``case``."""
     import numpy as np
 
     kw = CASES[case]
     dtype = kw.get("dtype", "float16")
-    np_dtype = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "int8": np.int8,
-                "int32": np.int32}
-    shape = lambda s: tuple(dims[d] if isinstance(d, str) else d for d in s)  # noqa: E731
+    out_dtype = kw.get("out_dtype") or dtype
 
-    def rand(s, dt):  # small dyadic values: exact in every dtype, so only the output rounding differs
-        return (rng.integers(-4, 5, size=shape(s)) / (1 if dt == "int8" else 4)).astype(np_dtype[dt])
+    def rand(s):  # small dyadic values: exact in every dtype, so only the output rounding differs
+        shape = tuple(dims[d] if isinstance(d, str) else d for d in s)
+        return rng.integers(-4, 5, size=shape) / (1 if dtype == "int8" else 4)
 
-    x, w = rand(kw["lhs"], dtype), rand(kw["rhs"], dtype)
-    bias = rand(kw["bias"], kw.get("out_dtype") or dtype) if kw.get("bias") else None
-    wl = np.transpose(w.astype(np.float64), kw["axes"]) if kw.get("transposed") else w.astype(np.float64)
-    ref = np.matmul(x.astype(np.float64), wl)
+    x, w = rand(kw["lhs"]), rand(kw["rhs"])
+    bias = rand(kw["bias"]) if kw.get("bias") else None
+    wl = np.transpose(w, kw["axes"]) if kw.get("transposed") else w
+    ref = np.matmul(x, wl)
     if bias is not None:
-        ref = ref + bias.astype(np.float64)
+        ref = ref + bias
     if kw.get("act") == "relu":
         ref = np.maximum(ref, 0)
     elif kw.get("act") == "gelu":
         from math import erf, sqrt
 
         ref = np.vectorize(lambda v: 0.5 * v * (1 + erf(v / sqrt(2))))(ref)
-    return x, w, bias, ref, np_dtype[kw.get("out_dtype") or dtype]
+    return (_storage(x, dtype), _storage(w, dtype), None if bias is None else _storage(bias, out_dtype), ref,
+            out_dtype)
 
 
 def _dl(array, code_bits) -> tuple:
@@ -682,7 +701,7 @@ def _run_emulated(so, built, case: str, dims: dict, rng):
     x, w, bias, ref, out_dtype = _inputs(case, dims, rng)
     by_role = {"lhs": x, "rhs": w, "bias": bias}
     arrays = [by_role[a["role"]] for a in entry["args"]]
-    out = np.zeros(ref.shape, dtype=out_dtype)
+    out = _storage(np.zeros(ref.shape), out_dtype)
     specs = entry["args"] + entry["outputs"]
     tensors = [_dl(a, _DL[s["dtype"]]) for a, s in zip(arrays + [out], specs)]
     arr = (ctypes.POINTER(DLTensor) * len(tensors))(*[ctypes.pointer(t) for t, _ in tensors])
@@ -695,7 +714,7 @@ def _run_emulated(so, built, case: str, dims: dict, rng):
     fn = getattr(so, symbol)
     fn.restype = ctypes.c_int32
     rc = fn(arr, len(tensors), ctypes.c_void_p(scratch.ctypes.data), ctypes.c_uint64(size), None)
-    return rc, out, ref
+    return rc, _values(out, out_dtype), ref, out_dtype
 
 
 @pytest.mark.parametrize("case", COMPILED)
@@ -708,14 +727,13 @@ def test_generated_wrappers_compute_the_matmul_through_the_emulated_cublaslt(bui
                                                      built["objects"]["runtime_fake_device"]])
     so = _load(lib)
     dims = dict(DIMS, a=1) if case == "runtime_batch" else DIMS
-    rc, out, ref = _run_emulated(so, built, case, dims, np.random.default_rng(0))
+    rc, got, ref, out_dtype = _run_emulated(so, built, case, dims, np.random.default_rng(0))
     assert rc == 0, so.byocc_last_error()
-    got = out.astype(np.float64)
-    if out.dtype == np.int32 or out.dtype == np.float32:
+    if out_dtype in ("int32", "float32"):
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
     else:  # only the final rounding to float16/bfloat16
         np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
     if case == "runtime_batch":  # a = 2: lhs batch (2, 1) against (2, 3) has no single batch stride
-        rc, _, _ = _run_emulated(so, built, case, dict(DIMS, a=2), np.random.default_rng(0))
+        rc, _, _, _ = _run_emulated(so, built, case, dict(DIMS, a=2), np.random.default_rng(0))
         assert rc == 3
         assert b"the batch dims of lhs and rhs differ" in so.byocc_last_error()
