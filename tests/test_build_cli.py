@@ -18,6 +18,8 @@ from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.cli import cli
 
+from test_build_files import install_fake_nvcc
+
 # A trivial entry point with the ABI signature: copies x (float32[n]) into out.
 TINY_FUNC = r"""// f.cu: y = x for float32[n] (a test fixture with byocc's exported ABI).
 #include "byocc_internal.h"
@@ -122,26 +124,6 @@ def test_real_build_of_a_light_library(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- fake tools
-FAKE_NVCC = """#!{python}
-import os, sys
-args = sys.argv[1:]
-if args == ["--version"]:
-    print("fake nvcc")
-    sys.exit(0)
-if "--dryrun" in args:
-    sys.exit(0)
-with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
-    f.write(" ".join(args) + "\\n")
-out = args[args.index("-o") + 1]
-os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-if "-c" in args:
-    src = args[args.index("-c") + 1]
-    if "#error" in open(src).read():
-        sys.stderr.write(src + "(3): error: this unit does not compile\\n")
-        sys.exit(2)
-open(out, "w").write(" ".join(args))
-"""
-
 KINDS = [SourceFile("src/kernels/k_90.cu", '#include "byocc_gemm.h"\n', "sm90"),
          SourceFile("src/kernels/k_80.cu", '#include "byocc_gemm.h"\n', "sm80"),
          SourceFile("src/funcs/f.cu", '#include "byocc_internal.h"\n', "light")]
@@ -149,15 +131,7 @@ KINDS = [SourceFile("src/kernels/k_90.cu", '#include "byocc_gemm.h"\n', "sm90"),
 
 @pytest.fixture
 def fake_nvcc(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    nvcc = bin_dir / "nvcc"
-    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
-    nvcc.chmod(0o755)
-    log = tmp_path / "nvcc.log"
-    log.write_text("")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
+    _, log = install_fake_nvcc(tmp_path, monkeypatch)
     monkeypatch.setenv("BYOCC_CACHE", str(tmp_path / "cache"))
     return log
 

@@ -177,38 +177,51 @@ def test_ninja_reader_expands_build_ninja_commands(tmp_path):
 
 
 # --------------------------------------------------------------------------- objcache
+# A stand-in for nvcc: logs its arguments, "compiles" a unit into a file naming its flags,
+# fails on a unit containing #error, links anything (also used by tests/test_build_cli.py).
 FAKE_NVCC = """#!{python}
 import os, sys
 args = sys.argv[1:]
 if args == ["--version"]:
     print("fake nvcc " + os.environ.get("FAKE_NVCC_VERSION", "1"))
     sys.exit(0)
+if "--dryrun" in args:
+    sys.exit(0)
 with open(os.environ["FAKE_NVCC_LOG"], "a") as f:
     f.write(" ".join(args) + "\\n")
-src = args[args.index("-c") + 1]
 out = args[args.index("-o") + 1]
-text = open(src).read()
-if "#error" in text:
-    sys.stderr.write(src + "(1): error: boom\\n")
-    sys.exit(1)
-open(out, "w").write("object of " + src + " with " + " ".join(a for a in args if a.startswith("-D")))
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+if "-c" in args:
+    src = args[args.index("-c") + 1]
+    if "#error" in open(src).read():
+        sys.stderr.write(src + "(3): error: this unit does not compile\\n")
+        sys.exit(2)
+open(out, "w").write(" ".join(args))
 """
+
+
+def install_fake_nvcc(tmp_path: Path, monkeypatch, script: str = FAKE_NVCC) -> tuple[Path, Path]:
+    """``tmp_path/fakebin/nvcc`` (first on PATH) and the log file it appends its calls to."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    nvcc = bin_dir / "nvcc"
+    nvcc.write_text(script.format(python=sys.executable))
+    nvcc.chmod(0o755)
+    log = tmp_path / "nvcc.log"
+    log.write_text("")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
+    return nvcc, log
 
 
 @pytest.fixture
 def fake_tree(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    nvcc = bin_dir / "nvcc"
-    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
-    nvcc.chmod(0o755)
+    nvcc, log = install_fake_nvcc(tmp_path, monkeypatch)
     work = tmp_path / "work"
     (work / "src").mkdir(parents=True)
     (work / "obj").mkdir()
     (work / "src" / "h.h").write_text("int h;\n")
     (work / "src" / "u.cu").write_text('#include "h.h"\nint u;\n')
-    log = tmp_path / "nvcc.log"
-    monkeypatch.setenv("FAKE_NVCC_LOG", str(log))
     monkeypatch.setenv("BYOCC_OBJCACHE_LOG", str(tmp_path / "hits.log"))
     monkeypatch.chdir(work)
     return tmp_path, str(nvcc), log
@@ -265,7 +278,7 @@ def test_cache_key_changes_with_flags_text_headers_salts_and_compiler(fake_tree,
 
 def test_launcher_runs_inside_the_cache(fake_tree):
     tmp, nvcc, log = fake_tree
-    wrapper = tmp / "bin" / "mylauncher"
+    wrapper = tmp / "fakebin" / "mylauncher"
     wrapper.write_text(f"#!/bin/sh\necho launched >> {tmp}/launcher.log\nexec \"$@\"\n")
     wrapper.chmod(0o755)
     assert launch(tmp / "cache", nvcc, extra=("--launcher", str(wrapper))) == 0
@@ -278,7 +291,7 @@ def test_launcher_runs_inside_the_cache(fake_tree):
 def test_failed_compile_is_not_cached(fake_tree):
     tmp, nvcc, _ = fake_tree
     Path("src/u.cu").write_text("#error no\n")
-    assert launch(tmp / "cache", nvcc) == 1
+    assert launch(tmp / "cache", nvcc) == 2
     assert not (tmp / "cache" / "obj").exists() or not list((tmp / "cache" / "obj").iterdir())
 
 
