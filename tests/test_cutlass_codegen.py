@@ -322,3 +322,280 @@ def test_every_epilogue_path_compiles(tmp_path):
     merged = GeneratedModule("cutlass", (), tuple(sources[p] for p in sorted(sources)))
     write(merged, tmp_path)
     compile_light(tmp_path, merged, link=False)
+
+
+# --------------------------------------------------------------------------- the wrapper run on the host
+# The generated wrappers run on the host against host implementations of the kernel-unit
+# contracts: every CUTLASS unit (byocc_gemm.h, with the EpilogueSpec semantics documented in
+# byocc.backends.cutlass.kernels) and the generic units (byocc_generic.cuh semantics). This
+# checks the problem mapping, strides, batch handling, transposes, operand classes and
+# scratch layout against the numpy interpreter; what it cannot check is CUTLASS itself.
+_FAKE_RUNTIME_DEVICE_INFO = """int device_info(int device, DeviceInfo* out) {
+  (void)device;
+  const char* major = getenv("FAKE_MAJOR");
+  out->major = major ? atoi(major) : 9;
+  out->minor = 0;
+  out->sm_count = 132;
+  return BYOCC_OK;
+}
+"""
+
+_HOST_KERNELS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "byocc_generic.cuh"
+namespace byocc {
+namespace generic {
+template <typename TA, typename TB, typename TOut>
+int host_gemm(const GemmArgs& g, int64_t sbk, int64_t sbn, const Epilogue& e) {
+  using AccT = typename Acc<TA>::type;
+  using C = typename Num<TOut>::C;
+  for (int64_t l = 0; l < g.L; ++l)
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t n = 0; n < g.N; ++n) {
+        AccT acc = 0;
+        for (int64_t k = 0; k < g.K; ++k)
+          acc += to_acc(static_cast<const TA*>(g.A)[l * g.batch_stride_a + m * g.lda + k]) *
+                 to_acc(static_cast<const TB*>(g.B)[l * g.batch_stride_b + k * sbk + n * sbn]);
+        epilogue_store<TOut>(static_cast<C>(acc), l * g.batch_stride_d + m * g.ldd + n, e, static_cast<TOut*>(g.D));
+      }
+  return BYOCC_OK;
+}
+template <typename TSrc, typename TOut>
+int host_epilogue(const Operand& src, const Epilogue& e, void* out) {
+  using C = typename Num<TOut>::C;
+  int64_t numel = 1;
+  for (int a = 0; a < e.rank; ++a) numel *= e.shape[a];
+  for (int64_t i = 0; i < numel; ++i)
+    epilogue_store<TOut>(static_cast<C>(Num<TSrc>::load(static_cast<const TSrc*>(src.ptr)[offset_of(src, i, e.rank, e.shape)])), i, e, static_cast<TOut*>(out));
+  return BYOCC_OK;
+}
+}  // namespace generic
+}  // namespace byocc
+"""
+
+
+def _fake_cutlass_unit(cfg) -> str:
+    from byocc.backends.cuda.generic import ctype
+
+    ep = cfg.epilogue
+    ta, tb, td = ctype(cfg.dtype_a), ctype(cfg.dtype_b), ctype(cfg.dtype_d)
+    b_index = ("k * g.ldb + n" if cfg.b_layout == "nn" else "n * g.ldb + k")
+    acts = {None: "v", "relu": "(v < 0 ? C(0) : v)", "gelu": "C(0.5) * v * (C(1) + erff(v * C(0.70710678118654752440)))",
+            "silu": "v * (C(0.5) * (tanhf(C(0.5) * v) + C(1)))"}
+    lines = [f"// fake {cfg.path}: {ep.formula}", "namespace byocc {",
+             f"bool {cfg.prefix}_can_implement(const GemmArgs&) {{ return getenv(\"FAKE_NO_CUTLASS\") == nullptr; }}",
+             f"uint64_t {cfg.prefix}_workspace_bytes(const GemmArgs&) {{ return 0; }}",
+             f"int {cfg.prefix}_run(const GemmArgs& g, void*, uint64_t, cudaStream_t) {{",
+             f'  fprintf(stderr, "ran {cfg.arch} {cfg.prefix}\\n");',
+             f"  using C = typename generic::Num<{td}>::C;",
+             "  for (int64_t l = 0; l < g.L; ++l) for (int64_t m = 0; m < g.M; ++m) for (int64_t n = 0; n < g.N; ++n) {",
+             f"    typename generic::Acc<{ta}>::type acc = 0;",
+             "    for (int64_t k = 0; k < g.K; ++k)",
+             f"      acc += generic::to_acc(static_cast<const {ta}*>(g.A)[l * g.batch_stride_a + m * g.lda + k]) *",
+             f"             generic::to_acc(static_cast<const {tb}*>(g.B)[l * g.batch_stride_b + {b_index}]);",
+             "    C v = static_cast<C>(acc);"]
+    if ep.bias:
+        lines.append(f"    v += generic::Num<{td}>::load(static_cast<const {td}*>(g.bias)[l * g.batch_stride_bias + n]);")
+    if ep.source == "full" and ep.residual != "full":
+        lines.append(f"    v += generic::Num<{td}>::load(static_cast<const {td}*>(g.C)[l * g.batch_stride_c + m * g.ldc + n]);")
+    lines.append(f"    v = {acts[ep.act]};")
+    if ep.residual:
+        idx = "l * g.batch_stride_c + m * g.ldc + n" if ep.residual == "full" else "l * g.batch_stride_c + n"
+        lines.append(f"    C r = generic::Num<{td}>::load(static_cast<const {td}*>(g.C)[{idx}]);")
+        lines.append(f"    v = {'v + r' if ep.residual_op == 'add' else 'v * r'};")
+    if ep.post:
+        lines.append("    v = (v < 0 ? C(0) : v);")
+    lines += [f"    static_cast<{td}*>(g.D)[l * g.batch_stride_d + m * g.ldd + n] = generic::Num<{td}>::store(v);",
+              "  }", "  return BYOCC_OK;", "}", "}  // namespace byocc"]
+    return "\n".join(lines) + "\n"
+
+
+def _configs(funcs):
+    """Every CUTLASS kernel configuration the codegen compiles for ``funcs``."""
+    from byocc.backends.cutlass.codegen import plan_gemm
+    from byocc.backends.program import gemm_step, offloaded_program
+
+    cfgs = {}
+    for sym, func in funcs:
+        prog = offloaded_program(sym, func, {})
+        for call in prog.calls:
+            step = gemm_step(call.func)
+            if step is None:
+                continue
+            for tier in plan_gemm(step, call, sym, {}).tiers:
+                if tier.cfg is not None:
+                    cfgs[tier.cfg.path] = tier.cfg
+    return cfgs
+
+
+HOST_CASES = [
+    dict(xs=(32, 6), ws=(6, 16)),
+    dict(xs=(4, 16), ws=(128, 16), trans=True, bias=(128,), act="relu"),
+    dict(xs=(6, 32, 8), ws=(6, 8, 10), bias=(10,)),
+    dict(xs=("a", 32, 8), ws=(8, 16), bias=(16,)),
+    dict(xs=(32, 8), ws=(5, 3, 8, 16), bias=(16,), act="gelu"),
+    dict(xs=(1, 1, 16, 15), ws=(3, 2, 15, 2)),
+    dict(xs=(32, 8), ws=(8, 8), bias=(8,), res=(32, 8)),
+    dict(xs=(4, 16), ws=(16, 16), trans=True, bias=(16,), act="relu", res=(4, 16), post="relu"),
+    dict(xs=(64, 32), ws=(32, 64), bias=(64, 1), act="gelu"),
+    dict(xs=(4, 64, 32), ws=(4, 32, 64), bias=(4, 1, 64)),
+    dict(xs=(4, 64, 32), ws=(4, 32, 64), bias=(4, 64, 64), act="silu"),
+    dict(xs=(64, 32), ws=(32, 64), bias=(4, 64, 64)),
+    dict(xs=(64, 32), ws=(32, 64), bias=(64,), out_dtype="float32"),
+    dict(xs=(64, 32), ws=(32, 64), dtype="float32", bias=(64,), act="relu"),
+    dict(xs=(64, 32), ws=(32, 64), dtype="int8", out_dtype="int32"),
+    dict(xs=(2, 64, 32), ws=(2, 64, 32), trans=True, dtype="int8", out_dtype="int32"),
+    dict(xs=(3, 8), ws=(8, 2, 16), trans=(1, 0, 2)),
+    dict(xs=(3, 16), ws=(16, 2, 16), trans=(1, 0, 2), dtype="int8", out_dtype="int32"),
+    dict(xs=(64, 32), ws=(32, 64), bias=(64,), res=(64,), res_op="multiply", post="relu"),
+    dict(xs=(64, 32), ws=(32, 64), bias=(64, 1), act="relu", res=(64, 64), res_op="multiply"),
+    dict(xs=(2, 16, 32), ws=(32, 64), bias=(64,), res=(2, 16, 64), res_op="multiply"),
+]
+
+
+def _host_inputs(func, rng, sym_values):
+    import numpy as np
+
+    from byocc.ops.reference import np_dtype
+
+    arrays = []
+    for p in func.params:
+        si = p.struct_info
+        dims = [d if isinstance(d, int) else sym_values[str(d.name)] for d in si.shape]
+        if si.dtype.startswith("int"):
+            arrays.append(rng.integers(-8, 8, dims).astype(np_dtype(si.dtype)))
+        else:
+            arrays.append(rng.uniform(-1, 1, dims).astype(np_dtype(si.dtype)))
+    return arrays
+
+
+@needs_nvcc
+def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
+    """Run thrice: as on sm_90 (TMA tier first), as on sm_80, and with every CUTLASS unit
+    refusing (can_implement false), so the generic SIMT GEMM serves every case."""
+    import os
+
+    import numpy as np
+
+    from byocc.backends.cuda.common import RUNTIME_SOURCE
+    from byocc.backends.cuda.generic import GENERIC_DTYPES, header_source
+    from byocc.ops.reference import dtype_name
+    from byocc.runtime import Interpreter
+
+    rng = np.random.default_rng(1)
+    sources: dict = {}
+    cfgs: dict = {}
+    runs = []
+    modules = [(parse_module(matmul_module(**kw)), "annotate", kw) for kw in HOST_CASES]
+    modules.append((read_file(SAMPLES / "mlp_fp16.relax"), "merge", "mlp"))
+    for k, (mod, path, label) in enumerate(modules):
+        part = partition(mod, get_patterns_with_prefix("cutlass"), path=path)
+        named = [(name, f) for name, f in part.functions.items()
+                 if getattr(f, "attrs", {}).get("Codegen") == "cutlass"]
+        assert len(named) == 1, label
+        (gname, func), = named
+        funcs = [(f"{func.attrs['global_symbol']}_c{k}", func)]
+        funcs = [(sym, f.with_attrs(global_symbol=sym)) for sym, f in funcs]
+        gm = codegen(funcs, {}, {})[0]
+        for src in gm.sources:
+            assert sources.setdefault(src.path, src).text == src.text
+        cfgs.update(_configs(funcs))
+        (entry,) = gm.entries
+        # the offloaded function itself, run by the interpreter (composites as plain calls)
+        inputs = _host_inputs(func, rng, {"a": 5})
+        want = np.asarray(Interpreter(part).run(inputs, entry=gname))
+        runs.append((label, entry, funcs[0][1], inputs, want))
+    src_dir = tmp_path / "src"
+    for src in [header_source()] + [s for s in common_sources() if s.path.endswith(".h")] + list(sources.values()):
+        p = tmp_path / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+    runtime = RUNTIME_SOURCE
+    start = runtime.index("int device_info(int device, DeviceInfo* out) {")
+    end = runtime.index("\n}\n", start) + 3
+    (tmp_path / "runtime_host.cu").write_text(
+        "#include <stdlib.h>\n" + runtime[:start] + _FAKE_RUNTIME_DEVICE_INFO + runtime[end:])
+    fakes = [_HOST_KERNELS]
+    for cfg in cfgs.values():
+        fakes.append(_fake_cutlass_unit(cfg))
+    for path, src in sources.items():
+        name = Path(path).stem
+        if name.startswith("generic_gemm_"):
+            _, _, a, b, d = name.split("_")
+            t = {v[0]: v[1] for v in GENERIC_DTYPES.values()}
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const GemmArgs& g, "
+                         f"int64_t sbk, int64_t sbn, const Epilogue& e, cudaStream_t) {{ "
+                         f"return host_gemm<{t[a]}, {t[b]}, {t[d]}>(g, sbk, sbn, e); }} }} }}")
+        elif name.startswith("generic_epilogue_"):
+            _, _, s, d = name.split("_")
+            t = {v[0]: v[1] for v in GENERIC_DTYPES.values()}
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const Operand& src, "
+                         f"const Epilogue& e, void* out, int, cudaStream_t) {{ return host_epilogue<{t[s]}, {t[d]}>(src, e, out); }} }} }}")
+    (tmp_path / "fakes.cu").write_text("\n".join(fakes) + "\n")
+    main = ["#include <stdio.h>", "#include <stdlib.h>", "#include <vector>", '#include "byocc_internal.h"', ""]
+    for _, entry, _, _, _ in runs:
+        main.append(entry.c_signature.replace('extern "C"', 'extern "C"'))
+        main.append(entry.scratch_signature)
+    main += ["static void* load(const char* path, size_t bytes) {",
+             "  void* p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);",
+             '  FILE* f = fopen(path, "rb"); if (!f || fread(p, 1, bytes, f) != bytes) { printf("read %s\\n", path); exit(2); }',
+             "  fclose(f); return p;", "}", "int main() {", "  int rc = 0;"]
+    for k, (label, entry, func, inputs, want) in enumerate(runs):
+        tensors = list(inputs) + [want]
+        main.append(f"  {{  // {k}: {entry.symbol}")
+        main.append(f"    DLTensor t[{len(tensors)}]; const DLTensor* args[{len(tensors)}];")
+        main.append(f"    static int64_t shapes[{len(tensors)}][8];")
+        for j, arr in enumerate(tensors):
+            arr = np.ascontiguousarray(arr)
+            if j < len(inputs):
+                arr.tofile(tmp_path / f"r{k}_{j}.bin")
+                main.append(f'    void* d{j} = load("{tmp_path}/r{k}_{j}.bin", {arr.nbytes});')
+            else:
+                main.append(f"    void* d{j} = aligned_alloc(256, {max(256, (arr.nbytes + 255) // 256 * 256)});")
+            code, bits = {"f": 2, "i": 0, "u": 1}[arr.dtype.kind], arr.dtype.itemsize * 8
+            for ax, d in enumerate(arr.shape):
+                main.append(f"    shapes[{j}][{ax}] = {d};")
+            main.append(f"    t[{j}] = DLTensor{{d{j}, {{kDLCUDA, 0}}, {arr.ndim}, {{{code}, {bits}, 1}}, shapes[{j}], nullptr, 0}};")
+            main.append(f"    args[{j}] = &t[{j}];")
+        n = len(tensors)
+        main.append(f"    uint64_t need = byocc_scratch_bytes_{entry.symbol}(args, {n});")
+        main.append("    void* scratch = need ? aligned_alloc(256, (need + 255) / 256 * 256) : nullptr;")
+        main.append(f"    int r = {entry.symbol}(args, {n}, scratch, need, nullptr);")
+        main.append(f'    if (r != 0) {{ printf("case {k} failed %d: %s\\n", r, byocc_last_error()); rc = 1; }}')
+        main.append(f'    FILE* f = fopen("{tmp_path}/r{k}_out.bin", "wb"); fwrite(d{n - 1}, 1, {want.nbytes}, f); fclose(f);')
+        if entry.scratch_bytes is not None:
+            main.append(f'    if (need != {entry.scratch_bytes}ull) {{ printf("case {k}: scratch %llu != manifest {entry.scratch_bytes}\\n", (unsigned long long)need); rc = 1; }}')
+        main.append("  }")
+    main += ["  return rc;", "}"]
+    (tmp_path / "main.cu").write_text("\n".join(main) + "\n")
+    units = [tmp_path / "main.cu", tmp_path / "fakes.cu", tmp_path / "runtime_host.cu"]
+    units += [tmp_path / e.source_file for _, e, _, _, _ in runs]
+    exe = tmp_path / "host_run"
+    proc = subprocess.run([NVCC, "-std=c++17", "-O1", "-I", str(src_dir), *map(str, units), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    for major, no_cutlass in (("9", False), ("8", False), ("9", True)):
+        env = dict(os.environ, FAKE_MAJOR=major)
+        if no_cutlass:
+            env["FAKE_NO_CUTLASS"] = "1"
+        proc = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+        ran = proc.stderr
+        if no_cutlass:
+            assert "ran " not in ran
+        else:
+            assert ("ran sm90" in ran) == (major == "9") and "ran sm80" in ran
+        failures = []
+        for k, (label, entry, _, _, want) in enumerate(runs):
+            got = np.fromfile(tmp_path / f"r{k}_out.bin", dtype=want.dtype).reshape(want.shape)
+            if want.dtype.kind == "f":
+                # fp32 accumulation and epilogue vs the interpreter's per-op f16 rounding
+                scale = max(1.0, float(np.abs(want.astype(np.float64)).max()))
+                ok = np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-2, atol=1e-2 * scale)
+            else:
+                ok = np.array_equal(got, want)
+            if not ok:
+                err = np.abs(got.astype(np.float64) - want.astype(np.float64)).max()
+                failures.append(f"{label} (major {major}, cutlass {not no_cutlass}): max |err| {err}")
+        assert not failures, "\n".join(failures)
