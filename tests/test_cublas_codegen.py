@@ -253,6 +253,34 @@ def test_a_one_element_bias_is_repeated_into_the_vector_the_epilogue_reads():
     assert entry["scratch_bytes"] is None and entry["scratch_expr"] == "33554432 + round_up(n * 4)"
 
 
+SCALAR_BIAS = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), dtype="float16"), w: R.Tensor((8, 16), dtype="float16")):
+        with R.dataflow():
+            h = R.matmul(x, w, out_dtype="void")
+            y = R.add(h, R.const(0.5, "float16"))
+            R.output(y)
+        return y
+"""
+
+
+@pytest.mark.parametrize("bind", [True, False])
+def test_a_scalar_constant_bias_is_bound_or_passed_and_broadcast(bind):
+    out = byocc.transform.partition(byocc.text.parse_module(SCALAR_BIAS), get_patterns_with_prefix("cublas"),
+                                    bind_constants=bind, run_codegen=True, codegens={"cublas": codegen})
+    [module] = out.attrs["external_mods"]
+    [entry] = module.entries
+    text = module.sources[0].text
+    source = "const_cast<void*>(c0)" if bind else "byocc::data_of(args[2])"
+    assert f"rc = byocc::cublaslt_broadcast(device, {source}, bias_vector, 2, N, stream);" in text
+    assert [c.name for c in entry.constants] == (["fused_relax_matmul_relax_add_cublas_cublas_const_0"] if bind else [])
+    assert entry.scratch_bytes == MIB32 + 256
+
+
 def test_merged_function_runs_the_steps_in_order_through_scratch():
     mod = byocc.text.read_file(str(REPO / "samples" / "mlp_fp16.relax"))
     out = byocc.transform.partition(mod, get_patterns_with_prefix("cublas"), path="merge", run_codegen=True,

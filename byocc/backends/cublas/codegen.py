@@ -289,8 +289,8 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
         bias_s = program.sinfo_of(bias)
         if bias_s.dtype != out_dtype:
             raise where(f"bias dtype {bias_s.dtype} differs from the output dtype {out_dtype}")
-        bshape = tuple(bias_s.shape)
-        if not bshape or not all(_is_one(d) for d in bshape[:-1]):
+        bshape = tuple(bias_s.shape) or (1,)  # a scalar bias is a one-element vector
+        if not all(_is_one(d) for d in bshape[:-1]):
             raise where(f"bias of shape {shape_text(bias_s)} is not a vector (N,) or (1, ..., 1, N)")
         if _is_one(bshape[-1]) and not _is_one(N):
             bias_broadcast = True  # relax's add broadcasts it; the epilogue needs N values
@@ -614,8 +614,7 @@ def generate_function(symbol: str, func: Function, opts: Options,
         scratch_expr=scratch_expr,
         variants=(Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES}),),
         constants=tuple(ConstantSpec(name, c.struct_info.dtype,
-                                     tuple(d if isinstance(d, int) else _text(d) for d in c.struct_info.shape),
-                                     "", name)
+                                     tuple(d if isinstance(d, int) else _text(d) for d in c.struct_info.shape))
                         for name, c in program.constants),
         steps=tuple(_step_json(s) for s in steps),
     )
