@@ -288,7 +288,8 @@ def test_merged_function_runs_the_steps_in_order_through_scratch():
     [module] = out.attrs["external_mods"]
     [entry] = module.entries
     assert entry.composites == ("cublas.matmul_bias_relu", "cublas.matmul_bias_relu", "cublas.matmul_bias")
-    assert entry.pattern_ranks == (7, 7, 8)
+    assert entry.pattern_ranks == (7, 7, 8) and entry.attrs == {}
+    assert [s["epilogue"] for s in entry.steps] == ["CUBLASLT_EPILOGUE_RELU_BIAS"] * 2 + ["CUBLASLT_EPILOGUE_BIAS"]
     assert entry.scratch_bytes == MIB32 + 2 * 16 * 128 * 2  # two float16 temporaries + the workspace
     text = module.sources[0].text
     assert text.index("p.d = static_cast<void*>(static_cast<char*>(scratch) + off.temp0);") < \

@@ -551,7 +551,8 @@ def _tensor_specs(program: OffloadedProgram, steps: Sequence[Step]) -> tuple:
 
 def _step_json(s: Step) -> dict[str, Any]:
     return {
-        "composite": s.call.composite, "impl": "cublaslt", "m": _text(s.N), "n": _text(s.M), "k": _text(s.K),
+        "composite": s.call.composite, "kind": "gemm", "formula": s.gemm.describe(), "impl": "cublaslt",
+        "accumulator": s.accumulator, "m": _text(s.N), "n": _text(s.M), "k": _text(s.K),
         "op_a": s.op_a, "op_b": "CUBLAS_OP_N", "lda": _text(s.lda), "ldb": _text(s.K), "ldd": _text(s.N),
         "batch": s.batch_mode, "epilogue": s.epilogue, "gelu_kernel": s.gelu_kernel,
         "weight_prep": s.weight_prep, "bias_broadcast": s.bias_broadcast, "ab_type": s.ab_type, "d_type": s.d_type, "compute": s.compute,
@@ -609,7 +610,7 @@ def generate_function(symbol: str, func: Function, opts: Options,
         kernel_sources=(runtime_sources()[1].path,),
         pattern_ranks=_pattern_ranks(program.composites),
         symbols={k: tuple(tuple(p) for p in v) for k, v in symbolic_positions(tensors).items()},
-        attrs=_attrs(steps[0], opts),
+        attrs=_attrs(steps[0], opts) if len(steps) == 1 else {},  # a merged function: see steps
         scratch_bytes=scratch_bytes,
         scratch_expr=scratch_expr,
         variants=(Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES}),),
