@@ -307,3 +307,13 @@ def test_config_ninja_is_written_through_a_symlink(tmp_path, fake_nvcc):
     assert (lib_dir / "config.ninja").is_symlink()
     assert "heavy_depth = 3\n" in real.read_text()
     assert real.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_failing_link_names_the_library(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    nvcc = tmp_path / "fakebin" / "nvcc"
+    nvcc.write_text(nvcc.read_text().replace('open(out, "w")', 'sys.exit(1) if "-shared" in args else open(out, "w")'))
+    result = run("build", lib_dir, "--no-ninja")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[-1] == (f"{lib_dir}: error: lib/libbyocc_tiny.so: linking failed; "
+                                              f"the output is in {lib_dir / 'build.log'}")

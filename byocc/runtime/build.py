@@ -242,7 +242,7 @@ class BuildResult:
     """What :func:`build` did."""
 
     library: Path
-    units: int  # compile steps run (or found up to date by ninja: not counted)
+    units: int  # compile steps run this time (ninja skips the up-to-date ones)
     cache_hits: int
     used_ninja: bool
     heavy_depth: int
@@ -308,15 +308,17 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
     ninja = find_ninja() if use_ninja else None
     report = on_progress or (lambda p: None)
     graph = parse_ninja(run_file, root)
-    source_of = {o: e.inputs[0] for e in graph.edges for o in e.outputs if e.inputs}
+    source_of = {o: e.inputs[0] for e in graph.edges if e.rule.startswith("nvcc_") for o in e.outputs}
     with open(log_path, "w", encoding="utf-8") as log:
         if ninja is not None:
             failed, compiled = _run_ninja(ninja, root, run_file, total_jobs, env, log, report)
         else:
             failed, compiled = _run_pool(graph, root, tc.heavy_depth, total_jobs, env, log, report)
+    if failed in source_of:
+        raise ExternalToolError(f"{source_of[failed]}: compilation failed; the compiler output is in {log_path}")
     if failed is not None:
-        what = source_of.get(failed, failed)
-        raise ExternalToolError(f"{what}: compilation failed; the compiler output is in {log_path}")
+        step = "linking failed" if failed == library else "failed"
+        raise ExternalToolError(f"{failed}: {step}; the output is in {log_path}")
     lib = root / library
     if not lib.is_file():
         raise ExternalToolError(f"the build did not produce {lib}; see {log_path}")
