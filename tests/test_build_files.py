@@ -5,6 +5,7 @@ driven by a fake compiler."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from byocc.backends.build_files import (
     NO_ARCH_MACRO, NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, Toolchain, build_files, build_ninja,
-    config_ninja, find_cutlass, units_of)
+    config_ninja, find_cutlass, find_nvcc, units_of)
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.runtime import objcache
@@ -305,3 +306,23 @@ def test_objcache_command_line(fake_tree):
                          text=True, check=False)
     assert bad.returncode == 2
     assert bad.stderr == "byocc.runtime.objcache: expected `--` before the compile command\n"
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or find_nvcc() is None, reason="needs cmake and nvcc")
+def test_cmake_configures_the_generated_project(tmp_path):
+    srcs = [*common_sources(), SourceFile("src/kernels/k_1.cu", "// sm90\n", "sm90"),
+            SourceFile("src/funcs/f.cu", "// light\n", "light")]
+    for s in srcs:
+        (tmp_path / s.path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / s.path).write_text(s.text)
+    (tmp_path / "CMakeLists.txt").write_text(build_files("m", srcs, False, False)["CMakeLists.txt"])
+    proc = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "cb"),
+                           f"-DCMAKE_CUDA_COMPILER={os.path.realpath(find_nvcc())}"],
+                          capture_output=True, text=True, check=False, timeout=300)
+    if proc.returncode != 0 and "No CMAKE_CUDA_COMPILER could be found" in proc.stderr:
+        pytest.skip("cmake cannot use this nvcc")
+    assert proc.returncode == 0, proc.stderr
+    flags = (tmp_path / "cb" / "CMakeFiles" / "byocc_m_sm90.dir" / "flags.make").read_text()
+    assert "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]" in flags
+    light = (tmp_path / "cb" / "CMakeFiles" / "byocc_m_light.dir" / "flags.make").read_text()
+    assert "compute_80" in light and "90a" not in light
