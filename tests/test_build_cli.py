@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from byocc.backends.build_files import build_files
+from byocc.backends.build_files import build_files, find_ninja
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.cli import cli
@@ -110,10 +110,11 @@ def test_real_build_of_a_light_library(tmp_path, monkeypatch):
     assert result.stdout == f"{library}\n"
     assert library.read_bytes()[:4] == b"\x7fELF"
     lines = result.stderr.splitlines()
-    assert lines[:3] == ["[1/3] light src/funcs/f.cu", "[2/3] light src/runtime.cu",
-                         "[3/3] link lib/libbyocc_tiny.so"] or sorted(lines[:2]) == [
-        "[1/3] light src/funcs/f.cu", "[2/3] light src/runtime.cu"]
-    assert lines[-1].startswith(f"built {library} (2 units; ninja, heavy ")
+    assert sorted(line[6:] for line in lines[:2]) == ["light src/funcs/f.cu", "light src/runtime.cu"]
+    assert [line[:6] for line in lines[:2]] == ["[1/3] ", "[2/3] "]  # in the order they finished
+    assert lines[2] == "[3/3] link lib/libbyocc_tiny.so"
+    how = "ninja" if find_ninja() else "process pool"  # ninja is optional
+    assert lines[-1].startswith(f"built {library} (2 units; {how}, heavy ")
     assert len(list((tmp_path / "cache" / "obj").glob("*.o"))) == 2
     # the same commands through the internal pool: both units come from the cache
     library.unlink()
