@@ -154,3 +154,71 @@ def test_symbolic_expressions_in_output_shapes():
     assert resolve([np.zeros((3, 4))]) == 9
     with pytest.raises(InputError, match="cannot evaluate the output dim"):
         native._dim_resolver("n.__class__", {"n": [[0, 0]]}, 1)
+
+
+def _fake_torch():
+    """A stand-in for the parts of PyTorch the runner uses (no GPU needed)."""
+    import types
+
+    torch = types.ModuleType("torch")
+
+    class Device:
+        def __init__(self, kind, index):
+            self.type, self.index = kind, index
+
+    class Dtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return f"torch.{self.name}"
+
+    class Tensor:
+        def __init__(self, shape, dtype, device, ptr=1 << 21, strides=None):
+            self.shape, self.dtype, self.device, self._ptr = tuple(shape), dtype, device, ptr
+            self._strides = strides or tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+
+        def data_ptr(self):
+            return self._ptr
+
+        def stride(self):
+            return self._strides
+
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    torch.float32, torch.float16, torch.uint8 = Dtype("float32"), Dtype("float16"), Dtype("uint8")
+    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype, device, ptr=1 << 22)
+    streams = []
+
+    class _Cuda:
+        @staticmethod
+        def current_stream(index):
+            streams.append(index)
+            return types.SimpleNamespace(cuda_stream=0)
+
+    torch.cuda = _Cuda
+    torch.device = Device
+    return torch, streams
+
+
+def test_torch_tensors_are_described_from_their_attributes(lib, monkeypatch):
+    import sys
+
+    torch, streams = _fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    cuda = torch.device("cuda", 0)
+    x = torch.Tensor((8,), torch.float32, cuda)
+    # every host check passes, so the wrapper launches: without a GPU the launch fails
+    with pytest.raises(ByoccRuntimeError) as info:
+        lib["f"](x)
+    assert info.value.name == "E_CUDA" and info.value.detail.startswith("f: ")
+    assert streams == [0]  # the current stream of the inputs' device
+    with pytest.raises(ByoccRuntimeError, match=r"E_DTYPE \(2\): argument 1 \(out\) has dtype \(code 2, bits 16"):
+        lib["f"](x, out=torch.Tensor((8,), torch.float16, cuda))
+    with pytest.raises(ByoccRuntimeError, match=r"E_LAYOUT \(4\): argument 1 \(out\) is on device 1, argument 0 "
+                                                r"on device 0"):
+        lib["f"](x, out=torch.Tensor((8,), torch.float32, torch.device("cuda", 1)))
+    with pytest.raises(ByoccRuntimeError, match=r"E_LAYOUT \(4\): argument 0 \(x\) is not compact row-major"):
+        lib["f"](torch.Tensor((8,), torch.float32, cuda, strides=(2,)))
+    (out,) = lib["f"].allocate_outputs(x)
+    assert (out.shape, out.dtype, out.device) == ((8,), torch.float32, cuda)
