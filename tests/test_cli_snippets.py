@@ -41,4 +41,4 @@ def test_escape_sequences_from_the_input_are_shown_escaped(tmp_path):
 
 def test_snippet_keeps_short_lines_and_tabs():
     assert snippet("\tab = c", 3, 2) == ("\tab = c", "\t ^~")
-    assert escape_controls("a\tb\x07c\u2028") == "a\tb\\x07c\\u2028"
+    assert escape_controls("a\tb\x07c\u2028\nd") == "a\tb\\x07c\\u2028\nd"

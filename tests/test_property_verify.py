@@ -103,6 +103,8 @@ def test_byocc_verify_passes_on_random_graphs(tmp_path):
                     "--trials", "2", "--dim", "n=3"]
             result = CliRunner().invoke(cli, args, catch_exceptions=False)
             assert result.exit_code == 0, (text, result.output)
-            assert "ok: the partitioned module computes what the original does" in result.output
+            offloaded = " 0 external functions after" not in result.output
+            assert ("ok: the partitioned module computes what the original does" if offloaded else
+                    "ok: nothing was offloaded (no pattern matched)") in result.output
             checked += 1
     assert checked == 12

@@ -112,10 +112,11 @@ SNIPPET_WIDTH = 160
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with every control character but tab written as ``\\xNN`` / ``\\uNNNN``."""
-    if text.isprintable() or all(ch == "\t" or ch.isprintable() for ch in text):
+    """``text`` with every control character but tab and newline (a message may hold lines)
+    written as ``\\xNN`` / ``\\uNNNN``."""
+    if text.isprintable() or all(ch in "\t\n" or ch.isprintable() for ch in text):
         return text
-    return "".join(ch if ch == "\t" or ch.isprintable() else _escaped(ch) for ch in text)
+    return "".join(ch if ch in "\t\n" or ch.isprintable() else _escaped(ch) for ch in text)
 
 
 def _escaped(ch: str) -> str:

@@ -112,13 +112,21 @@ def _host_calls(name: str, func: Function, source: Optional[Function], patterns:
     from byocc.dpl import as_fusion_pattern, explain_no_match, match_expr
     from byocc.ir.analysis import collect_var_usage
 
-    by_name: dict[str, Any] = {}
+    # The input binding of each output binding: the same variable when the pass kept it,
+    # else by name and operator, in order (names repeat: ConvertLayout's permute_dims and
+    # the conv it feeds are both `lv`, so a name alone blames the wrong binding).
+    by_var: dict[Any, Any] = {}
+    by_name_op: dict[tuple, list] = {}
     var2val: dict = {}
     if source is not None:
         for block in source.body.blocks:
             for binding in block.bindings:
                 var2val[binding.var] = binding.value
-                by_name.setdefault(binding.var.name_hint, (binding, isinstance(block, DataflowBlock)))
+                entry = (binding, isinstance(block, DataflowBlock))
+                by_var[binding.var] = entry
+                op = binding.value.op.name if isinstance(binding.value, Call) and isinstance(binding.value.op, Op) else None
+                by_name_op.setdefault((binding.var.name_hint, op), []).append(entry)
+    taken: dict[tuple, int] = {}
     usage = collect_var_usage(source).downstream_usage if source is not None else {}
     rows = []
     for block in func.body.blocks:
@@ -126,7 +134,13 @@ def _host_calls(name: str, func: Function, source: Optional[Function], patterns:
             value = binding.value
             if not isinstance(value, Call) or not isinstance(value.op, Op) or value.op.name in _NOT_OPS:
                 continue
-            found = by_name.get(binding.var.name_hint)
+            found = by_var.get(binding.var)
+            if found is None:
+                key = (binding.var.name_hint, value.op.name)
+                same = by_name_op.get(key, [])
+                k = taken.get(key, 0)
+                taken[key] = k + 1
+                found = same[k] if k < len(same) else None
             origin, in_dataflow = found or (binding, isinstance(block, DataflowBlock))
             call = origin.value if isinstance(origin.value, Call) else value
             if not in_dataflow:

@@ -81,7 +81,6 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     check_output_file(explain_json, "--explain-json")  # destinations before the work
     check_output_dir(out_dir)
     check_output_dir(dump_dir, "--dump-ir")
-    mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
 
     from byocc.transform import PassContext, PassTimingInstrument, partition as run_partition
 
@@ -95,6 +94,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         instruments.append(printer)
     try:
         with PassContext(instruments=instruments):
+            # the preparation passes run under the instruments too (--time-passes, --dump-ir)
+            mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
             partitioned = run_partition(
                 mod, patterns, path=path_, bind_constants=bind_constants,
                 entry_functions=list(entries) or None,
@@ -181,7 +182,7 @@ def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool)
     if print_after_all:
         yield PrintAfterAll()
     if dump_dir:
-        yield DumpIR(dump_dir)
+        yield DumpIR(dump_dir, refresh=True)  # no NNN_*.relax of an earlier run left behind
 
 
 def _print_after_instrument(wanted: frozenset):

@@ -18,10 +18,26 @@ def wildcard() -> WildcardPattern:
 
 
 def is_op(op_name: str) -> ExprPattern:
-    """The operator ``op_name`` as a callee pattern (``is_op("relax.add")(a, b)``)."""
+    """The operator ``op_name`` as a callee pattern (``is_op("relax.add")(a, b)``).
+
+    An unregistered name raises, as TVM's ``Op.get`` does (a misspelt name would match
+    nothing, silently); the message names the closest registered operators."""
     if not isinstance(op_name, str):
         raise PatternError(f"is_op takes an operator name, got {op_name!r}")
-    return ExprPattern(Op.get(op_name, create=True))
+    import byocc.ops  # noqa: F401  (registers every operator)
+
+    try:
+        return ExprPattern(Op.get(op_name))
+    except KeyError:
+        pass
+    import difflib
+
+    known = Op.registered()
+    close = difflib.get_close_matches(op_name, known, n=3, cutoff=0.6)
+    if not close and "." not in op_name:
+        close = difflib.get_close_matches("relax." + op_name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    raise PatternError(f"is_op: operator {op_name!r} is not registered{hint}")
 
 
 def is_expr(expr: Expr) -> ExprPattern:

@@ -179,7 +179,8 @@ def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
 
 def compare(expected: Any, actual: Any) -> list[dict]:
     """Compare two results leaf by leaf. Returns one record per output: ``index``,
-    ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol`` and ``ok``."""
+    ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol``, ``ok`` and, for
+    arrays, ``compared`` (the elements not NaN on both sides)."""
     import numpy as np
 
     from .values import flatten_outputs
@@ -215,6 +216,7 @@ def compare(expected: Any, actual: Any) -> list[dict]:
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(diff == 0, 0.0, diff / denom)
         bad = diff > atol + rtol * denom
+        rec["compared"] = int(diff.size - same_nan.sum())  # NaN on both sides compares nothing
         rec.update(max_abs=float(diff.max()) if diff.size else 0.0,
                    max_rel=float(np.nan_to_num(rel, nan=np.inf).max()) if rel.size else 0.0,
                    ok=not bool(bad.any()), mismatches=int(bad.sum()))
