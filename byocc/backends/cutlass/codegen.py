@@ -359,13 +359,46 @@ def _config(plan: GemmPlan, arch: str, width: int, spec, fused: bool, tile, clus
     try:
         cfg = kernels.GemmKernelConfig(
             arch=arch, dtype_a=a_dt, dtype_b=b_dt, dtype_c=dtype_c, dtype_d=d_dt,
-            accumulator=plan.acc_dtype, b_layout="tn" if (plan.cutlass_transpose_b or plan.layout == "tn") else "nn",
-            align_a=align_a, align_b=align_b, align_c=align_d, align_d=align_d, tile=tile,
+            accumulator=plan.acc_dtype, b_layout=_b_layout(plan),
+            align_a=align_a, align_b=align_b, align_c=align_d if dtype_c else 0, align_d=align_d, tile=tile,
             cluster=cluster, schedule=schedule, stages=stages, stream_k=stream_k, epilogue=ep)
     except ValueError:
         return None
     supported = kernels.sm90_supports(cfg) if arch == "sm90" else kernels.sm80_supports(cfg)
     return cfg if supported else None
+
+
+def _b_layout(plan: GemmPlan) -> str:
+    """The B layout the CUTLASS tiers read ("tn" also after the 8-bit transposition)."""
+    return "tn" if (plan.cutlass_transpose_b or plan.layout == "tn") else "nn"
+
+
+def _static_sm80(plan: GemmPlan, spec, dims) -> list:
+    """With static K and N: kernels.sm80_config's per-operand largest alignments (spec 7.3),
+    fused when the unit supports the epilogue, else the GEMM into the accumulator; the
+    alignment-1 Sm75 path is left to the generic SIMT GEMM."""
+    kernels, _ = _kernels()
+    for fused in (True, False):
+        if fused and spec is None:
+            continue
+        d_dt = plan.out_dtype if fused else plan.acc_dtype
+        if d_dt not in _SIZES:
+            continue
+        try:
+            cfg = kernels.sm80_config(*dims, dtype=plan.step.lhs_sinfo.dtype, dtype_d=d_dt,
+                                      b_layout=_b_layout(plan),
+                                      epilogue=spec if fused else kernels.EpilogueSpec())
+        except (ValueError, KeyError):
+            continue
+        if cfg.dtype_a in ("float16", "bfloat16") and 1 in (cfg.align_a, cfg.align_b):
+            continue
+        lds = _ld_static(plan)
+        ld_b = _static(plan.K) if plan.cutlass_transpose_b else lds["b"]
+        if (lds["a"] % cfg.align_a or ld_b % cfg.align_b or lds["d"] % cfg.align_d
+                or not kernels.sm80_supports(cfg)):
+            continue
+        return [Tier("sm80", cfg, fused, cfg.align_a * _SIZES[cfg.dtype_a])]
+    return []
 
 
 def _width_holds(plan: GemmPlan, width: int, d_dtype: str) -> Optional[bool]:
@@ -436,9 +469,14 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
         out.extend(best("sm90", (16,), tile=tile, cluster=cluster, schedule=schedule, stages=None,
                         stream_k=stream_k))
     if want80:
-        tile, stages = tiles.sm80_tile(*dims, a_dt)
-        out.extend(best("sm80", (16, 8, 4), tile=tile, cluster=(1, 1, 1), schedule=None, stages=stages,
-                        stream_k=False))
+        lds = _ld_static(plan)
+        same_dtypes = plan.step.lhs_sinfo.dtype == plan.step.rhs_sinfo.dtype
+        if same_dtypes and None not in lds.values():
+            out.extend(_static_sm80(plan, spec, dims))
+        else:
+            tile, stages = tiles.sm80_tile(*dims, a_dt)
+            out.extend(best("sm80", (16, 8, 4), tile=tile, cluster=(1, 1, 1), schedule=None, stages=stages,
+                            stream_k=False))
     return out
 
 
@@ -473,7 +511,9 @@ def _variant(tier: Tier, plan: GemmPlan) -> Variant:
     if tier.arch == "generic":
         return Variant("sm_80", "generic_simt", {"align": 1, "epilogue": "generic (fused)"})
     cfg = tier.cfg
-    params: dict[str, Any] = {"tile": list(cfg.tile), "align": cfg.align_a, "kernel": cfg.path}
+    params: dict[str, Any] = {"tile": list(cfg.tile), "align": min(cfg.align_a, cfg.align_b, cfg.align_d),
+                              "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d},
+                              "kernel": cfg.path}
     if tier.arch == "sm90":
         params["cluster"] = list(cfg.cluster)
         if cfg.stream_k:
@@ -803,7 +843,8 @@ def _header_lines(program: OffloadedProgram, plans: Sequence) -> list:
                 if tier.arch == "generic":
                     lines.append("    variant generic_simt (fp32/int32 accumulation, generic epilogue fused)")
                 else:
-                    lines.append(f"    variant {_impl_name(tier)} {tier.cfg.path} align {tier.cfg.align_a}"
+                    c = tier.cfg
+                    lines.append(f"    variant {_impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} D {c.align_d}"
                                  f"{'' if tier.fused else ' + generic epilogue'}")
         else:
             lines.append(f"    elementwise {plan.name}: {plan.formula}")
