@@ -14,8 +14,9 @@ import pytest
 
 from byocc.backends.build_files import (
     NO_ARCH_MACRO, NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, Toolchain, build_files, build_ninja,
-    config_ninja, find_cutlass, find_nvcc, units_of)
+    config_ninja, find_cutlass, units_of)
 from byocc.backends.codegen import SourceFile
+from byocc.backends.cuda.cuda_paths import CublasLtPaths, find_optional_nvcc
 from byocc.backends.cuda import common_sources
 from byocc.runtime import objcache
 from byocc.runtime.build import parse_ninja
@@ -27,8 +28,8 @@ WRAPPER = SourceFile("src/funcs/fused_matmul_cutlass.cu",
 SOURCES = [*common_sources(), KERNEL80, WRAPPER, KERNEL]
 WHEEL = "/site/nvidia/cu13"
 TOOLCHAIN = Toolchain(nvcc="/opt/cuda/bin/nvcc", cutlass_include_dirs=("/site/cutlass/include",),
-                      cublaslt_include_dir=f"{WHEEL}/include", cublaslt_lib_dir=f"{WHEEL}/lib",
-                      cublaslt_lib_name="libcublasLt.so.13", cuda_lib_dir="/opt/cuda/lib64",
+                      cublaslt=CublasLtPaths(f"{WHEEL}/include", f"{WHEEL}/lib", "libcublasLt.so.13", "wheel"),
+                      cuda_lib_dir="/opt/cuda/lib64",
                       cache_dir="/cache/byocc", python="/usr/bin/python3", cutlass_version="4.2.0",
                       heavy_depth=3)
 
@@ -308,7 +309,7 @@ def test_objcache_command_line(fake_tree):
     assert bad.stderr == "byocc.runtime.objcache: expected `--` before the compile command\n"
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None or find_nvcc() is None, reason="needs cmake and nvcc")
+@pytest.mark.skipif(shutil.which("cmake") is None or find_optional_nvcc() is None, reason="needs cmake and nvcc")
 def test_cmake_configures_the_generated_project(tmp_path):
     srcs = [*common_sources(), SourceFile("src/kernels/k_1.cu", "// sm90\n", "sm90"),
             SourceFile("src/funcs/f.cu", "// light\n", "light")]
@@ -317,7 +318,7 @@ def test_cmake_configures_the_generated_project(tmp_path):
         (tmp_path / s.path).write_text(s.text)
     (tmp_path / "CMakeLists.txt").write_text(build_files("m", srcs, False, False)["CMakeLists.txt"])
     proc = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "cb"),
-                           f"-DCMAKE_CUDA_COMPILER={os.path.realpath(find_nvcc())}"],
+                           f"-DCMAKE_CUDA_COMPILER={os.path.realpath(str(find_optional_nvcc()))}"],
                           capture_output=True, text=True, check=False, timeout=300)
     if proc.returncode != 0 and "No CMAKE_CUDA_COMPILER could be found" in proc.stderr:
         pytest.skip("cmake cannot use this nvcc")

@@ -13,8 +13,8 @@ which it includes:
                     (``python -m byocc.runtime.objcache ... --``), a user launcher
                     (``ccache``), both (the cache runs the launcher), or empty
 ``cutlass_cflags``  ``-I`` flags of the CUTLASS headers (empty when no unit needs them)
-``cublaslt_cflags`` ``-I`` of ``cublasLt.h`` when it is not in the toolkit
-``cublaslt_libs``   ``-lcublasLt``, or ``-L<dir> -l:libcublasLt.so.13 -Xlinker -rpath,<dir>``
+``cublaslt_cflags`` ``-I`` of ``cublasLt.h`` (the toolkit's, or the ``nvidia-cublas`` wheel's)
+``cublaslt_libs``   ``-L<dir> -l:libcublasLt.so.13 -Xlinker -rpath,<dir>`` (or ``-lcublasLt``)
 ``ldflags``         extra link flags (an rpath to the toolkit's ``libcudart``)
 ``defines``         ``-DBYOCC_NO_SM90`` / ``-DBYOCC_NO_SM80`` for a one-arch build (light
                     units only: the kernel units stay cache hits)
@@ -33,14 +33,16 @@ import re
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from byocc.ir import ExternalToolError
 
 from .codegen import CODEGEN_VERSION, CodegenError, SourceFile
-from .cuda.cuda_paths import find_optional_cublaslt, find_optional_cuda_include, find_optional_nvcc
+from .cuda.cuda_paths import (
+    CublasLtPaths, find_cublaslt, find_nvcc, find_optional_cublaslt, find_optional_cuda_include,
+    find_optional_nvcc)
 from .cutlass.kernels import NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, cutlass_include_dirs, cutlass_version
 
 #: Unit kinds compiled in pool ``heavy``.
@@ -77,10 +79,7 @@ class Toolchain:
 
     nvcc: str = "nvcc"
     cutlass_include_dirs: tuple[str, ...] = ()
-    cublaslt_include_dir: str | None = None  # None: the toolkit's
-    cublaslt_lib_dir: str | None = None  # None: the toolkit's (-lcublasLt)
-    cublaslt_lib_name: str = "libcublasLt.so"
-    cublaslt_in_toolkit: bool = False  # CMake then links CUDA::cublasLt
+    cublaslt: CublasLtPaths | None = None  # None: not needed (or not found: -lcublasLt)
     cuda_lib_dir: str | None = None
     launcher: str = ""  # ccache, sccache, distcc ... (inside the object cache)
     cache_dir: str | None = None  # None: no object cache
@@ -89,7 +88,6 @@ class Toolchain:
     codegen_version: str = CODEGEN_VERSION
     heavy_depth: int = 1
     defines: tuple[str, ...] = ()
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     def compile_prefix(self) -> str:
         if self.cache_dir is None:
@@ -102,21 +100,11 @@ class Toolchain:
             words += ["--launcher", self.launcher]
         return " ".join(shlex.quote(w) for w in words) + " --"
 
-    def cublaslt_libs(self) -> str:
-        if self.cublaslt_lib_dir is None:
-            return "-lcublasLt"
-        d = shlex.quote(self.cublaslt_lib_dir)
-        return f"-L{d} -l:{self.cublaslt_lib_name} -Xlinker -rpath,{d}"
 
 
 # --------------------------------------------------------------------------- discovery
 # nvcc and cuBLASLt come from backends.cuda.cuda_paths, the CUTLASS headers and the flags from
 # backends.cutlass.kernels (one lookup each); ninja and the toolkit's libcudart from here.
-def find_nvcc() -> str | None:
-    """nvcc (``$CUDACXX``, ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, then PATH), or None."""
-    return find_optional_nvcc()
-
-
 def cuda_lib_dir() -> str | None:
     """The toolkit folder holding ``libcudart.so`` (next to its ``include``), or None."""
     include = find_optional_cuda_include()
@@ -140,13 +128,6 @@ def find_ninja() -> str | None:
     except ImportError:
         pass
     return shutil.which("ninja")
-
-
-def find_cublaslt() -> tuple[str, str, str, str] | None:
-    """``(include_dir, lib_dir, lib_file, source)`` of cuBLASLt, ``source`` ``"toolkit"`` or
-    ``"wheel"`` (``nvidia-cublas``), or None."""
-    found = find_optional_cublaslt()
-    return None if found is None else (found.include_dir, found.lib_dir, found.lib_file, found.source)
 
 
 def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
@@ -187,9 +168,7 @@ def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool 
     written (``byocc partition -o`` on a machine without CUDA). Without ``heavy_depth`` the
     pool depth follows the physical memory, so that generated files do not change with the
     free memory of the moment (``byocc build`` passes one from the free memory)."""
-    nvcc = find_nvcc()
-    if nvcc is None and strict:
-        raise ExternalToolError("nvcc not found (put it on PATH, or set CUDA_HOME or CUDACXX)")
+    nvcc = find_nvcc() if strict else find_optional_nvcc()
     tc = Toolchain(nvcc=nvcc or "nvcc", cuda_lib_dir=cuda_lib_dir() if nvcc else None,
                    launcher=launcher, cache_dir=cache_dir, defines=tuple(defines))
     if needs_cutlass:
@@ -199,12 +178,9 @@ def detect_toolchain(needs_cutlass: bool, needs_cublaslt: bool, *, strict: bool 
             raise ExternalToolError(f"CUTLASS headers not found{where}")
         tc = replace(tc, cutlass_include_dirs=dirs or (), cutlass_version=_cutlass_version(dirs or ()))
     if needs_cublaslt:
-        found = find_cublaslt()
-        if found is None and strict:
-            raise ExternalToolError("cuBLASLt not found (neither in the CUDA toolkit nor the nvidia-cublas wheel)")
+        found = find_cublaslt() if strict else find_optional_cublaslt()
         if found is not None:
-            tc = replace(tc, cublaslt_include_dir=found[0], cublaslt_lib_dir=found[1],
-                         cublaslt_lib_name=found[2], cublaslt_in_toolkit=found[3] == "toolkit")
+            tc = replace(tc, cublaslt=found)
     if heavy_depth is None:
         heavy_depth = default_heavy_depth(total_memory())
     return replace(tc, heavy_depth=max(1, int(heavy_depth)))
@@ -305,18 +281,17 @@ def config_ninja(tc: Toolchain) -> str:
         return " ".join(shlex.quote(w).replace("$", "$$") for w in words)
 
     cutlass = q(f"-I{d}" for d in tc.cutlass_include_dirs)
-    cublas = q([f"-I{tc.cublaslt_include_dir}"]) if tc.cublaslt_include_dir else ""
+    cublas = q(tc.cublaslt.include_flags) if tc.cublaslt else ""
     ldflags = q(["-Xlinker", f"-rpath,{tc.cuda_lib_dir}"]) if tc.cuda_lib_dir else ""
     values = {
         "nvcc": q([tc.nvcc]),
         "launcher": tc.compile_prefix().replace("$", "$$"),
         "cutlass_cflags": cutlass,
         "cublaslt_cflags": cublas,
-        "cublaslt_libs": tc.cublaslt_libs().replace("$", "$$"),
+        "cublaslt_libs": q(tc.cublaslt.link_flags) if tc.cublaslt else "-lcublasLt",
         "ldflags": ldflags,
         "defines": q(f"-D{d}" for d in tc.defines),
         "heavy_depth": str(tc.heavy_depth),
-        **dict(sorted(tc.extra.items())),
     }
     lines = ["# config.ninja: machine-specific settings of build.ninja, written by byocc",
              "# (`byocc build DIR` rewrites it; edit freely for a hand-run `ninja`)."]
@@ -347,12 +322,12 @@ def cmake_lists(stem: str, units: Sequence[Unit], needs_cutlass: bool, needs_cub
         out.append(f'set(BYOCC_CUTLASS_INCLUDE_DIRS "{";".join(tc.cutlass_include_dirs)}" CACHE STRING '
                    '"CUTLASS include directories")')
     if needs_cublaslt:
-        outside = tc.cublaslt_lib_dir and not tc.cublaslt_in_toolkit
-        lib = f"{tc.cublaslt_lib_dir}/{tc.cublaslt_lib_name}" if outside else ""
+        wheel = tc.cublaslt if tc.cublaslt and tc.cublaslt.source != "toolkit" else None
+        lib = f"{wheel.lib_dir}/{wheel.lib_file}" if wheel else ""
         out += [
             f'set(BYOCC_CUBLASLT_LIBRARY "{lib}" CACHE FILEPATH '
             '"libcublasLt outside the toolkit (empty: CUDA::cublasLt)")',
-            f'set(BYOCC_CUBLASLT_INCLUDE_DIR "{(tc.cublaslt_include_dir or "") if outside else ""}" CACHE PATH '
+            f'set(BYOCC_CUBLASLT_INCLUDE_DIR "{wheel.include_dir if wheel else ""}" CACHE PATH '
             '"Directory of cublasLt.h outside the toolkit")',
         ]
     out += [
@@ -431,5 +406,5 @@ __all__ = [
     "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "HEAVY_KINDS", "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS",
     "NVCC_COMMON_FLAGS", "Toolchain", "Unit", "build_files", "build_ninja", "cmake_lists",
     "config_ninja", "cuda_lib_dir", "default_cache_dir", "default_heavy_depth", "detect_toolchain",
-    "find_cublaslt", "find_cutlass", "find_ninja", "find_nvcc", "total_memory", "units_of",
+    "find_cutlass", "find_ninja", "total_memory", "units_of",
 ]
