@@ -156,3 +156,78 @@ def test_squeeze_and_expand_dims_against_onnx():
 @pytest.mark.parametrize("axis", [None] + list(range(-ND, ND)))
 def test_repeat_against_numpy(axis):
     check("relax.repeat", [X], {"repeats": 2, "axis": axis}, np.repeat(X, 2, axis=axis))
+
+
+# --------------------------------------------------------------------------- gather_elements / gather_nd
+@pytest.mark.parametrize("axis", list(range(-ND, ND)))
+def test_gather_elements_against_onnx_and_a_loop(axis):
+    rng = np.random.default_rng(8)
+    a = axis % ND
+    for size in (SHAPE[a], 5):  # onnx.reference handles only an index as large as the data
+        idx_shape = list(SHAPE)
+        idx_shape[a] = size
+        idx = rng.integers(-SHAPE[a], SHAPE[a], size=idx_shape).astype(np.int64)
+        expected = np.empty(idx_shape, np.float32)
+        for pos in np.ndindex(*idx_shape):
+            src = list(pos)
+            src[a] = int(idx[pos]) % SHAPE[a]
+            expected[pos] = X[tuple(src)]
+        if size == SHAPE[a]:
+            (from_onnx,) = onnx_run("GatherElements", [X, idx], {"axis": axis})
+            np.testing.assert_array_equal(from_onnx, expected)
+        check("relax.gather_elements", [X, idx], {"axis": axis}, expected)
+
+
+def test_gather_elements_beyond_numpy_choose_limit():
+    """onnx.reference's GatherElements fails from 64 choices on (numpy.choose); byocc's must not."""
+    data = np.arange(200, dtype=np.float32).reshape(2, 100)
+    idx = np.array([[99, 0, 64], [70, 1, 98]], np.int64)
+    check("relax.gather_elements", [data, idx], {"axis": 1}, np.take_along_axis(data, idx, axis=1))
+
+
+@pytest.mark.parametrize("batch_dims, idx_shape", [
+    (0, (5, 1)), (0, (5, 2)), (0, (5, 3)), (0, (2, 2, 2)), (1, (2, 4, 1)), (1, (2, 3, 2)), (2, (2, 3, 1)),
+])
+def test_gather_nd_against_onnx(batch_dims, idx_shape):
+    rng = np.random.default_rng(9)
+    k = idx_shape[-1]
+    bounds = [SHAPE[batch_dims + j] for j in range(k)]
+    idx = np.stack([rng.integers(-b, b, size=idx_shape[:-1]) for b in bounds], axis=-1).astype(np.int64)
+    (expected,) = onnx_run("GatherND", [X, idx], {"batch_dims": batch_dims})
+    check("relax.gather_nd", [X, idx], {"batch_dims": batch_dims}, expected)
+
+
+def test_gather_ops_print_parse_and_import_from_onnx(tmp_path):
+    import onnx
+    from click.testing import CliRunner
+    from onnx import TensorProto, helper, numpy_helper
+
+    from byocc.cli import cli
+
+    idx_e = numpy_helper.from_array(np.array([[0, 2, 1, 0], [1, 1, 0, 2]], np.int64), "ie")
+    idx_n = numpy_helper.from_array(np.array([[0, 1], [1, 3]], np.int64), "in")
+    nodes = [helper.make_node("GatherElements", ["x", "ie"], ["e"], axis=1),
+             helper.make_node("GatherND", ["x", "in"], ["n"], batch_dims=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 4]),
+                               helper.make_tensor_value_info("n", TensorProto.FLOAT, [2])], [idx_e, idx_n])
+    model = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    result = CliRunner().invoke(cli, ["import", str(model), "-o", str(tmp_path / "g.relax")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "g.relax").read_text()
+    assert 'R.gather_elements(x, metadata["ir.GenericConst"][0], axis=1)' in text
+    assert 'R.gather_nd(x, metadata["ir.GenericConst"][1], batch_dims=0)' in text
+    shown = CliRunner().invoke(cli, ["show", str(tmp_path / "g.relax")])
+    assert shown.exit_code == 0 and shown.stdout == text  # parses and prints back
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.savez(tmp_path / "in.npz", x=x)
+    ran = CliRunner().invoke(cli, ["run", str(tmp_path / "g.relax"), "--inputs", str(tmp_path / "in.npz"),
+                                   "-o", str(tmp_path / "out.npz")])
+    assert ran.exit_code == 0, ran.output
+    from onnx.reference import ReferenceEvaluator
+
+    want = ReferenceEvaluator(str(model)).run(None, {"x": x})
+    with np.load(tmp_path / "out.npz") as got:
+        np.testing.assert_array_equal(got["output_0"], want[0])
+        np.testing.assert_array_equal(got["output_1"], want[1])

@@ -58,6 +58,8 @@ SAMPLES = {
     "relax.broadcast_to": ("broadcast_to", [g32, ShapeExpr((4, 32))], {}, T((4, 32))),
     "relax.repeat": ("repeat", [m], {"repeats": 2, "axis": 0}, T((8, 32))),
     "relax.tile": ("tile", [m], {"repeats": [2, 1]}, T((8, 32))),
+    "relax.gather_elements": ("gather_elements", [m, v("gi", (4, 5), "int64")], {"axis": 1}, T((4, 5))),
+    "relax.gather_nd": ("gather_nd", [x4, v("gn", (2, 2), "int64")], {"batch_dims": 0}, T((2, 32, 32))),
     "relax.take": ("take", [m, i64], {"axis": 1}, T((4, 5))),
     "relax.strided_slice": ("strided_slice", [m, (1,), (0,), (16,)], {"assume_inbound": False}, T((4, 16))),
     "relax.astype": ("astype", [m], {"dtype": "float16"}, T((4, 32), "float16")),

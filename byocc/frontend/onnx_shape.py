@@ -232,6 +232,18 @@ def _gather(imp, node, inputs, attrs):
     return [imp.make("relax.take", imp.tensor(inputs[0]), indices, axis=axis)]
 
 
+@converter("GatherElements")
+def _gather_elements(imp, node, inputs, attrs):
+    return [imp.make("relax.gather_elements", imp.tensor(inputs[0]), imp.tensor(inputs[1]),
+                     axis=attrs.get("axis", 0))]
+
+
+@converter("GatherND")
+def _gather_nd(imp, node, inputs, attrs):
+    return [imp.make("relax.gather_nd", imp.tensor(inputs[0]), imp.tensor(inputs[1]),
+                     batch_dims=attrs.get("batch_dims", 0))]
+
+
 def broadcast_dims(a: tuple, b: tuple) -> list:
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)

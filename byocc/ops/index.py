@@ -1,4 +1,5 @@
-"""Indexing: take, strided_slice (TVM's tensor/index)."""
+"""Indexing: take, strided_slice (TVM's tensor/index); gather_elements, gather_nd (TVM's
+tensor/manipulate, the ONNX GatherElements/GatherND meaning)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,62 @@ def infer_take(call: Call):
 
 define("relax.take", args=("x", "indices"),
        attrs=(AttrField("axis", None, "opt_int"), AttrField("mode", "fast", "str")), infer=infer_take)
+
+
+def _index_tensors(call: Call):
+    data = tensor_arg(call, 0, "data")
+    idx = tensor_arg(call, 1, "indices")
+    if idx.dtype is not None and not is_int_dtype(idx.dtype):
+        fail(call, f"requires integer indices, but the indices have dtype {idx.dtype}")
+    return data, idx
+
+
+def infer_gather_elements(call: Call):
+    """TVM's InferStructInfoGatherElements: the indices' shape, the data's dtype; both of
+    one rank, ``axis`` in it."""
+    check_num_args(call, 2)
+    data, idx = _index_tensors(call)
+    if data.ndim != -1 and idx.ndim != -1 and data.ndim != idx.ndim:
+        fail(call, f"requires the data and the indices to have the same rank, but they have "
+                   f"{data.ndim} and {idx.ndim} dimensions")
+    ndim = data.ndim if data.ndim != -1 else idx.ndim
+    if ndim != -1:
+        normalize_axis(call, ndim, call.attrs.axis)
+    if idx.shape is None:
+        return TensorStructInfo(None, data.dtype, ndim)
+    return TensorStructInfo(tuple(idx.shape), data.dtype)
+
+
+def infer_gather_nd(call: Call):
+    """TVM's InferStructInfoGatherND: ``indices.shape[:-1] + data.shape[batch_dims + k:]``
+    with ``k = indices.shape[-1]``; the first ``batch_dims`` dims of both agree."""
+    check_num_args(call, 2)
+    data, idx = _index_tensors(call)
+    b = call.attrs.batch_dims
+    if b < 0:
+        fail(call, f"requires batch_dims >= 0, but it is {b}")
+    if data.ndim == -1 or idx.ndim == -1 or idx.shape is None or data.shape is None:
+        return TensorStructInfo(None, data.dtype, -1)
+    if idx.ndim < 1 or data.ndim <= b or idx.ndim <= b:
+        fail(call, f"requires indices of rank > batch_dims ({b}) and data of rank > batch_dims, but they "
+                   f"have {idx.ndim} and {data.ndim} dimensions")
+    k = dims.as_int(idx.shape[-1])
+    if k is None:
+        return TensorStructInfo(None, data.dtype, -1)
+    if b + k > data.ndim:
+        fail(call, f"the last dimension of the indices ({k}) plus batch_dims ({b}) exceeds the data's "
+                   f"rank {data.ndim}")
+    for i in range(b):
+        if dims.provably_different(data.shape[i], idx.shape[i]):
+            fail(call, f"requires the batch dimensions of the data and the indices to agree, but "
+                       f"dimension {i} is {data.shape[i]} and {idx.shape[i]}")
+    return TensorStructInfo(tuple(idx.shape[:-1]) + tuple(data.shape[b + k:]), data.dtype)
+
+
+define("relax.gather_elements", args=("data", "indices"), attrs=(AttrField("axis", 0, "int"),),
+       infer=infer_gather_elements)
+define("relax.gather_nd", args=("data", "indices"), attrs=(AttrField("batch_dims", 0, "int"),),
+       infer=infer_gather_nd)
 
 
 def _prim_tuple(expr):

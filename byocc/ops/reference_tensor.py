@@ -157,6 +157,55 @@ def _take(x, indices, axis=None, mode="fast"):
     return np.take(x, indices, axis=axis)
 
 
+def _normalised_indices(indices, dim: int, what: str):
+    import numpy as np
+
+    indices = np.asarray(indices).astype(np.int64)
+    indices = np.where(indices < 0, indices + dim, indices)
+    if indices.size and (indices.min() < 0 or indices.max() >= dim):
+        raise IndexError(f"{what}: an index is out of range for an axis of size {dim}")
+    return indices
+
+
+def _gather_elements(data, indices, axis=0):
+    """ONNX GatherElements / TVM gather_elements: ``out[i][j][k] = data[idx[i][j][k]][j][k]``
+    for axis 0 (numpy's take_along_axis; no numpy.choose limit on the index range)."""
+    import numpy as np
+
+    data = np.asarray(data)
+    axis = axis + data.ndim if axis < 0 else axis
+    idx = _normalised_indices(indices, data.shape[axis], "gather_elements")
+    return np.take_along_axis(data, idx, axis=axis)
+
+
+def _gather_nd(data, indices, batch_dims=0):
+    """ONNX GatherND / TVM gather_nd: each row of the last indices axis picks a slice of
+    ``data`` after the first ``batch_dims`` (shared) axes."""
+    import numpy as np
+
+    data = np.asarray(data)
+    idx = np.asarray(indices).astype(np.int64)
+    b = int(batch_dims)
+    k = idx.shape[-1]
+    batch = data.shape[:b]
+    nb = int(np.prod(batch)) if b else 1
+    flat_data = data.reshape((nb,) + data.shape[b:])
+    flat_idx = idx.reshape((nb, -1, k))
+    out = []
+    for n in range(nb):
+        rows = []
+        for row in flat_idx[n]:
+            key = tuple(int(v) + (flat_data.shape[1 + j] if v < 0 else 0) for j, v in enumerate(row))
+            for j, v in enumerate(key):
+                if not 0 <= v < flat_data.shape[1 + j]:
+                    raise IndexError(f"gather_nd: an index is out of range for an axis of size "
+                                     f"{flat_data.shape[1 + j]}")
+            rows.append(flat_data[n][key])
+        out.append(np.stack(rows) if rows else np.empty((0,) + data.shape[b + k:], data.dtype))
+    result = np.stack(out)
+    return result.reshape(idx.shape[:-1] + data.shape[b + k:])
+
+
 def _where(cond, x, y):
     import numpy as np
 
@@ -267,6 +316,7 @@ def table() -> dict[str, Callable[..., Any]]:
         "squeeze": _squeeze, "flatten": lambda x: np.reshape(np.asarray(x), (-1,)),
         "concat": _concat, "stack": _stack, "split": _split, "broadcast_to": _broadcast_to,
         "strided_slice": _strided_slice, "take": _take, "where": _where,
+        "gather_elements": _gather_elements, "gather_nd": _gather_nd,
         "full": _full, "full_like": _full_like, "zeros": _zeros, "ones": _ones,
         "zeros_like": _like(0), "ones_like": _like(1),
         "tril": _tri(np.tril), "triu": _tri(np.triu), "tile": _tile, "repeat": _repeat,
