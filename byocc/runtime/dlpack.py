@@ -90,18 +90,19 @@ def dltensor(address: int) -> DLTensor:
 
 
 class TensorSlots:
-    """``count`` DLTensor structs plus room for ``max_rank`` dims of shape and strides
-    each, in one buffer; ``pointers`` is the ``const DLTensor* const*`` array over them."""
+    """``count`` slots, each a ``DLTensor`` followed by room for ``max_rank`` dims of shape
+    and strides, in one buffer; ``pointers`` is the ``const DLTensor* const*`` array over
+    them. Filling a slot is one ``struct.pack_into`` (a compiled ``Struct`` per rank)."""
 
     def __init__(self, count: int, max_rank: int):
         self.count = count
         self.max_rank = max_rank
-        self._dims = 16 * max_rank  # bytes of shape (or strides) per slot
-        self.buffer = (ctypes.c_char * (count * (48 + 2 * self._dims)))()
+        self.stride = 48 + 16 * max_rank
+        self.buffer = (ctypes.c_char * max(count * self.stride, 1))()
         self.base = ctypes.addressof(self.buffer)
         self.pointers = (ctypes.c_void_p * max(count, 1))()
         for i in range(count):
-            self.pointers[i] = self.base + 48 * i
+            self.pointers[i] = self.base + self.stride * i
         self.pointers_address = ctypes.addressof(self.pointers)
         self.extra: list[object] = []  # per-call storage for ranks above max_rank
 
@@ -109,22 +110,33 @@ class TensorSlots:
              shape: Sequence[int], strides: Sequence[int] | None) -> None:
         """Write slot ``i`` (strides in elements; None: compact)."""
         ndim = len(shape)
+        at = self.stride * i
+        slot = self.base + at
         if ndim <= self.max_rank:
-            dims = self.count * 48 + i * 2 * self._dims
-            shape_at = self.base + dims
-            struct.pack_into(f"<{ndim}q", self.buffer, dims, *shape)
-            strides_at = 0
-            if strides is not None:
-                struct.pack_into(f"<{ndim}q", self.buffer, dims + self._dims, *strides)
-                strides_at = shape_at + self._dims
+            if strides is None:
+                _struct(ndim, False).pack_into(self.buffer, at, data, device_type, device_id, ndim,
+                                               code, bits, 1, slot + 48, 0, 0, *shape)
+            else:
+                _struct(ndim, True).pack_into(self.buffer, at, data, device_type, device_id, ndim,
+                                              code, bits, 1, slot + 48, slot + 48 + 8 * ndim, 0,
+                                              *shape, *strides)
         else:
             arr = (ctypes.c_int64 * (2 * ndim))(*shape, *(strides or ()))
             self.extra.append(arr)
-            shape_at = ctypes.addressof(arr)
-            strides_at = shape_at + 8 * ndim if strides is not None else 0
-        struct.pack_into(_LAYOUT, self.buffer, 48 * i, data, device_type, device_id, ndim, code,
-                         bits, 1, shape_at, strides_at, 0)
-        self.pointers[i] = self.base + 48 * i
+            dims = ctypes.addressof(arr)
+            struct.pack_into(_LAYOUT, self.buffer, at, data, device_type, device_id, ndim, code,
+                             bits, 1, dims, dims + 8 * ndim if strides is not None else 0, 0)
+        self.pointers[i] = slot
+
+
+_STRUCTS: dict[tuple[int, bool], struct.Struct] = {}
+
+
+def _struct(ndim: int, strided: bool) -> struct.Struct:
+    s = _STRUCTS.get((ndim, strided))
+    if s is None:
+        s = _STRUCTS[(ndim, strided)] = struct.Struct(f"{_LAYOUT}{ndim * (2 if strided else 1)}q")
+    return s
 
 
 __all__ = [

@@ -328,7 +328,7 @@ class Function:
             raise ByoccRuntimeError(1, f"expected {self.num_inputs} input tensors, got {len(tensors)}",
                                     self.symbol)
         first = tensors[0] if tensors else out
-        fw = framework_of(first)
+        fw = _frameworks.get(type(first)) or framework_of(first)
         device = fw.device(first)
         if out is None:
             outs = [fw.empty(first, tuple(r(tensors) for r in dims), dtype) for dtype, dims in self._outputs]
@@ -340,12 +340,14 @@ class Function:
         if self._constants:
             self.lib._bind_constants(self._constants, fw, first, device)
         slots = self._slots()
-        slots.extra.clear()
+        if slots.extra:
+            slots.extra.clear()
         keep: list = []
+        known = _frameworks
         for i, t in enumerate(tensors):
-            framework_of(t).describe(slots, i, t, keep, handle)
+            (known.get(type(t)) or framework_of(t)).describe(slots, i, t, keep, handle)
         for j, t in enumerate(outs):
-            framework_of(t).describe(slots, self.num_inputs + j, t, keep, handle)
+            (known.get(type(t)) or framework_of(t)).describe(slots, self.num_inputs + j, t, keep, handle)
         used = self.lib._used
         if device not in used:
             used[device] = fw
