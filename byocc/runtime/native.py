@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import ctypes
-import json
 import threading
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from byocc.ir import ByoccError, ExternalToolError, InputError
 
-from .dlpack import DTYPES, TensorSlots, capsule_tensor, kDLCPU, kDLCUDA
+from .dlpack import Framework, TensorSlots, framework_of, frameworks
 
 #: ``byocc_abi.h`` return codes, by value.
 ERROR_NAMES = {
@@ -60,190 +59,6 @@ class ByoccRuntimeError(ByoccError):
         where = f"{symbol}: " if symbol else ""
         super().__init__(f"{where}{self.name} ({self.code}): {message}")
         self.detail = message
-
-
-# --------------------------------------------------------------------------- frameworks
-class _Framework:
-    """How to describe, allocate and synchronise one framework's tensors."""
-
-    name = "dlpack"
-
-    def describe(self, slots: TensorSlots, i: int, t: Any, keep: list, stream: int = 0) -> None:
-        # DLPack's stream argument: the consumer's stream (1: the legacy default stream), so
-        # the producer orders its pending work before ours; none for host tensors.
-        if int(t.__dlpack_device__()[0]) == kDLCUDA:
-            capsule = t.__dlpack__(stream=stream or 1)
-        else:
-            capsule = t.__dlpack__()
-        keep.append(capsule)
-        slots.pointers[i] = capsule_tensor(capsule)
-
-    def device(self, t: Any) -> tuple[int, int]:
-        dev = t.__dlpack_device__()
-        return int(dev[0]), int(dev[1])
-
-    def empty(self, like: Any, shape: tuple[int, ...], dtype: str) -> Any:
-        raise InputError(f"cannot allocate outputs for {type(like).__name__} tensors; pass out=")
-
-    def upload(self, like: Any, array: Any) -> Any:
-        raise InputError(f"cannot upload constants for {type(like).__name__} tensors")
-
-    def current_stream(self, device: tuple[int, int]) -> int:
-        return 0
-
-    def synchronize(self, device: tuple[int, int]) -> None:
-        if device[0] == kDLCUDA:
-            _cudart_synchronize(device[1])
-
-
-class _Numpy(_Framework):
-    name = "numpy"
-
-    def empty(self, like, shape, dtype):
-        import numpy as np
-
-        return np.empty(shape, dtype=dtype)
-
-    def upload(self, like, array):
-        return array
-
-    def synchronize(self, device):
-        pass
-
-
-class _Torch(_Framework):
-    name = "torch"
-
-    def __init__(self) -> None:
-        import torch
-
-        self.torch = torch
-        self._dtypes: dict[Any, tuple[int, int]] = {}
-
-    def describe(self, slots, i, t, keep, stream=0):
-        dt = self._dtypes.get(t.dtype)
-        if dt is None:
-            name = str(t.dtype).rpartition(".")[2]
-            if name not in DTYPES:
-                return super().describe(slots, i, t, keep, stream)
-            dt = self._dtypes[t.dtype] = DTYPES[name]
-        dev = t.device
-        kind = kDLCUDA if dev.type == "cuda" else kDLCPU
-        slots.fill(i, t.data_ptr(), kind, dev.index or 0, dt[0], dt[1], t.shape, t.stride())
-
-    def device(self, t):
-        dev = t.device
-        return (kDLCUDA if dev.type == "cuda" else kDLCPU), dev.index or 0
-
-    def empty(self, like, shape, dtype):
-        return self.torch.empty(shape, dtype=getattr(self.torch, dtype), device=like.device)
-
-    def upload(self, like, array):
-        return self.torch.from_numpy(array.copy()).to(like.device)
-
-    def current_stream(self, device):
-        if device[0] != kDLCUDA:
-            return 0
-        return int(self.torch.cuda.current_stream(device[1]).cuda_stream)
-
-    def synchronize(self, device):
-        if device[0] == kDLCUDA:
-            self.torch.cuda.synchronize(device[1])
-
-
-class _CudaArray(_Framework):
-    """``__cuda_array_interface__`` producers; CuPy also allocates."""
-
-    name = "cuda_array_interface"
-
-    def __init__(self, cupy: Any = None) -> None:
-        self.cupy = cupy
-        self._dtypes: dict[str, tuple[int, int]] = {}
-
-    def describe(self, slots, i, t, keep, stream=0):
-        cai = t.__cuda_array_interface__
-        typestr = cai["typestr"]
-        dt = self._dtypes.get(typestr)
-        if dt is None:
-            import numpy as np
-
-            dt = self._dtypes[typestr] = DTYPES.get(np.dtype(typestr).name, (255, 0))
-        shape = cai["shape"]
-        strides = cai.get("strides")
-        if strides is not None:
-            size = dt[1] // 8 or 1
-            strides = [s // size for s in strides]
-        slots.fill(i, cai["data"][0], kDLCUDA, self.device(t)[1], dt[0], dt[1], shape, strides)
-
-    def device(self, t):
-        dev = getattr(t, "device", None)
-        return kDLCUDA, int(getattr(dev, "id", 0) or 0)
-
-    def empty(self, like, shape, dtype):
-        if self.cupy is None:
-            return super().empty(like, shape, dtype)
-        with self.cupy.cuda.Device(self.device(like)[1]):
-            return self.cupy.empty(shape, dtype=dtype)
-
-    def upload(self, like, array):
-        if self.cupy is None:
-            return super().upload(like, array)
-        with self.cupy.cuda.Device(self.device(like)[1]):
-            return self.cupy.asarray(array)
-
-    def current_stream(self, device):
-        if self.cupy is None:
-            return 0
-        return int(self.cupy.cuda.get_current_stream().ptr)
-
-    def synchronize(self, device):
-        if self.cupy is None:
-            return super().synchronize(device)
-        with self.cupy.cuda.Device(device[1]):
-            self.cupy.cuda.Device().synchronize()
-
-
-_frameworks: dict[type, _Framework] = {}
-
-
-def framework_of(t: Any) -> _Framework:
-    """The adapter for ``t``'s type (cached per type)."""
-    fw = _frameworks.get(type(t))
-    if fw is None:
-        module = type(t).__module__.split(".")[0]
-        if module == "torch":
-            fw = _Torch()
-        elif hasattr(t, "__cuda_array_interface__"):
-            fw = _CudaArray(__import__("cupy") if module == "cupy" else None)
-        elif module == "numpy":
-            fw = _Numpy()
-        elif hasattr(t, "__dlpack__"):
-            fw = _Framework()
-        else:
-            raise InputError(f"{type(t).__name__} is not a tensor (no __dlpack__)")
-        _frameworks[type(t)] = fw
-    return fw
-
-
-_cudart: Any = None
-
-
-def _cudart_synchronize(device: int) -> None:
-    global _cudart
-    if _cudart is None:
-        for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
-            try:
-                _cudart = ctypes.CDLL(name)
-                break
-            except OSError:
-                continue
-        else:
-            raise ExternalToolError("libcudart not found (needed by synchronize())")
-    for call in (lambda: _cudart.cudaSetDevice(device), lambda: _cudart.cudaDeviceSynchronize()):
-        rc = call()
-        if rc != 0:
-            _cudart.cudaGetErrorString.restype = ctypes.c_char_p
-            raise ByoccRuntimeError(9, _cudart.cudaGetErrorString(rc).decode())
 
 
 # --------------------------------------------------------------------------- shapes
@@ -328,7 +143,7 @@ class Function:
             raise ByoccRuntimeError(1, f"expected {self.num_inputs} input tensors, got {len(tensors)}",
                                     self.symbol)
         first = tensors[0] if tensors else out
-        fw = _frameworks.get(type(first)) or framework_of(first)
+        fw = frameworks.get(type(first)) or framework_of(first)
         device = fw.device(first)
         if out is None:
             outs = [fw.empty(first, tuple(r(tensors) for r in dims), dtype) for dtype, dims in self._outputs]
@@ -343,7 +158,7 @@ class Function:
         if slots.extra:
             slots.extra.clear()
         keep: list = []
-        known = _frameworks
+        known = frameworks
         for i, t in enumerate(tensors):
             (known.get(type(t)) or framework_of(t)).describe(slots, i, t, keep, handle)
         for j, t in enumerate(outs):
@@ -393,7 +208,7 @@ class Library:
         self._bound: dict[str, tuple[int, int]] = {}  # constant name -> device it is bound on
         self._uploads: dict[tuple[str, tuple[int, int]], Any] = {}
         self._const_slots: dict[tuple[str, tuple[int, int]], Any] = {}
-        self._used: dict[tuple[int, int], _Framework] = {}
+        self._used: dict[tuple[int, int], Framework] = {}
         cdll.byocc_last_error.restype = ctypes.c_char_p
         cdll.byocc_last_error.argtypes = []
         cdll.byocc_set_constant.restype = ctypes.c_int32
@@ -449,7 +264,7 @@ class Library:
         return (time.perf_counter() - start) * 1e6 / max(n, 1)
 
     # ----------------------------------------------------------------- internals
-    def _scratch(self, fw: _Framework, like: Any, device: tuple[int, int], stream: int, nbytes: int) -> int:
+    def _scratch(self, fw: Framework, like: Any, device: tuple[int, int], stream: int, nbytes: int) -> int:
         key = (device, stream)
         held = self._scratch_buffers.get(key)
         if held is not None and held[2] >= nbytes:
@@ -468,7 +283,7 @@ class Library:
             self._used[device] = fw
             return ptr
 
-    def _bind_constants(self, names: Sequence[str], fw: _Framework, like: Any, device: tuple[int, int]) -> None:
+    def _bind_constants(self, names: Sequence[str], fw: Framework, like: Any, device: tuple[int, int]) -> None:
         if all(self._bound.get(n) == device for n in names):
             return
         with self._lock:
@@ -521,9 +336,10 @@ def _data_pointer(t: Any) -> int:
 def load(directory: str | Path) -> Library:
     """Open the library ``byocc build DIR`` produced, per ``DIR/manifest.json``."""
     from byocc.backends.codegen import ABI_VERSION
+    from byocc.backends.manifest import load_manifest
 
     root = Path(directory)
-    manifest = _read_manifest(root)
+    manifest = load_manifest(root)
     path = root / str(manifest["library"])
     if not path.is_file():
         raise InputError(f"{path}: no library (build it with `byocc build {directory}`)")
@@ -538,12 +354,4 @@ def load(directory: str | Path) -> Library:
     return lib
 
 
-def _read_manifest(root: Path) -> Mapping[str, Any]:
-    try:
-        from byocc.backends.manifest import load_manifest
-    except ImportError:  # pragma: no cover - the schema module is part of byocc
-        return json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    return load_manifest(root)
-
-
-__all__ = ["ByoccRuntimeError", "ERROR_NAMES", "Function", "Library", "framework_of", "load"]
+__all__ = ["ByoccRuntimeError", "ERROR_NAMES", "Function", "Library", "load"]
