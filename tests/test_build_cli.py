@@ -318,3 +318,15 @@ def test_a_failing_link_names_the_library(tmp_path, fake_nvcc):
     assert result.exit_code == 3
     assert result.stderr.splitlines()[-1] == (f"{lib_dir}: error: lib/libbyocc_tiny.so: linking failed; "
                                               f"the output is in {lib_dir / 'build.log'}")
+
+
+def test_arch_sm90a_skips_sm80_units_and_defines_the_macro(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    result = run("build", lib_dir, "--arch", "sm_90a", "--no-ninja", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_90.cu", "src/runtime.cu"]
+    light = [line for line in fake_nvcc.read_text().splitlines() if "-c src/funcs/f.cu" in line]
+    assert "-DBYOCC_NO_SM80" in light[0].split() and "-DBYOCC_NO_SM90" not in light[0].split()
+    assert (lib_dir / "build.sm_90a.ninja").is_file()
+    both = run("build", lib_dir, "--arch", "sm_90a", "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert both.exit_code == 0 and "skipped" not in both.stderr
