@@ -387,6 +387,7 @@ def _fake_cutlass_unit(cfg) -> str:
              f"bool {cfg.prefix}_can_implement(const GemmArgs&) {{ return getenv(\"FAKE_NO_CUTLASS\") == nullptr; }}",
              f"uint64_t {cfg.prefix}_workspace_bytes(const GemmArgs&) {{ return 0; }}",
              f"int {cfg.prefix}_run(const GemmArgs& g, void*, uint64_t, cudaStream_t) {{",
+             '  if (getenv("FAKE_RUN_FAILS")) return fail(BYOCC_E_CUTLASS, "fake: initialize failed");',
              f'  fprintf(stderr, "ran {cfg.arch} {cfg.prefix}\\n");',
              f"  using C = typename generic::Num<{td}>::C;",
              "  for (int64_t l = 0; l < g.L; ++l) for (int64_t m = 0; m < g.M; ++m) for (int64_t n = 0; n < g.N; ++n) {",
@@ -472,8 +473,9 @@ def _host_inputs(func, rng, sym_values):
 
 @needs_nvcc
 def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
-    """Run thrice: as on sm_90 (TMA tier first), as on sm_80, and with every CUTLASS unit
-    refusing (can_implement false), so the generic SIMT GEMM serves every case."""
+    """Run four times: as on sm_90 (TMA tier first), as on sm_80, with every CUTLASS unit
+    refusing (can_implement false), and with every CUTLASS run failing in initialize (the
+    wrapper moves on to the next variant); the generic SIMT GEMM serves the last two."""
     import os
 
     import numpy as np
@@ -575,10 +577,12 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
     proc = subprocess.run([NVCC, "-std=c++17", "-O1", "-I", str(src_dir), *map(str, units), "-o", str(exe)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-5000:]
-    for major, no_cutlass in (("9", False), ("8", False), ("9", True)):
+    for major, no_cutlass in (("9", False), ("8", False), ("9", True), ("9", "run fails")):
         env = dict(os.environ, FAKE_MAJOR=major)
-        if no_cutlass:
+        if no_cutlass is True:
             env["FAKE_NO_CUTLASS"] = "1"
+        elif no_cutlass:
+            env["FAKE_RUN_FAILS"] = "1"
         proc = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         ran = proc.stderr

@@ -30,7 +30,10 @@ round_up(accumulator) + CUTLASS workspace``. The workspace of a stream-K sm_90a 
 bound computed here from CUTLASS 4.2's stream-K formula (every output tile split, tiles
 rounded up to the cluster, Hopper's at most 132 SMs: partial tiles in fp32 plus 2 x 32-bit
 barriers per tile, each rounded to 256 bytes); other units need none. At run time a tier
-whose unit asks for more workspace than reserved (``workspace_bytes``) is skipped.
+whose unit asks for more workspace than reserved (``workspace_bytes``) is skipped, and so is a
+tier whose run returns BYOCC_E_CUTLASS / BYOCC_E_UNSUPPORTED (CUTLASS's ``initialize``
+refused before anything ran; e.g. a TMA descriptor for a zero batch stride): the next variant
+runs and the error buffer is cleared. Launch errors (BYOCC_E_CUDA) are returned.
 """
 
 from __future__ import annotations
@@ -728,10 +731,15 @@ def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
             out(f"      {b_ready} = true;")
             out("    }")
         out(f"    const int grc = byocc::{cfg.prefix}_run(g, cutlass_ws, cutlass_ws_bytes, stream);")
-        out("    if (grc != BYOCC_OK) return grc;")
+        out("    if (grc == BYOCC_OK) {")
         if not tier.fused:
-            out(_post_epilogue(plan, acc_ptr, out_ptr, ctx, "    "))
-        out("    done = true;")
+            out(_post_epilogue(plan, acc_ptr, out_ptr, ctx, "      "))
+        out("      done = true;")
+        out("    } else if (grc == BYOCC_E_CUTLASS || grc == BYOCC_E_UNSUPPORTED) {")
+        out("      byocc::clear_error();  // initialize refused (nothing ran): try the next variant")
+        out("    } else {")
+        out("      return grc;")
+        out("    }")
         out("  }")
         out("}")
         out(f"#endif  // {guard}")
