@@ -58,6 +58,24 @@ BYOCC_EXPORT int32_t f(const DLTensor* const* args, int32_t num_args, void* scra
                                           static_cast<float*>(byocc::data_of(args[1])), n);
   return byocc::check_launch("f");
 }
+
+// g: f with a scratch buffer of 4 bytes per element (exercises the runner's scratch).
+BYOCC_EXPORT uint64_t byocc_scratch_bytes_g(const DLTensor* const* args, int32_t num_args) {
+  if (num_args < 1 || args[0] == nullptr || args[0]->ndim < 1) return 0;
+  return static_cast<uint64_t>(args[0]->shape[0]) * 4u;
+}
+
+BYOCC_EXPORT int32_t g(const DLTensor* const* args, int32_t num_args, void* scratch,
+                       uint64_t scratch_bytes, cudaStream_t stream) {
+  byocc::clear_error();
+  uint64_t need = byocc_scratch_bytes_g(args, num_args);
+  if (scratch == nullptr || scratch_bytes < need) {
+    return byocc::fail(BYOCC_E_SCRATCH, "g: scratch of %llu bytes, need %llu",
+                       static_cast<unsigned long long>(scratch_bytes),
+                       static_cast<unsigned long long>(need));
+  }
+  return f(args, num_args, nullptr, 0, stream);
+}
 """
 
 
@@ -89,6 +107,8 @@ def write_library(directory: Path, sources, *, stem: str = "tiny", needs_cutlass
 
 
 def write_tiny_library(directory: Path, **kw) -> Path:
+    """The tiny library: ``f`` (no scratch) and ``g`` (scratch depends on the shape)."""
+    kw.setdefault("functions", [tiny_entry("f"), dict(tiny_entry("g"), scratch_bytes=None)])
     return write_library(directory, [SourceFile("src/funcs/f.cu", TINY_FUNC, "light")], **kw)
 
 

@@ -47,13 +47,13 @@ class FakeCuda:
 
 def test_load_checks_the_abi_and_lists_the_functions(lib, built):
     assert lib.abi_version() == 1
-    assert list(lib.functions) == ["f"] and "f" in lib and list(lib) == ["f"]
+    assert list(lib.functions) == ["f", "g"] and "f" in lib and list(lib) == ["f", "g"]
     assert lib.functions["f"]["num_args"] == 2
-    assert repr(lib) == f"<byocc library {built / 'lib' / 'libbyocc_tiny.so'} (1 functions)>"
+    assert repr(lib) == f"<byocc library {built / 'lib' / 'libbyocc_tiny.so'} (2 functions)>"
     assert repr(lib["f"]) == "<byocc function f (1 inputs)>"
     assert lib["f"] is lib["f"]  # cached
-    with pytest.raises(KeyError, match=r"'g' is not a function of libbyocc_tiny.so \(functions: f\)"):
-        lib["g"]
+    with pytest.raises(KeyError, match=r"'h' is not a function of libbyocc_tiny.so \(functions: f, g\)"):
+        lib["h"]
 
 
 def test_cpu_tensor_returns_the_layout_error_with_its_message(lib):
@@ -187,7 +187,14 @@ def _fake_torch():
     Tensor.__module__ = "torch"
     torch.Tensor = Tensor
     torch.float32, torch.float16, torch.uint8 = Dtype("float32"), Dtype("float16"), Dtype("uint8")
-    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype, device, ptr=1 << 22)
+    allocations = []
+
+    def empty(shape, dtype, device):
+        allocations.append(tuple(shape))
+        return Tensor(shape, dtype, device, ptr=(1 << 22) * len(allocations))
+
+    torch.empty = empty
+    torch.allocations = allocations
     streams = []
 
     class _Cuda:
@@ -195,6 +202,10 @@ def _fake_torch():
         def current_stream(index):
             streams.append(index)
             return types.SimpleNamespace(cuda_stream=0)
+
+        @staticmethod
+        def synchronize(index):
+            streams.append(("sync", index))
 
     torch.cuda = _Cuda
     torch.device = Device
@@ -222,3 +233,32 @@ def test_torch_tensors_are_described_from_their_attributes(lib, monkeypatch):
         lib["f"](torch.Tensor((8,), torch.float32, cuda, strides=(2,)))
     (out,) = lib["f"].allocate_outputs(x)
     assert (out.shape, out.dtype, out.device) == ((8,), torch.float32, cuda)
+
+
+def test_scratch_is_queried_grown_per_stream_and_reused(lib, monkeypatch):
+    import sys
+
+    torch, streams = _fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    cuda = torch.device("cuda", 0)
+
+    def call(n, stream=None):
+        x = torch.Tensor((n,), torch.float32, cuda)
+        with pytest.raises(ByoccRuntimeError) as info:  # past the scratch check: the launch fails
+            lib["g"](x, out=torch.Tensor((n,), torch.float32, cuda), stream=stream)
+        assert info.value.name == "E_CUDA", info.value
+
+    call(1000)
+    assert torch.allocations == [(1 << 20,)]  # 4000 bytes, rounded up to a whole MiB
+    call(2000)
+    assert torch.allocations == [(1 << 20,)]  # reused
+    call(400_000)  # 1.6 MB: grown (at least doubled), the old buffer kept until synchronize()
+    assert torch.allocations == [(1 << 20,), (2 << 20,)]
+    assert len(lib._retired) == 1
+    call(1000, stream=7)  # another stream gets its own buffer
+    assert torch.allocations[-1] == (1 << 20,) and len(torch.allocations) == 3
+    lib.synchronize()
+    assert lib._retired == [] and ("sync", 0) in streams
+    with pytest.raises(ByoccRuntimeError, match=r"^f: E_CUDA"):
+        lib["f"](torch.Tensor((4,), torch.float32, cuda))  # no scratch: none allocated
+    assert len(torch.allocations) == 4  # only its output
