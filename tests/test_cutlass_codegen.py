@@ -123,7 +123,7 @@ def compile_light(folder: Path, gm, defines=(), link=False) -> None:
 def test_aligned_shape_compiles_sm90_sm80_and_generic():
     gm, entry = gen(xs=(128, 256), ws=(256, 512), bias=(512,), act="relu")
     assert impls(entry) == [
-        ("sm_90a", "cutlass3x_tma_ws_cooperative", 8, "fused"),
+        ("sm_90a", "cutlass3x_tma_ws_pingpong", 8, "fused"),
         ("sm_80", "cutlass2x_tensorop", 8, "fused"),
         ("sm_80", "generic_simt", 1, "generic (fused)"),
     ]
@@ -282,10 +282,11 @@ def test_output_bytes_are_deterministic():
 
 
 def test_stream_k_reserves_a_workspace_bound():
-    _, e = gen(xs=(128, 4096), ws=(4096, 4096), bias=(4096,), act="gelu")
+    # 8 tiles of 64x128 are too few for any wave: C2 with the stream-K scheduler
+    _, e = gen(xs=(64, 4096), ws=(4096, 1024), bias=(1024,), act="gelu")
     v = e.variants[0]
     assert v.impl == "cutlass3x_tma_ws_cooperative" and dict(v.params)["stream_k"] is True
-    # 132 (H200 SMs) >= 32 tiles of 128x128 fp32 partials + barriers, each rounded to 256 B
+    # 132 (H200 SMs) >= 8 tiles of 128x128 fp32 partials + barriers, each rounded to 256 B
     assert e.scratch_bytes == 132 * 128 * 128 * 4 + 1280 + 256
 
 
@@ -574,7 +575,7 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
     units = [tmp_path / "main.cu", tmp_path / "fakes.cu", tmp_path / "runtime_host.cu"]
     units += [tmp_path / e.source_file for _, e, _, _, _ in runs]
     exe = tmp_path / "host_run"
-    proc = subprocess.run([NVCC, "-std=c++17", "-O1", "-I", str(src_dir), *map(str, units), "-o", str(exe)],
+    proc = subprocess.run([NVCC, "-std=c++17", "-O0", "-I", str(src_dir), *map(str, units), "-o", str(exe)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-5000:]
     for major, no_cutlass in (("9", False), ("8", False), ("9", True), ("9", "run fails")):

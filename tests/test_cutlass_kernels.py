@@ -141,10 +141,13 @@ def test_sm80_supports():
 @pytest.mark.parametrize("shape, expected", [
     ((4096, 4096, 4096, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False)),  # 512 tiles, eff .97
     ((8192, 8192, 8192, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False)),
-    ((128, 4096, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True)),  # 32 tiles -> stream-K
-    ((1, 4096, 4096, 1), ((64, 256, 64), (1, 1, 1), "pingpong", False)),  # C4; no stream-K on ping-pong
-    ((64, 1024, 4096, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),  # C3
-    ((1000, 1024, 520, 1), ((128, 128, 64), (1, 2, 1), "cooperative", False)),  # 64 tiles, K small
+    # wave-starved: C3 ping-pong (measured faster than C2 + stream-K on the H200)
+    ((128, 4096, 4096, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
+    ((1, 4096, 4096, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
+    ((64, 1024, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True)),  # 8 C3 tiles
+    ((1000, 1024, 520, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
+    # fewer than 16 C3 tiles and K >= 4096: C2 with the stream-K scheduler
+    ((64, 512, 8192, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True)),
     ((8, 512, 1024, 8), ((64, 128, 64), (1, 1, 1), "pingpong", False)),  # 32 C2 tiles, M <= 64
     ((None, 4096, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", False)),
 ])

@@ -297,7 +297,9 @@ def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) ->
     elif materialize is not None:
         plan.layout = "nn"
     cutlass_ok = len(lhs_shape) >= 2 and len(rhs_shape) >= 2
-    if is_int and plan.layout == "nn":
+    if (is_int or lhs_dt == "float32") and plan.layout == "nn":
+        # 8-bit and TF32 GMMA read B K-major: the CUTLASS tiers get B transposed into scratch
+        # (the sm_90a TF32 "nn" unit computed non-finite values on the H200, bench/gpu run 3)
         plan.cutlass_transpose_b = True
     if cutlass_ok:
         plan.tiers.extend(_cutlass_tiers(plan, options))

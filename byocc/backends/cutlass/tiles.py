@@ -63,34 +63,35 @@ def _wave_efficiency(tiles: int, sm_count: int) -> float:
 
 def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
                 dtype: str) -> tuple[Tile, Tile, Schedule, bool]:
-    """``(tile, cluster, schedule, stream_k)`` for an sm_90a GEMM by spec 7.7's H200 rule.
+    """``(tile, cluster, schedule, stream_k)`` for an sm_90a GEMM: spec 7.7's H200 rule with
+    the wave-starved branch re-chosen from measurements.
 
     Steps: (1) a symbolic dim takes C2 without stream-K; (2) the first of C1, C2 with at least
-    132 tiles and wave efficiency >= 0.75; else C3 (C4 when N >= 4096) if M <= 64; else C2;
-    (3) stream-K when the chosen candidate has fewer than 66 tiles and K >= 2048. CUTLASS's
-    ping-pong kernel rejects the stream-K scheduler (a static_assert), so stream-K applies to
-    the cooperative candidates only. The k-tile follows :func:`scale_k`. Cost O(1).
+    132 tiles and wave efficiency >= 0.75; (3) otherwise C3 (64x128x64 ping-pong); (4) only
+    when even C3 has fewer than 16 tiles and K >= 4096, C2 with the stream-K scheduler.
+
+    Why (bench/gpu/sched_sweep.py on the H200, f16 TN bias+ReLU, TFLOP/s): the spec's
+    "C2 + stream-K when tiles < 66 and K >= 2048" ran 128x4096x4096 at 194 (split-K 2: 208,
+    128x64 tiles + split-K 2: 277) where C3 ran 305 (cuBLASLt 279-293); 64x4096x4096 86 vs
+    C3 136; 256x4096x4096 366 vs C3 566; 1000x1024x520 C2 126, C3 126. Step 4 is kept for
+    problems too small for any wave (unmeasured). CUTLASS's ping-pong kernel rejects the
+    stream-K scheduler, so stream-K applies to cooperative C2 only. The k-tile follows
+    :func:`scale_k`. Cost O(1).
     """
     dtype_bits(dtype)
     if m is None or n is None or k is None or l is None:
         tile, cluster, schedule = SM90_CANDIDATES["C2"]
         return scale_k(tile, dtype), cluster, schedule, False
-    chosen = None
     for name in ("C1", "C2"):
-        tile = SM90_CANDIDATES[name][0]
+        tile, cluster, schedule = SM90_CANDIDATES[name]
         tiles = _tiles(m, n, l, tile)
         if tiles >= H200_SM_COUNT and _wave_efficiency(tiles, H200_SM_COUNT) >= 0.75:
-            chosen = name
-            break
-    if chosen is None:
-        if m <= 64:
-            chosen = "C4" if n >= 4096 else "C3"
-        else:
-            chosen = "C2"
-    tile, cluster, schedule = SM90_CANDIDATES[chosen]
-    stream_k = (schedule == "cooperative" and _tiles(m, n, l, tile) < H200_SM_COUNT // 2
-                and k >= 2048)
-    return scale_k(tile, dtype), cluster, schedule, stream_k
+            return scale_k(tile, dtype), cluster, schedule, False
+    tile, cluster, schedule = SM90_CANDIDATES["C3"]
+    if _tiles(m, n, l, tile) < 16 and k >= 4096:
+        tile, cluster, schedule = SM90_CANDIDATES["C2"]
+        return scale_k(tile, dtype), cluster, schedule, True
+    return scale_k(tile, dtype), cluster, schedule, False
 
 
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
