@@ -3,22 +3,41 @@
 ``Interpreter(mod).run(args, entry="main")`` executes any module: plain, partitioned
 (Composite/Codegen functions are ordinary calls) or codegen'd (``R.call_dps_packed`` runs
 the function RunCodegen replaced). Numpy is imported only when something runs.
+
+Building and calling generated libraries: ``build(DIR, ...)`` (``byocc build``),
+``load(DIR)`` (the native runner) and ``ByoccRuntimeError``, imported on first use.
 """
 
 from .inputs import TOLERANCES, bind_arguments, compare, random_arguments, tolerance
 from .interpreter import Interpreter, run_module
 from .values import Closure, PackedFunc, ShapeValue, describe, flatten_outputs
 
+_LAZY = {"build": ("byocc.runtime.build", "build"), "load": ("byocc.runtime.native", "load"),
+         "ByoccRuntimeError": ("byocc.runtime.native", "ByoccRuntimeError")}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'byocc.runtime' has no attribute {name!r}")
+
+
 __all__ = [
+    "ByoccRuntimeError",
     "TOLERANCES",
     "Closure",
     "Interpreter",
     "PackedFunc",
     "ShapeValue",
     "bind_arguments",
+    "build",
     "compare",
     "describe",
     "flatten_outputs",
+    "load",
     "random_arguments",
     "run_module",
     "tolerance",
