@@ -121,15 +121,44 @@ def is_bias_like(shape: Sequence, out_channel) -> bool:
 
 
 def has_dependency(from_var, to_var, var_usages) -> bool:
-    """True if ``from_var`` is ``to_var`` or (transitively) uses it."""
+    """True if ``from_var`` is ``to_var`` or (transitively) uses it: TVM's search of
+    ``to_var``'s users for ``from_var``.
+
+    Cost: when ``var_usages`` knows binding positions (:class:`~byocc.dpl.VarUsages`, what
+    FuseOpsByPattern hands a check), the search never leaves the bindings between the two
+    variables: a user is bound after what it uses, so a variable bound before ``to_var`` (or
+    not bound in the block at all) cannot depend on it, and no path to ``from_var`` passes a
+    binding after it. For a residual check that is the match itself, not the residual's whole
+    ancestry. A plain mapping gets the unbounded search."""
     if from_var is to_var:
         return True
+    position = getattr(var_usages, "position", None)
+    if position is None:
+        return _reaches(to_var, from_var, var_usages)
+    limit = position.get(from_var)
+    if limit is None or limit <= position.get(to_var, -1):
+        return False
     checked: set = set()
     stack = [to_var]
     while stack:
         current = stack.pop()
         for user in var_usages.get(current, ()):
             if user is from_var:
+                return True
+            if user not in checked and position.get(user, limit) < limit:
+                checked.add(user)
+                stack.append(user)
+    return False
+
+
+def _reaches(start, target, var_usages) -> bool:
+    """Whether ``target`` is among the transitive users of ``start``."""
+    checked: set = set()
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        for user in var_usages.get(current, ()):
+            if user is target:
                 return True
             if user not in checked:
                 checked.add(user)

@@ -5,7 +5,7 @@ from .arith import can_prove_equal, product
 from .explain import explain_no_match, pattern_root_ops
 from .fusion import (
     ACCEPT, CheckResult, FusionPattern, PatternCheckContext, as_fusion_pattern, as_fusion_patterns,
-    backend_of, check_reason, fail, make_check_context,
+    VarUsages, backend_of, check_reason, fail, make_check_context,
 )
 from .matcher import (
     Matcher, MatchFailure, match_expr, match_with_trace, register_pattern_kind, structural_equal,
@@ -29,7 +29,7 @@ __all__ = [
     "FusionPattern", "GlobalVarPattern", "MatchFailure", "Matcher", "NotPattern", "OrPattern",
     "PatternCheckContext", "PatternSeq", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
     "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
-    "UnorderedTuplePattern", "VarPattern", "WildcardPattern", "as_fusion_pattern",
+    "UnorderedTuplePattern", "VarPattern", "VarUsages", "WildcardPattern", "as_fusion_pattern",
     "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match",
     "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
     "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",

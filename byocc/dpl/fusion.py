@@ -58,6 +58,21 @@ def check_reason(result: Any) -> Optional[str]:
     return reason or None
 
 
+class VarUsages(dict):
+    """``var_usages`` of one dataflow block (TVM ``DataflowBlockUseDef``): var -> list of the
+    block variables whose binding uses it, a plain dict to a check function.
+
+    ``position`` maps every variable bound in the block to its binding's index: a
+    topological order of the use graph (a user is always bound after what it uses), so a
+    dependency search can stop at the index of the variable it looks for."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, users=(), position: Optional[Mapping] = None):
+        super().__init__(users)
+        self.position = dict(position) if position is not None else {}
+
+
 class PatternCheckContext:
     """What a check function sees (TVM's field names; every map is keyed by object
     identity).
@@ -66,7 +81,8 @@ class PatternCheckContext:
     - ``annotated_expr``: ``{key: expr}`` for annotation keys present in the memo;
     - ``matched_bindings``: ``{var: value}`` for memo entries that are call or
       tuple-get-item patterns (root included);
-    - ``var_usages``: for the current dataflow block, var -> list of user vars;
+    - ``var_usages``: for the current dataflow block, var -> list of user vars (a
+      :class:`VarUsages`, which also knows each block variable's binding index);
     - ``value_to_bound_var``: ``{value: var}`` for bindings visited so far.
     """
 

@@ -25,7 +25,7 @@ from typing import Any
 from byocc.transform.group_plan import var_uses
 from byocc.dpl import (
     AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
-    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, match_expr,
+    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, VarUsages, match_expr,
     pattern_root_ops,
 )
 from byocc.ir import (
@@ -148,10 +148,13 @@ def block_usages(block: DataflowBlock) -> dict:
     """TVM ``DataflowBlockUseDef``: every variable used or defined in ``block`` -> the
     block variables whose binding uses it (first-use order, once each); variables used only
     by the block's outputs get ``[]``. ``match_cast`` values and nested functions record no
-    user (TVM's use-def chains treat them as outputs)."""
+    user (TVM's use-def chains treat them as outputs). The result is a
+    :class:`~byocc.dpl.VarUsages`: it also knows each binding's index in the block."""
     users: dict = {}
-    for b in block.bindings:
+    position: dict = {}
+    for i, b in enumerate(block.bindings):
         var = b.var
+        position[var] = i
         if isinstance(b, VarBinding) and type(b.value) is not Function:
             uses: list = []
             var_uses(b.value, uses)
@@ -163,7 +166,7 @@ def block_usages(block: DataflowBlock) -> dict:
                     u[var] = None
         if var not in users:
             users[var] = {}
-    return {v: list(u) for v, u in users.items()}
+    return VarUsages({v: list(u) for v, u in users.items()}, position)
 
 
 def _events(seq: SeqExpr):
