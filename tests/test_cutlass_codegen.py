@@ -187,7 +187,7 @@ def test_int8_nn_transposes_b_for_tensor_cores():
     assert [v.impl for v in e.variants] == ["cutlass3x_tma_ws_pingpong", "cutlass2x_tensorop", "generic_simt"]
     assert e.scratch_bytes == 256 * 512
     text = wrapper_of(gm, e)
-    assert "8-bit tensor cores need K-major B" in text
+    assert "8-bit and TF32 tensor-core paths read K-major B" in text
     assert "gemm_s8_s8_s32_run" in text
     # K = 33 admits no CUTLASS tier: no transposition, no scratch
     gm, e = gen(xs=(16, 33), ws=(33, 8), dtype="int8", out_dtype="int32")

@@ -182,7 +182,7 @@ class GemmPlan:
     rhs_batch: tuple
     layout: str  # "nn" | "tn" of the B the tiers read
     materialize_axes: Optional[tuple]  # permute of the stored rhs into scratch (None: read it as is)
-    cutlass_transpose_b: bool  # CUTLASS tiers need B "tn" materialised (8-bit nn)
+    cutlass_transpose_b: bool  # CUTLASS tiers need B "tn" materialised (8-bit or TF32 nn)
     bias_class: Optional[str]
     residual_class: Optional[str]
     acc_dtype: str
@@ -193,7 +193,7 @@ class GemmPlan:
 
     @property
     def has_transposed_b(self) -> bool:
-        """A CUTLASS tier transposes B into scratch first (8-bit "nn")."""
+        """A CUTLASS tier transposes B into scratch first (8-bit or TF32 "nn")."""
         return self.cutlass_transpose_b and any(t.arch != "generic" for t in self.tiers)
 
     @property
@@ -715,7 +715,7 @@ def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
         out(f"      byocc::{cfg.prefix}_can_implement(g) &&")
         out(f"      byocc::{cfg.prefix}_workspace_bytes(g) <= cutlass_ws_bytes) {{")
         if plan.cutlass_transpose_b:
-            out(f"    if (!{b_ready}) {{  // 8-bit tensor cores need K-major B: transpose into scratch")
+            out(f"    if (!{b_ready}) {{  // 8-bit and TF32 tensor-core paths read K-major B: transpose into scratch")
             out("      " + shape_array("w_shape", plan.stored_rhs_shape, ctx))
             axes = list(range(rhs_rank))
             axes[-1], axes[-2] = axes[-2], axes[-1]
