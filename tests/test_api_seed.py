@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_shared
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "seed_api.py"
 DATA = Path(__file__).parent / "data" / "api"
-SPEC = Path("/work/shared/spec/textual-ir.md")
 SEED_CASES = ("E1", "E2", "E4")
 
 
@@ -46,16 +47,14 @@ def test_seed_script_prints_e1_e2_e4(seed_run):
 
 
 def test_seed_script_prints_exactly_the_spec_texts(seed_run):
-    if not SPEC.exists():
-        pytest.skip("spec/textual-ir.md not available")
-    examples = spec_examples(SPEC.read_text(encoding="utf-8"))
+    spec = require_shared("spec", "textual-ir.md")
+    examples = spec_examples(spec.read_text(encoding="utf-8"))
     assert seed_run.stdout == "".join(examples[k] for k in SEED_CASES)
 
 
 def test_local_copies_match_the_spec():
-    if not SPEC.exists():
-        pytest.skip("spec/textual-ir.md not available")
-    examples = spec_examples(SPEC.read_text(encoding="utf-8"))
+    spec = require_shared("spec", "textual-ir.md")
+    examples = spec_examples(spec.read_text(encoding="utf-8"))
     for k in (*SEED_CASES, "E5"):
         assert (DATA / f"seed_{k}.txt").read_text(encoding="utf-8") == examples[k], k
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 
 import pytest
@@ -10,14 +9,14 @@ import pytest
 from byocc.backends import backend_of, load_pattern_file, pattern_file_namespace
 from byocc.dpl import CallPattern, FusionPattern
 from byocc.ir import PatternError
+from conftest import SHARED_MISSING, params_or_skip, shared_glob
 
-SHARED = "/work/shared"
-CORPUS_FILES = sorted(glob.glob(f"{SHARED}/conformance/cases/*/patterns.py"))
-EXAMPLE_FILES = sorted(glob.glob(f"{SHARED}/spec/partitioning-examples/*/patterns.py"))
+CORPUS_FILES = [str(p) for p in shared_glob("conformance/cases/*/patterns.py")]
+EXAMPLE_FILES = [str(p) for p in shared_glob("spec/partitioning-examples/*/patterns.py")]
 
 
-@pytest.mark.skipif(not CORPUS_FILES, reason="conformance corpus not available")
-@pytest.mark.parametrize("path", CORPUS_FILES + EXAMPLE_FILES, ids=lambda p: p.split("/")[-2])
+@pytest.mark.parametrize("path", params_or_skip(CORPUS_FILES + EXAMPLE_FILES),
+                         ids=lambda p: os.path.basename(os.path.dirname(p)) if p else "no-shared")
 def test_every_shared_pattern_file_loads(path):
     entries = load_pattern_file(path)
     assert all(isinstance(e, FusionPattern) for e in entries)
@@ -26,7 +25,7 @@ def test_every_shared_pattern_file_loads(path):
 
 def test_corpus_file_count():
     if not CORPUS_FILES:
-        pytest.skip("conformance corpus not available")
+        pytest.skip(SHARED_MISSING)
     assert len(CORPUS_FILES) == 62
 
 

@@ -7,19 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from byocc.cli import cli
 from byocc.cli.diagnostics import format_error, remember_source
 from byocc.ir import MultipleErrors, ParseError, PassError, Span, WellFormedError
+from conftest import run_cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "samples" / "seed.relax"
 LOCATED = re.compile(r"^(?P<file>[^\n]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$", re.M)
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 def seed_with(tmp_path: Path, old: str, new: str) -> Path:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from byocc.cli import cli
 from byocc.cli_options import MAX_DIM
+from conftest import run_cli as run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"
@@ -35,10 +35,6 @@ class Module:
             R.output(gv)
         return gv
 """
-
-
-def run(*args, **kw):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, **kw)
 
 
 @pytest.fixture()

@@ -20,19 +20,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from byocc.cli import cli
 from byocc.cli import output
+from conftest import run_cli as run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"
 SEED_PATTERNS = SAMPLES / "seed_patterns.py"
 CNN_ONNX = SAMPLES / "small_cnn.onnx"
-
-
-def run(*args, **kw):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, **kw)
 
 
 @pytest.fixture()

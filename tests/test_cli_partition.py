@@ -3,31 +3,22 @@ pattern-table options, pass instruments, and all-or-nothing ``-o`` output."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from byocc.cli import cli
+from conftest import require_shared, run_cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("BYOCC_SHARED", ROOT.parent / "shared"))
 SEED = ROOT / "samples" / "seed.relax"
 SEED_PATTERNS = ROOT / "samples" / "seed_patterns.py"
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def spec_example(name: str) -> str:
     """The output block of example ``name`` (e.g. "E2") in spec/textual-ir.md, as
     ``mod.show()`` prints it (the text plus one newline)."""
-    spec = SHARED / "spec" / "textual-ir.md"
-    if not spec.is_file():
-        pytest.skip(f"{spec} not present")
+    spec = require_shared("spec", "textual-ir.md")
     text = spec.read_text(encoding="utf-8")
     match = re.search(rf"^\*\*{name}\. .*?```python\n(.*?)```", text, re.S | re.M)
     assert match, name

@@ -8,17 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from byocc.cli import cli
+from conftest import run_cli as run
 from test_cli_partition import spec_example  # the spec's example texts
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.relax"))
-
-
-def run(*args: str, input: str | None = None):
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
 def test_there_are_samples():

@@ -19,10 +19,11 @@ from byocc.ir import structural_equal
 from byocc.ir.well_formed import well_formed
 from byocc.text import parse_module, print_module
 from byocc.transform import MergeCompositeFunctions, partition
+from conftest import shared_path
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 if not EXAMPLES.is_dir():
-    EXAMPLES = Path("/work/shared/spec/partitioning-examples")
+    EXAMPLES = shared_path("spec", "partitioning-examples") or EXAMPLES
 
 # tensor constants of the inputs (all np.ones): the golden texts only show metadata references
 CONST_SHAPES = {"10": (4, 3), "11": (4, 3), "12": (4, 3), "30": (4, 4)}

@@ -9,7 +9,6 @@ through ``lookup_printed`` / ``bind`` / ``make_call``.
 from __future__ import annotations
 
 import ast
-import glob
 import os
 
 import pytest
@@ -19,9 +18,9 @@ from byocc.ir import (
     TirVar, Tuple, TupleStructInfo, Var,
 )
 from byocc.ops import lookup_printed, make_call
+from conftest import SHARED_MISSING, shared_glob
 
-CASES = "/work/shared/conformance/cases"
-FILES = sorted(glob.glob(os.path.join(CASES, "*", "*.relax")))
+FILES = [str(p) for p in shared_glob("conformance/cases/*/*.relax")]
 
 
 class Skip(Exception):
@@ -161,14 +160,15 @@ def check_file(path: str):
     return checked, bad, skipped
 
 
-@pytest.mark.skipif(not FILES, reason="conformance corpus not available")
+@pytest.mark.skipif(not FILES, reason=SHARED_MISSING)
 def test_every_corpus_op_call_gets_the_annotated_type():
     total, failures, skipped = 0, [], []
     for path in FILES:
         n, bad, skip = check_file(path)
         total += n
-        failures += [(os.path.relpath(path, CASES),) + b for b in bad]
-        skipped += [(os.path.relpath(path, CASES),) + s for s in skip]
+        case = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
+        failures += [(case,) + b for b in bad]
+        skipped += [(case,) + s for s in skip]
     assert not skipped, "\n".join(map(str, skipped[:10]))
     assert total > 15000  # the corpus holds ~16k annotated op calls (inputs and expected outputs)
     assert not failures, "\n".join(map(str, failures[:10]))

@@ -3,6 +3,7 @@ works from any directory (no source tree on the path)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -58,13 +59,56 @@ def test_wheel_ships_grammar_and_entry_point(wheel: Path):
     assert not any(n.startswith(("tests/", "samples/", "bench/")) for n in names)
 
 
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s;<>=!~\[(]", requirement.strip(), maxsplit=1)[0]
+
+
+def dependency_folders(wheel: Path) -> list[Path]:
+    """The folders that hold the wheel's (non-extra) dependencies, transitively, in this
+    interpreter: what an isolated venv must see to run byocc. Skips when one is missing."""
+    from importlib import metadata
+
+    with zipfile.ZipFile(wheel) as zf:
+        info = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [line.split(":", 1)[1] for line in zf.read(info).decode().splitlines()
+                    if line.startswith("Requires-Dist:")]
+    todo = [r for r in requires if "extra ==" not in r]
+    seen: set[str] = set()
+    folders: list[Path] = []
+    while todo:
+        requirement = todo.pop()
+        name = _requirement_name(requirement).lower().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            if ";" in requirement:  # a marker (platform, Python version) may exclude it here
+                continue
+            pytest.skip(f"dependency {name} is not installed in this interpreter")
+        folder = Path(str(dist.locate_file(""))).resolve()
+        if folder not in folders:
+            folders.append(folder)
+        todo += [r for r in (dist.requires or []) if "extra ==" not in r]
+    return folders
+
+
 def test_installed_wheel_runs_from_another_directory(wheel: Path, tmp_path: Path):
     env_dir = tmp_path / "venv"
-    # System site-packages provide the dependencies; byocc itself comes only from the wheel.
-    # --ignore-installed: CI has already `pip install .`-ed the same version into the system
-    # site-packages, which pip would otherwise count as satisfying the wheel.
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    # An isolated venv (no system site-packages: its base Python may lack the dependencies):
+    # byocc comes only from the wheel, its dependencies from the folders this interpreter
+    # finds them in, named by a .pth file (listed after the venv's own site-packages, so the
+    # wheel's byocc wins over any byocc installed there; their .pth files are not run, so an
+    # editable install's finder stays out). --ignore-installed: pip must not count a byocc
+    # of this interpreter as satisfying the wheel.
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    site_packages = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    Path(site_packages, "byocc_test_dependencies.pth").write_text(
+        "".join(f"{folder}\n" for folder in dependency_folders(wheel)))
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
          "--no-index", "--ignore-installed", "-q", str(wheel)],

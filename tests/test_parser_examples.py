@@ -16,8 +16,9 @@ from byocc.ir import (
 )
 from byocc.ir.prim import PrimBinary
 from byocc.text import parse_module, print_module
+from conftest import shared_path
 
-SPEC = Path("/work/shared/spec/textual-ir.md")
+SPEC = shared_path("spec", "textual-ir.md")
 
 
 def _examples() -> dict[int, str]:
@@ -27,7 +28,7 @@ def _examples() -> dict[int, str]:
         return dict(EXAMPLES)
     except ImportError:
         pass
-    if not SPEC.exists():
+    if SPEC is None:
         return {}
     found = re.findall(r"\*\*E(\d+)\..*?```python\n(.*?)```", SPEC.read_text(), re.S)
     return {int(n): text.rstrip("\n") for n, text in found}

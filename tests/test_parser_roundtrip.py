@@ -1,22 +1,20 @@
 """Parse then print gives back TVM's text, for every module text of the shared corpora: each
 conformance case's ``input.relax`` and every ``.txt`` of spec/partitioning-examples
-(normalised: trailing whitespace per line and trailing blank lines dropped). Skipped where
-/work/shared is absent; tests/test_printer_roundtrip.py covers the copies under tests/data."""
+(normalised: trailing whitespace per line and trailing blank lines dropped). Skipped, with
+a message, where shared/ is absent; tests/test_printer_roundtrip.py covers the copies under
+tests/data."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from byocc.text import parse_module, print_module
-
-SHARED = Path("/work/shared")
+from conftest import require_shared, shared_glob
 
 
 def _files() -> list[Path]:
-    files = sorted((SHARED / "conformance" / "cases").glob("*/input.relax"))
-    files += sorted(p for p in (SHARED / "spec" / "partitioning-examples").glob("*/*.txt") if p.name != "notes.txt")
+    files = shared_glob("conformance/cases/*/input.relax")
+    files += [p for p in shared_glob("spec/partitioning-examples/*/*.txt") if p.name != "notes.txt"]
     return [f for f in files if f.read_text().startswith("# from")]
 
 
@@ -27,8 +25,8 @@ def _norm(text: str) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.skipif(not (SHARED / "conformance").is_dir(), reason="/work/shared is not available")
 def test_shared_corpus_round_trips():
+    require_shared("conformance")
     files = _files()
     assert len(files) > 300
     failures = []

@@ -1,8 +1,8 @@
 """Parse -> print reproduces TVM's text byte for byte, for every module text in the corpora
 (the conformance cases and the partitioning-examples outputs kept under tests/data).
 
-Set ``BYOCC_FULL_CORPUS=1`` to run over /work/shared as well (all 774 conformance files
-and every partitioning-examples output), which takes longer.
+Set ``BYOCC_FULL_CORPUS=1`` to run over the shared/ folder as well (all 774 conformance
+files and every partitioning-examples output), which takes longer.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import pytest
 
 from byocc.text import parser
 from byocc.text.printer import print_module
+from conftest import SHARED
 
 DATA = Path(__file__).parent / "data"
-SHARED = Path("/work/shared")
 
 
 def _corpus() -> list[Path]:
     roots = [DATA / "conformance", DATA / "partitioning-examples"]
-    if os.environ.get("BYOCC_FULL_CORPUS"):
+    if os.environ.get("BYOCC_FULL_CORPUS") and SHARED is not None:
         roots += [SHARED / "conformance" / "cases", SHARED / "spec" / "partitioning-examples"]
     files: list[Path] = []
     for root in roots:
