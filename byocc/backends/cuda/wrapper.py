@@ -55,6 +55,7 @@ class WrapperContext:
 
     program: OffloadedProgram
     sym_index: dict = field(default_factory=dict)  # symbolic var name -> index (d.s<i>)
+    used_constants: set = field(default_factory=set)  # constant indices a step reads
 
     def dim(self, dim) -> str:
         """A C ``int64_t`` expression for an IR dim (symbolic vars read from ``d``)."""
@@ -103,6 +104,7 @@ class WrapperContext:
         if ref.kind == "temp":
             return f"static_cast<void*>(static_cast<char*>(scratch) + off.temp{ref.index})"
         if ref.kind == "const":
+            self.used_constants.add(ref.index)
             return f"const_cast<void*>(c{ref.index})"
         raise CodegenError(f"unknown value {ref}")
 
@@ -155,14 +157,14 @@ def emit_wrapper(w: Wrapper) -> str:
     for inc in w.includes:
         out(inc)
     out("")
+    if w.prelude:
+        out(w.prelude.rstrip("\n"))
+        out("")
     out("namespace {")
     out("")
     out("[[maybe_unused]] inline int64_t byocc_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }")
     out("[[maybe_unused]] inline int64_t byocc_floormod(int64_t a, int64_t b) { return a - byocc_floordiv(a, b) * b; }")
     out("")
-    if w.prelude:
-        out(w.prelude.rstrip("\n"))
-        out("")
     out("// Symbolic dims of this function, bound from the arguments' shapes.")
     out("struct Dims {")
     if not sym_names:
@@ -267,7 +269,10 @@ def emit_wrapper(w: Wrapper) -> str:
     out("    byocc::DeviceInfo dev;")
     out("    rc = byocc::device_info(device, &dev);")
     out("    if (rc != BYOCC_OK) return rc;")
+    bodies = [w.step_code(i, call, ctx).rstrip("\n") for i, call in enumerate(p.calls)]
     for k, (name, const) in enumerate(p.constants):
+        if k not in ctx.used_constants:
+            continue  # folded into the generated code as a literal
         code, bits, _ = dtype_info(const.struct_info.dtype, f"constant {name}")
         out(f"    const void* c{k} = byocc::constant({c_string(name)}, {code}, {bits}, "
             f"{ctx.numel(const.struct_info.shape)}, device);")
@@ -278,7 +283,7 @@ def emit_wrapper(w: Wrapper) -> str:
     for i, call in enumerate(p.calls):
         out(f"    // step {i}: {c_comment(call.composite)}")
         out("    {")
-        body = w.step_code(i, call, ctx).rstrip("\n")
+        body = bodies[i]
         for line in body.split("\n"):
             out(("      " + line) if line else "")
         out("    }")
