@@ -107,6 +107,9 @@ def test_sm90_supports():
     assert sm90_supports(sm90(dtype_a="int8", dtype_b="int8", dtype_d="int32",
                               accumulator="int32", align_a=16, align_b=16, align_d=4,
                               tile=(128, 128, 128), cluster=(1, 2, 1)))
+    assert not sm90_supports(sm90(dtype_a="float32", dtype_b="float32", dtype_d="float32",
+                                  align_a=4, align_b=4, align_d=4, tile=(128, 256, 32),
+                                  b_layout="nn"))  # TF32 "nn": non-finite on the H200
     assert not sm90_supports(sm90(align_a=4))  # TMA tier only
     assert not sm90_supports(sm90(tile=(128, 256, 32)))  # k-tile 64 for 16-bit
     assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1)))  # C3 is ping-pong
@@ -182,7 +185,7 @@ def test_config_helpers():
     assert hot == sm90()  # C1, 16-byte alignments
     small = sm90_config(128, 4096, 4096, 1, dtype="int8", dtype_d="int32", b_layout="tn",
                         epilogue=EpilogueSpec())
-    assert (small.tile, small.stream_k, small.align_a, small.align_d) == ((128, 128, 128), True, 16, 4)
+    assert (small.tile, small.schedule, small.align_a, small.align_d) == ((64, 128, 128), "pingpong", 16, 4)
     assert sm90_supports(small)
     # TVM's (32,6)x(6,16) case: K = 6 -> A alignment 2, N = 16 -> B and D alignment 8
     odd = sm80_config(32, 16, 6, 1, dtype="float16", dtype_d="float16", b_layout="nn",

@@ -206,8 +206,9 @@ def _common_dtypes_ok(cfg: GemmKernelConfig) -> bool:
 def sm90_supports(cfg: GemmKernelConfig) -> bool:
     """Whether an sm_90a (CUTLASS 3.x TMA) unit exists for ``cfg``.
 
-    Supported: A/B both f16, both bf16, both f32 (TF32 math) with f16/bf16/f32 D, or both in
-    {int8, uint8} with int32 D and "tn" B (8-bit GMMA needs K-major B); fp32 accumulate
+    Supported: A/B both f16, both bf16 (either B layout), both f32 (TF32 math, "tn" B only)
+    with f16/bf16/f32 D, or both in {int8, uint8} with int32 D and "tn" B (8-bit GMMA needs
+    K-major B); fp32 accumulate
     (int32 for 8-bit), C (when read) of D's dtype; every operand on the 16-byte TMA tier
     (align * bits == 128: 8 for 16-bit, 4 for 32-bit, 16 for 8-bit); tile and cluster from the
     spec 7.7 menu (k-tile scaled by :func:`~byocc.backends.cutlass.tiles.scale_k`), cooperative
@@ -215,6 +216,10 @@ def sm90_supports(cfg: GemmKernelConfig) -> bool:
     :class:`EpilogueSpec` is supported (library fusion ops or a custom EVT tree).
     """
     if cfg.arch != "sm90" or not _common_dtypes_ok(cfg):
+        return False
+    if cfg.dtype_a == "float32" and cfg.b_layout != "tn":
+        # The TF32 "nn" unit (CUTLASS's register-sourced, transposed-B mainloop) compiled but
+        # gave non-finite results on the H200; callers transpose B into scratch instead.
         return False
     if not (_aligned_16b(cfg.dtype_a, cfg.align_a) and _aligned_16b(cfg.dtype_b, cfg.align_b)
             and _aligned_16b(cfg.dtype_d, cfg.align_d)):
