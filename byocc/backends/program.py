@@ -338,6 +338,16 @@ def is_static(dim) -> bool:
     return isinstance(dim, int)
 
 
+def static_numel(dims) -> Optional[int]:
+    """The product of ``dims`` when every one is static, else None."""
+    total = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        total *= d
+    return total
+
+
 def numel(shape) -> Any:
     total: Any = 1
     for d in shape:
@@ -347,5 +357,5 @@ def numel(shape) -> Any:
 
 __all__ = [
     "ACTIVATIONS", "CompositeCall", "GemmStep", "OffloadedProgram", "ValueRef", "gemm_step",
-    "is_static", "numel", "offloaded_program", "resolve", "symbolic_positions",
+    "is_static", "numel", "static_numel", "offloaded_program", "resolve", "symbolic_positions",
 ]

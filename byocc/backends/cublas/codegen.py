@@ -36,7 +36,7 @@ from byocc.ir.prim import dim_text
 from ..codegen import CodegenError, ConstantSpec, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
 from ..program import (
     CompositeCall, GemmStep, OffloadedProgram, ValueRef, gemm_step, offloaded_program, resolve,
-    symbolic_positions,
+    static_numel, symbolic_positions,
 )
 from ..cuda.cxx import c_comment, c_identifier, c_string
 from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
@@ -164,13 +164,7 @@ def _is_one(dim) -> bool:
     return isinstance(dim, int) and dim == 1
 
 
-def _static_numel(dims: Sequence) -> Optional[int]:
-    total = 1
-    for d in dims:
-        if not isinstance(d, int):
-            return None
-        total *= d
-    return total
+_static_numel = static_numel  # one definition, in backends.program
 
 
 def _same_dim(a, b) -> bool:

@@ -53,7 +53,7 @@ from ..cuda.elementwise import step_code as elementwise_step_code
 from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
 from ..program import (
     CompositeCall, GemmStep, OffloadedProgram, ValueRef, gemm_step, offloaded_program, resolve,
-    symbolic_positions,
+    static_numel, symbolic_positions,
 )
 
 BACKEND = "cutlass"
@@ -86,13 +86,7 @@ def _static(d) -> Optional[int]:
     return d if isinstance(d, int) else None
 
 
-def _prod_static(dims) -> Optional[int]:
-    total = 1
-    for d in dims:
-        if not isinstance(d, int):
-            return None
-        total *= d
-    return total
+_prod_static = static_numel  # one definition, in backends.program
 
 
 def _is_one(dims) -> bool:
