@@ -94,3 +94,56 @@ def test_positions_are_one_based_and_survive_crlf_and_comments():
     binding = func.body[0]
     assert (binding.line, binding.col, binding.value.line, binding.value.col) == (4, 5, 4, 9)
     assert (binding.value.end_line, binding.value.end_col) == (4, 20)
+
+
+# ---------------------------------------------------------------------------- prebuilt tables
+def _chain(f):
+    """A callback's wrappers, outermost first, down to the transformer method or tree."""
+    out = []
+    while True:
+        kind = type(f).__name__
+        if hasattr(f, "to_include"):
+            out.append((kind, [tuple(x) for x in f.to_include], getattr(f, "append_none", None)))
+            f = f.node_builder
+        elif hasattr(f, "node_builder"):
+            out.append((kind,))
+            f = f.node_builder
+        elif kind == "partial":
+            return out + [(kind, f.args)]
+        else:
+            return out + [(kind, f.__func__.__name__ if hasattr(f, "__func__") else f.__name__)]
+
+
+def test_prebuilt_tables_are_current():
+    """byocc/text/_lalr_tables.py is what Lark's analysis of the shipped grammar gives
+    (regenerate it with `python -m byocc.text.grammar` after editing the grammar)."""
+    from byocc.text._lalr_tables import TABLES
+    from byocc.text.grammar import get_lark, parser_tables, prebuilt_tables
+    from byocc.text.syntax import SyntaxBuilder
+
+    assert parser_tables(get_lark(SyntaxBuilder)) == TABLES, \
+        "stale byocc/text/_lalr_tables.py: run python -m byocc.text.grammar"
+    assert prebuilt_tables() is TABLES
+
+
+def test_prebuilt_callbacks_are_lark_callbacks():
+    """The callbacks made from the tables wrap the same methods in the same child filters
+    as Lark's ParseTreeBuilder, rule by rule."""
+    from byocc.text.grammar import _export, build_callbacks, get_lark
+    from byocc.text.syntax import SyntaxBuilder
+
+    lark = get_lark(SyntaxBuilder)
+    tables, rules = _export(lark)
+    theirs = lark.parser.parser.parser.callbacks
+    ours = build_callbacks(tables["rules"], SyntaxBuilder())
+    assert [_chain(f) for f in ours] == [_chain(theirs[rule]) for rule in rules]
+
+
+def test_process_driver_uses_prebuilt_tables_and_parses_as_lark():
+    from byocc.text.grammar import get_driver, get_lark
+    from byocc.text.syntax import SyntaxBuilder
+
+    driver = get_driver(SyntaxBuilder)
+    assert driver.lark is None  # no grammar analysis at start-up
+    text = (ROOT / "samples" / "transformer_block_fp16.relax").read_text()
+    assert _dump(driver.parse(text)) == _dump(LalrDriver(get_lark(SyntaxBuilder)).parse(text))

@@ -146,27 +146,45 @@ def _master_regexp(regexps: dict, ignore, punct: dict) -> re.Pattern:
     )
 
 
+def lexer_tables(lexer_conf) -> dict:
+    """What :class:`RelaxLexer` reads from Lark's lexer configuration, as plain data:
+    keyword and punctuation terminals by their text, the regular expressions of the others,
+    and the ``%ignore`` terminal names."""
+    keywords: dict[str, str] = {}
+    punct: dict[str, str] = {}
+    regexps: dict[str, str] = {}
+    for term in lexer_conf.terminals:
+        pattern = term.pattern
+        if pattern.type != "str":
+            regexps[term.name] = pattern.to_regexp()
+        elif _WORD_RE.match(pattern.value):
+            keywords[pattern.value] = term.name
+        else:
+            punct[pattern.value] = term.name
+    return {"keywords": keywords, "punct": punct, "regexps": regexps, "ignore": list(lexer_conf.ignore)}
+
+
 class RelaxLexer(Lexer):
     """Contextual lexer for ``relax.lark`` (Lark custom-lexer interface, version 2)."""
 
     __future_interface__ = 2
 
     def __init__(self, lexer_conf) -> None:
-        self.keywords: dict[str, str] = {}
-        self.punct: dict[str, str] = {}
-        self.tensor_re = None
-        regexps: dict[str, str] = {}
-        for term in lexer_conf.terminals:
-            pattern = term.pattern
-            if pattern.type != "str":
-                regexps[term.name] = pattern.to_regexp()
-            elif _WORD_RE.match(pattern.value):
-                self.keywords[pattern.value] = term.name
-            else:
-                self.punct[pattern.value] = term.name
-        if "TENSOR_TYPE" in regexps:
-            self.tensor_re = re.compile(regexps["TENSOR_TYPE"])
-        self.token_re = _master_regexp(regexps, lexer_conf.ignore, self.punct)
+        self._setup(lexer_tables(lexer_conf))
+
+    @classmethod
+    def from_tables(cls, tables: dict) -> "RelaxLexer":
+        """The lexer for :func:`lexer_tables`' output (no Lark lexer configuration needed)."""
+        lexer = cls.__new__(cls)
+        lexer._setup(tables)
+        return lexer
+
+    def _setup(self, tables: dict) -> None:
+        self.keywords: dict[str, str] = dict(tables["keywords"])
+        self.punct: dict[str, str] = dict(tables["punct"])
+        regexps: dict[str, str] = tables["regexps"]
+        self.tensor_re = re.compile(regexps["TENSOR_TYPE"]) if "TENSOR_TYPE" in regexps else None
+        self.token_re = _master_regexp(regexps, tables["ignore"], self.punct)
 
     def lex(self, lexer_state, parser_state) -> Iterator[Token]:
         text = lexer_state.text
@@ -266,40 +284,41 @@ class LalrDriver:
     Equivalent to ``Lark.parse`` for this grammar (same tables, same callbacks, same
     errors), with a tighter loop: Lark's general loop spends most of its time on
     bookkeeping this grammar does not need (about 40% of a parse).
+
+    Built from a :class:`~lark.Lark` parser, or (:meth:`from_tables`) from the plain data
+    :func:`parser_tables` exports, with no Lark object at all: that is how the prebuilt
+    tables of ``_lalr_tables.py`` start the parser without analysing the grammar.
     """
 
     def __init__(self, lark: Lark):
-        from lark.parse_tree_builder import ExpandSingleChild
-
-        frontend = lark.parser
-        lalr = frontend.parser
-        table = lalr._parse_table
-        callbacks = lalr.parser.callbacks
+        tables, rules = _export(lark)
+        callbacks = lark.parser.parser.parser.callbacks
         self.lark = lark
-        self.lexer = RelaxLexer(frontend.lexer_conf)
-        self.start_states = dict(table.start_states)
-        self.end_states = dict(table.end_states)
+        self._setup(tables, [callbacks[rule] for rule in rules], RelaxLexer(lark.parser.lexer_conf))
+
+    @classmethod
+    def from_tables(cls, tables: dict, transformer) -> "LalrDriver":
+        """A driver for :func:`parser_tables`' output whose values come from the inline
+        ``transformer`` (callbacks made exactly as Lark's ``ParseTreeBuilder`` makes them)."""
+        driver = cls.__new__(cls)
+        driver.lark = None
+        driver._setup(tables, build_callbacks(tables["rules"], transformer),
+                      RelaxLexer.from_tables(tables["lexer"]))
+        return driver
+
+    def _setup(self, tables: dict, callbacks: list, lexer: "RelaxLexer") -> None:
+        self.lexer = lexer
+        self.start_states = dict(tables["start_states"])
+        self.end_states = dict(tables["end_states"])
         # row[symbol] = next state (int) for a shift or a goto, or (size, callback, origin)
         # for a reduction; callback None marks a `?rule` unit reduction that passes its one
         # child through unchanged.
-        self.states: dict[int, dict] = {}
-        rule_info: dict = {}
-        for state, actions in table.states.items():
-            row = {}
-            for key, (action, arg) in actions.items():
-                if action.name == "Shift":
-                    row[str(key)] = arg
-                    continue
-                info = rule_info.get(arg)
-                if info is None:
-                    cb = callbacks[arg]
-                    size = len(arg.expansion)
-                    if (size == 1 and isinstance(cb, ExpandSingleChild)
-                            and not getattr(arg.expansion[0], "filter_out", False)):
-                        cb = None
-                    info = rule_info[arg] = (size, cb, str(arg.origin.name))
-                row[str(key)] = info
-            self.states[state] = row
+        infos = [(size, None if unit else cb, origin)
+                 for (_, origin, size, unit, _, _), cb in zip(tables["rules"], callbacks)]
+        self.states: dict[int, dict] = {
+            state: {sym: arg if arg >= 0 else infos[-1 - arg] for sym, arg in actions.items()}
+            for state, actions in tables["states"].items()
+        }
 
     def parse(self, text: str, start: str = "start"):
         states = self.states
@@ -395,9 +414,187 @@ def _cache_path():
     return os.path.join(folder, f"relax-grammar-lark{lark.__version__}-py{py}.cache")
 
 
+# --------------------------------------------------------------------------- prebuilt tables
+TABLES_FORMAT = 1
+"""Version of the :func:`parser_tables` layout (bump it when the layout changes)."""
+
+
+def parser_tables(lark: Lark) -> dict:
+    """The LALR tables, rule callbacks and lexer terminals of ``lark`` as plain data
+    (ints, strings, tuples, lists, dicts), enough to build a :class:`LalrDriver`:
+
+    - ``states``: state -> {symbol: n}, ``n >= 0`` a shift or goto to state ``n``,
+      ``n < 0`` a reduction by rule ``-1 - n``;
+    - ``rules``: per rule ``(callback name, origin, size, unit, expand1, child filter)``,
+      the child filter ``None``, ``(to_include,)`` (Lark's ``ChildFilterLALR_NoPlaceholders``)
+      or ``(to_include, append_none)`` (``ChildFilterLALR``); ``unit``: a ``?rule`` of one
+      kept child, reduced by passing that child through;
+    - ``start_states``, ``end_states``, ``lexer`` (:func:`lexer_tables`), ``grammar_sha256``.
+    """
+    return _export(lark)[0]
+
+
+def _export(lark: Lark) -> tuple[dict, list]:
+    """:func:`parser_tables` and the Lark rules in the order of ``tables["rules"]``.
+
+    Lark numbers states differently from one process to the next (its analysis iterates
+    over sets), so states are renumbered in breadth-first order from the start states
+    (symbols in sorted order) and rules by first reduction: the same grammar always gives
+    the same tables."""
+    from lark.parse_tree_builder import ExpandSingleChild, maybe_create_child_filter
+
+    frontend = lark.parser
+    table = frontend.parser._parse_table
+    callbacks = frontend.parser.parser.callbacks
+    lark_states = {state: {str(key): act for key, act in actions.items()}
+                   for state, actions in table.states.items()}
+    number: dict = {}
+    order: list = []
+
+    def visit(state) -> int:
+        n = number.get(state)
+        if n is None:
+            n = number[state] = len(order)
+            order.append(state)
+        return n
+
+    for name in sorted(table.start_states):
+        visit(table.start_states[name])
+    index: dict = {}
+    rules: list = []
+    specs: list = []
+    states: dict = {}
+    i = 0
+    while i < len(order):
+        state = order[i]
+        i += 1
+        row = {}
+        for key in sorted(lark_states[state]):
+            action, arg = lark_states[state][key]
+            if action.name == "Shift":
+                row[key] = visit(arg)
+                continue
+            k = index.get(arg)
+            if k is None:
+                k = index[arg] = len(rules)
+                rules.append(arg)
+                specs.append(_rule_spec(arg, callbacks[arg], ExpandSingleChild, maybe_create_child_filter))
+            row[key] = -1 - k
+        states[number[state]] = row
+    for state in table.end_states.values():
+        visit(state)
+    if len(states) != len(lark_states) or len(order) != len(lark_states):
+        raise AssertionError("LALR states unreachable from the start states")
+    tables = {
+        "format": TABLES_FORMAT,
+        "grammar_sha256": grammar_digest(lark.source_grammar),
+        "start_states": {name: number[s] for name, s in sorted(table.start_states.items())},
+        "end_states": {name: number[s] for name, s in sorted(table.end_states.items())},
+        "states": states,
+        "rules": specs,
+        "lexer": lexer_tables(frontend.lexer_conf),
+    }
+    return tables, rules
+
+
+def _rule_spec(rule, callback, expand_single_child, maybe_create_child_filter) -> tuple:
+    options = rule.options
+    name = rule.alias or options.template_source or rule.origin.name
+    size = len(rule.expansion)
+    unit = (size == 1 and isinstance(callback, expand_single_child)
+            and not getattr(rule.expansion[0], "filter_out", False))
+    expand1 = bool(options.expand1 and not rule.alias)
+    made = maybe_create_child_filter(rule.expansion, options.keep_all_tokens, False, options.empty_indices)
+    child_filter = None
+    if made is not None:
+        child_filter = tuple(tuple(x) for x in made.args[0]),
+        if len(made.args) > 1:
+            child_filter += (made.args[1],)
+    return (str(name), str(rule.origin.name), size, unit, expand1, child_filter)
+
+
+def build_callbacks(specs, transformer) -> list:
+    """The reduction callbacks for ``specs`` (:func:`parser_tables`' ``rules``), made as
+    Lark's ``ParseTreeBuilder.create_callback`` makes them for an inline transformer
+    without ``propagate_positions``: the transformer's method of the rule's name (or a tree
+    through ``__default__``), wrapped in ``ExpandSingleChild`` for a ``?rule`` and then in
+    the rule's child filter."""
+    from functools import partial
+
+    from lark.parse_tree_builder import (
+        ChildFilterLALR, ChildFilterLALR_NoPlaceholders, ExpandSingleChild, apply_visit_wrapper,
+        inplace_transformer,
+    )
+    from lark.tree import Tree
+    from lark.visitors import Transformer_InPlace
+
+    default_handler = getattr(transformer, "__default__", None)
+    if default_handler:
+        def default_callback(data, children):
+            return default_handler(data, children, None)
+    else:
+        default_callback = Tree
+    out = []
+    for name, _origin, _size, _unit, expand1, child_filter in specs:
+        try:
+            f = getattr(transformer, name)
+            wrapper = getattr(f, "visit_wrapper", None)
+            if wrapper is not None:
+                f = apply_visit_wrapper(f, name, wrapper)
+            elif isinstance(transformer, Transformer_InPlace):
+                f = inplace_transformer(f)
+        except AttributeError:
+            f = partial(default_callback, name)
+        if expand1:
+            f = ExpandSingleChild(f)
+        if child_filter is not None:
+            if len(child_filter) == 1:
+                f = ChildFilterLALR_NoPlaceholders(list(child_filter[0]), f)
+            else:
+                f = ChildFilterLALR(list(child_filter[0]), child_filter[1], f)
+        out.append(f)
+    return out
+
+
+def grammar_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prebuilt_tables() -> dict | None:
+    """The tables of ``_lalr_tables.py`` when they were made from the grammar in use (same
+    digest, same layout); None otherwise (then the grammar is analysed by Lark)."""
+    try:
+        from ._lalr_tables import TABLES
+    except ImportError:
+        return None
+    if TABLES.get("format") != TABLES_FORMAT or TABLES.get("grammar_sha256") != grammar_digest(load_grammar_text()):
+        return None
+    return TABLES
+
+
+def write_tables(path: str | Path | None = None) -> Path:
+    """(Re)write ``_lalr_tables.py`` from the grammar; run ``python -m byocc.text.grammar``
+    after editing ``grammars/relax.lark`` (a test fails while the file is stale)."""
+    import pprint
+
+    target = Path(path) if path is not None else Path(__file__).with_name("_lalr_tables.py")
+    tables = parser_tables(get_lark())
+    text = ('"""Prebuilt LALR tables of ``grammars/relax.lark`` (generated by ``python -m\n'
+            'byocc.text.grammar``; do not edit). See :func:`byocc.text.grammar.parser_tables`."""\n\n'
+            f"TABLES = {pprint.pformat(tables, width=100, compact=True, sort_dicts=False)}\n")
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
 @lru_cache(maxsize=None)
 def get_driver(transformer_factory) -> LalrDriver:
-    """The process-wide :class:`LalrDriver` for ``transformer_factory``'s inline transformer."""
+    """The process-wide :class:`LalrDriver` for ``transformer_factory``'s inline transformer:
+    from the prebuilt tables when they are current, else from Lark's analysis."""
+    tables = prebuilt_tables()
+    if tables is not None:
+        return LalrDriver.from_tables(tables, transformer_factory())
     return LalrDriver(get_lark(transformer_factory))
 
 
@@ -424,6 +621,11 @@ def get_lark(transformer_factory=None) -> Lark:
 
 
 __all__ = [
-    "LalrDriver", "RelaxIndenter", "RelaxLexer", "get_driver", "get_lark", "load_grammar_text",
-    "normalize_source",
+    "LalrDriver", "RelaxIndenter", "RelaxLexer", "TABLES_FORMAT", "build_callbacks", "get_driver",
+    "get_lark", "grammar_digest", "lexer_tables", "load_grammar_text", "normalize_source",
+    "parser_tables", "prebuilt_tables", "write_tables",
 ]
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_tables()}")
