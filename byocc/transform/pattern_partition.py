@@ -312,6 +312,87 @@ def prefilter(pattern: Any):
     return check
 
 
+def deep_prefilter(pattern: Any):
+    """A necessary condition for ``pattern`` to match a call, over the whole pattern tree,
+    or None: ``check(call, var2val)``. Where :func:`prefilter` reads only the operators of a
+    call's arguments, this one follows the arguments through their bindings as the matcher
+    does (``var2val``, empty sequence expressions) and requires, for every call sub-pattern
+    with a fixed operator, a call of that operator with an acceptable argument count whose
+    arguments satisfy their own conditions, in order or, for ``relax.add``/``relax.multiply``,
+    reversed (the matcher's commutative retry); a multiply/divide sub-pattern only when the
+    call has its operator (otherwise TVM's re-association may apply). Or-patterns need one
+    side, and-patterns both; other kinds of pattern impose nothing. Never rejects a call the matcher would accept; costs a few dictionary
+    lookups per pattern node instead of a match attempt."""
+    return _condition(pattern)
+
+
+def _match_unwrap(e: Any, var2val: Mapping) -> Any:
+    """What the matcher compares a pattern with (``Matcher.unwrap``)."""
+    while True:
+        if isinstance(e, Var):
+            v = var2val.get(e)
+            if v is not None:
+                e = v
+                continue
+        if isinstance(e, SeqExpr) and not e.blocks:
+            e = e.body
+            continue
+        return e
+
+
+def _condition(p: Any):
+    while isinstance(p, _WRAPPERS):
+        p = p.pattern
+    if isinstance(p, OrPattern):
+        left, right = _condition(p.left), _condition(p.right)
+        if left is None or right is None:
+            return None
+        return lambda e, var2val: left(e, var2val) or right(e, var2val)
+    if isinstance(p, AndPattern):
+        left, right = _condition(p.left), _condition(p.right)
+        if left is None or right is None:
+            return left or right
+        return lambda e, var2val: left(e, var2val) and right(e, var2val)
+    if not isinstance(p, CallPattern):
+        return None
+    op = p.op
+    if not (isinstance(op, ExprPattern) and isinstance(op.expr, Op)):
+        return None
+    op_expr = op.expr  # the matcher compares operators by identity (structural_equal)
+    n_pat = len(p.args)
+    varg = p.varg_default_wildcard
+    subs = tuple((i, c) for i, c in ((i, _condition(a)) for i, a in enumerate(p.args)) if c is not None)
+    commutative = op_expr.name in _COMMUTATIVE
+    # a multiply/divide pattern whose operator differs from the call's may still match
+    # through TVM's re-association: then nothing is known
+    other_op = op_expr.name in _REASSOCIATING
+    unwrap = _match_unwrap
+
+    def check(e: Any, var2val: Mapping) -> bool:
+        if not isinstance(e, Call):
+            return False
+        if unwrap(e.op, var2val) is not op_expr:
+            return other_op
+        args = e.args
+        n = len(args)
+        if (n < n_pat) if varg else (n != n_pat):
+            return False
+        for i, cond in subs:
+            if not cond(unwrap(args[i], var2val), var2val):
+                break
+        else:
+            return True
+        if commutative:
+            last = n - 1
+            for i, cond in subs:
+                if not cond(unwrap(args[last - i], var2val), var2val):
+                    return False
+            return True
+        return False
+
+    return check
+
+
 def _is_fusible(pat: Any) -> bool:
     return isinstance(pat, (CallPattern, TupleGetItemPattern))
 
@@ -325,6 +406,7 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
     v2b = index.value_to_bound_var
     calls = index.calls
     quick = prefilter(pattern)
+    deep = deep_prefilter(pattern)
     verdicts: dict = {}  # signature -> prefilter verdict (few distinct signatures)
     for pos in index.candidates(pattern):
         binding, block = calls[pos]
@@ -339,6 +421,8 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
                 ok = verdicts[sig] = quick(sig)
             if not ok:
                 continue
+        if deep is not None and not deep(call, var2val):
+            continue
         memo = match_expr(pattern, call, var2val)
         if memo is None:
             continue

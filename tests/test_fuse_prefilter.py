@@ -1,0 +1,91 @@
+"""FuseOpsByPattern's pre-filters never reject a call the matcher accepts: for every pattern
+of the cutlass and cublas tables and of every pattern file at hand, and every call binding
+of random partitionable graphs and of the corpus inputs, a rejection by
+``deep_prefilter`` means ``match_expr`` finds no match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from byocc.backends import get_patterns_with_prefix, load_pattern_file
+from byocc.dpl import is_op, match_expr, wildcard
+from byocc.ir import Call, Function, TensorStructInfo, Var
+from byocc.ops import make_call
+from byocc.text import parse_module
+from byocc.transform.pattern_partition import FunctionIndex, deep_prefilter
+from conftest import shared_glob
+from randgraph import RandomChooser, random_partition_module
+
+DATA = Path(__file__).parent / "data"
+
+
+def _patterns() -> list:
+    entries = list(get_patterns_with_prefix("cutlass")) + list(get_patterns_with_prefix("cublas"))
+    files = sorted(DATA.rglob("patterns.py")) + shared_glob("conformance/cases/*/patterns.py")
+    for path in files:
+        try:
+            entries += load_pattern_file(str(path))
+        except Exception:  # noqa: BLE001  (files that are meant to fail to load)
+            continue
+    # a re-association case the matcher accepts with a different root operator
+    entries.append(("t.divmul", is_op("relax.divide")(is_op("relax.multiply")(wildcard(), wildcard()),
+                                                      wildcard())))
+    return [e if not isinstance(e, tuple) else _Entry(e[1]) for e in entries]
+
+
+class _Entry:
+    def __init__(self, pattern):
+        self.pattern = pattern
+
+
+def _functions():
+    for seed in range(30):
+        mod = random_partition_module(RandomChooser(seed))
+        yield from (f for _, f in mod.functions.items() if isinstance(f, Function))
+    inputs = sorted(DATA.rglob("input.relax")) + shared_glob("conformance/cases/*/input.relax")
+    for path in inputs[:60]:
+        try:
+            mod = parse_module(path.read_text(), str(path))
+        except Exception:  # noqa: BLE001
+            continue
+        yield from (f for _, f in mod.functions.items() if isinstance(f, Function))
+
+
+@pytest.fixture(scope="module")
+def patterns():
+    return [(e.pattern, deep_prefilter(e.pattern)) for e in _patterns()]
+
+
+def test_deep_prefilter_never_rejects_a_match(patterns):
+    rejected = accepted = matched = 0
+    for func in _functions():
+        index = FunctionIndex(func)
+        for binding, _ in index.calls:
+            call = binding.value
+            assert isinstance(call, Call)
+            for pattern, deep in patterns:
+                if deep is None:
+                    continue
+                ok = deep(call, index.var2val)
+                memo = match_expr(pattern, call, index.var2val)
+                if memo is not None:
+                    matched += 1
+                    assert ok, (binding.var.name_hint, pattern)
+                elif ok:
+                    accepted += 1
+                else:
+                    rejected += 1
+    assert matched > 500 and rejected > 3 * accepted  # exact, and it matters
+
+
+def test_reassociation_is_not_prefiltered_away():
+    """divide(multiply(a, b), c) matches multiply(x, divide(y, z)) (TVM's re-association):
+    the call's operator differs from the pattern's, and the pre-filter lets it through."""
+    t = TensorStructInfo((4,), "float32")
+    a, b, c = (Var(n, t) for n in "abc")
+    call = make_call("relax.multiply", (a, make_call("relax.divide", (b, c))))
+    pattern = is_op("relax.divide")(is_op("relax.multiply")(wildcard(), wildcard()), wildcard())
+    assert match_expr(pattern, call, {}) is not None
+    assert deep_prefilter(pattern)(call, {})
