@@ -182,7 +182,10 @@ def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool)
     if print_after_all:
         yield PrintAfterAll()
     if dump_dir:
-        yield DumpIR(dump_dir, refresh=True)  # no NNN_*.relax of an earlier run left behind
+        from .output import write_file
+
+        # no NNN_*.relax of an earlier run left behind; every file through the one writer
+        yield DumpIR(dump_dir, refresh=True, writer=write_file)
 
 
 def _print_after_instrument(wanted: frozenset):

@@ -274,12 +274,15 @@ class DumpIR(PassInstrument):
     """Write the module after every pass to ``dump_dir/NNN_<pass>.relax`` (NNN counts from 000).
 
     ``refresh=True`` first empties ``dump_dir`` if it holds only files this instrument writes;
-    otherwise a warning goes to stderr and nothing is removed.
+    otherwise a warning goes to stderr and nothing is removed. ``writer(path, text)`` writes
+    one file (the CLI passes its one output writer: atomic, through symlinks, umask, inputs
+    refused); the default is ``Path.write_text``.
     """
 
-    def __init__(self, dump_dir: str | Path, refresh: bool = False):
+    def __init__(self, dump_dir: str | Path, refresh: bool = False, writer=None):
         self.dump_dir = Path(dump_dir)
         self.counter = 0
+        self.writer = writer or (lambda path, text: Path(path).write_text(text))
         if refresh and self.dump_dir.is_dir():
             items = list(self.dump_dir.iterdir())
             if all(p.is_file() and _DUMP_NAME.match(p.name) for p in items):
@@ -294,7 +297,7 @@ class DumpIR(PassInstrument):
         self.counter += 1
         self.dump_dir.mkdir(parents=True, exist_ok=True)
         text = mod.script()
-        path.write_text(text if text.endswith("\n") else text + "\n")
+        self.writer(path, text if text.endswith("\n") else text + "\n")
 
 
 class WellFormedInstrument(PassInstrument):
