@@ -22,11 +22,12 @@ from .utils import has_leaking_intermediate_variables, is_shape_valid_for_cutlas
 
 def _register_builtin_codegens() -> None:
     """The cutlass and cublas codegens, imported on first use (RunCodegen's registry)."""
-    from byocc.transform.run_codegen import _CODEGENS, register_codegen
+    from byocc.transform.run_codegen import register_codegen, registered_codegens
 
+    present = set(registered_codegens())
     for backend, target in (("cutlass", "byocc.backends.cutlass.codegen:codegen"),
                             ("cublas", "byocc.backends.cublas.codegen:codegen")):
-        if backend not in _CODEGENS:
+        if backend not in present:
             register_codegen(backend, target)
 
 

@@ -334,10 +334,6 @@ def symbolic_positions(tensors) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def is_static(dim) -> bool:
-    return isinstance(dim, int)
-
-
 def static_numel(dims) -> Optional[int]:
     """The product of ``dims`` when every one is static, else None."""
     total = 1
@@ -348,14 +344,7 @@ def static_numel(dims) -> Optional[int]:
     return total
 
 
-def numel(shape) -> Any:
-    total: Any = 1
-    for d in shape:
-        total = total * d
-    return total
-
-
 __all__ = [
     "ACTIVATIONS", "CompositeCall", "GemmStep", "OffloadedProgram", "ValueRef", "gemm_step",
-    "is_static", "numel", "static_numel", "offloaded_program", "resolve", "symbolic_positions",
+    "static_numel", "offloaded_program", "resolve", "symbolic_positions",
 ]

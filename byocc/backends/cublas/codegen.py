@@ -164,7 +164,6 @@ def _is_one(dim) -> bool:
     return isinstance(dim, int) and dim == 1
 
 
-_static_numel = static_numel  # one definition, in backends.program
 
 
 def _same_dim(a, b) -> bool:
@@ -174,7 +173,7 @@ def _same_dim(a, b) -> bool:
 
 
 def _batch_mode(lhs_batch: tuple, w_batch: tuple, where) -> str:
-    bl, bw = _static_numel(lhs_batch), _static_numel(w_batch)
+    bl, bw = static_numel(lhs_batch), static_numel(w_batch)
     if bw == 1:
         return "none" if bl == 1 else "flatten"
     if bl == 1:
@@ -492,7 +491,7 @@ def _static_scratch(program: OffloadedProgram, steps: Sequence[Step], ctx: Wrapp
         if ctx.is_output(ref):
             continue
         si = program.temps[c.result]
-        n = _static_numel(si.shape)
+        n = static_numel(si.shape)
         if n is None:
             static = False
             parts.append(f"round_up({' * '.join(_text(d) for d in si.shape)} * {itemsize(si.dtype)})")
@@ -508,7 +507,7 @@ def _static_scratch(program: OffloadedProgram, steps: Sequence[Step], ctx: Wrapp
             extra.append(((s.N,), itemsize(s.out_dtype)))
         need, symbolic = WORKSPACE_BYTES, []
         for dims, size in extra:
-            n = _static_numel(dims)
+            n = static_numel(dims)
             if n is None:
                 static = False
                 symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")

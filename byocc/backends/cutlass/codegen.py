@@ -86,11 +86,10 @@ def _static(d) -> Optional[int]:
     return d if isinstance(d, int) else None
 
 
-_prod_static = static_numel  # one definition, in backends.program
 
 
 def _is_one(dims) -> bool:
-    return _prod_static(dims) == 1
+    return static_numel(dims) == 1
 
 
 # --------------------------------------------------------------------------- sizes (C / text / int)
@@ -117,7 +116,7 @@ class Size:
 
 def _tensor_bytes(shape, dtype_size: int, ctx: WrapperContext) -> Size:
     """round_up(numel * size) of a tensor."""
-    n = _prod_static(shape)
+    n = static_numel(shape)
     c = f"byocc::round_up(uint64_t({ctx.numel(shape)}) * {dtype_size}u)"
     text = "round_up(" + " * ".join([dim_text(d) for d in shape] + [str(dtype_size)]) + ")"
     return Size(c, text, None if n is None else _round_up(n * dtype_size))
@@ -430,8 +429,8 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     a_dt = plan.step.lhs_sinfo.dtype
     m_eff = plan.M
     if plan.case == "flatten" and plan.lhs_batch:
-        m_eff = _prod_static(tuple(plan.lhs_batch) + (plan.M,))
-    L = 1 if plan.case == "flatten" else _prod_static(plan.lhs_batch if plan.case == "packed" else plan.rhs_batch)
+        m_eff = static_numel(tuple(plan.lhs_batch) + (plan.M,))
+    L = 1 if plan.case == "flatten" else static_numel(plan.lhs_batch if plan.case == "packed" else plan.rhs_batch)
     dims = (_static(m_eff) if m_eff is not None else None, _static(plan.N), _static(plan.K), L)
     out: list = []
 
@@ -482,9 +481,9 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
 def _stream_k_bound(cfg, plan: GemmPlan) -> Optional[int]:
     """Upper bound of a stream-K unit's workspace (CUTLASS 4.2: barrier + reduction
     workspace for every output tile, tiles rounded up to the cluster)."""
-    m = _prod_static((plan.M,) + (tuple(plan.lhs_batch) if plan.case == "flatten" else ()))
+    m = static_numel((plan.M,) + (tuple(plan.lhs_batch) if plan.case == "flatten" else ()))
     n = _static(plan.N)
-    L = 1 if plan.case == "flatten" else _prod_static(plan.lhs_batch if plan.case == "packed" else plan.rhs_batch)
+    L = 1 if plan.case == "flatten" else static_numel(plan.lhs_batch if plan.case == "packed" else plan.rhs_batch)
     if m is None or n is None or L is None:
         return None
     tm, tn, _ = cfg.tile
@@ -937,7 +936,7 @@ def _function(symbol: str, func: Function, options: dict, constant_names: dict, 
         if ctx.is_output(ref):
             continue
         sinfo = program.temps[call.result]
-        n = _prod_static(sinfo.shape)
+        n = static_numel(sinfo.shape)
         text_expr = "round_up(" + " * ".join([dim_text(d) for d in sinfo.shape] + [str(itemsize(sinfo.dtype))]) + ")"
         temps_total = temps_total + Size("", text_expr, None if n is None else _round_up(n * itemsize(sinfo.dtype)))
     step_max: Optional[int] = 0
