@@ -277,22 +277,11 @@ def _is_our_stdout(path: str) -> bool:
 
 
 def _replace_atomically(target: str, data: bytes) -> None:
-    import tempfile
+    """Atomic replace keeping an existing file's mode: the one implementation is
+    :func:`byocc.runtime.objcache.atomic_write` (also used for build files and cache objects)."""
+    from byocc.runtime.objcache import atomic_write
 
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    directory = os.path.dirname(target) or "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            os.fchmod(f.fileno(), mode)
-        os.replace(tmp, target)
-    except BaseException:
-        _remove_quietly(tmp)
-        raise
+    atomic_write(target, data)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -33,8 +33,14 @@ from pathlib import Path
 from typing import Sequence
 
 KEY_VERSION = "byocc-objcache-1"
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+
+
+def current_umask() -> int:
+    """The process umask, read at call time (it can change after import)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\r\n]+)[">]', re.M)
 
 
@@ -182,7 +188,7 @@ def atomic_write(path: str | Path, data: bytes) -> None:
     try:
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
+        mode = 0o666 & ~current_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
