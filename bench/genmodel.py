@@ -17,7 +17,7 @@ benchmarks. Three generators (``GENERATORS``), float16, static shapes, one dataf
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 _HEADER = [
     "# from tvm.script import ir as I",

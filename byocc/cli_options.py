@@ -52,6 +52,7 @@ class BackendType(click.ParamType):
 
     def shell_complete(self, ctx, param, incomplete):
         from click.shell_completion import CompletionItem
+
         from byocc.backends import registered_backends
 
         return [CompletionItem(b) for b in registered_backends() if b.startswith(incomplete)]

@@ -13,7 +13,8 @@ import sys
 
 import click
 
-from byocc.cli_options import BACKEND, DIM, apply_prepare, prepare_options as _prepare_options
+from byocc.cli_options import BACKEND, DIM, apply_prepare
+from byocc.cli_options import prepare_options as _prepare_options
 
 _MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
 
@@ -173,14 +174,13 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
       byocc run samples/small_cnn.onnx -o out.npz
       byocc run model.relax --inputs inputs.npz --entry main
     """
+    from byocc.cli.output import check_output_file, note_input
     from byocc.runtime import (
         Interpreter,
         bind_arguments,
         flatten_outputs,
         random_arguments,
     )
-
-    from byocc.cli.output import check_output_file, note_input
 
     if inputs_file and seed is not None:
         raise click.UsageError("give either --inputs or --random-inputs, not both")

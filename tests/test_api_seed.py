@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import require_shared
 
 ROOT = Path(__file__).resolve().parents[1]

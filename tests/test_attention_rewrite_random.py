@@ -30,7 +30,7 @@ def _outputs(value) -> list:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['name']}" for c in CASES])
 def test_step1_keeps_results(case):
     mod = from_source(case["text"])
-    new = map_functions(mod, lambda f: rewrite_attention(f, case["mqa"]))
+    new = map_functions(mod, lambda f, mqa=case["mqa"]: rewrite_attention(f, mqa))
     assert not well_formed(new)
     for name in mod.names():
         func = mod[name]
@@ -51,6 +51,6 @@ def test_the_random_modules_exercise_the_rewrites():
     formed = 0
     for case in CASES:
         mod = from_source(case["text"])
-        mod = map_functions(mod, lambda f: rewrite_attention(f, case["mqa"]))
+        mod = map_functions(mod, lambda f, mqa=case["mqa"]: rewrite_attention(f, mqa))
         formed += "R.nn.attention" in mod.script()
     assert formed >= len(CASES) // 2

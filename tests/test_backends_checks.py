@@ -13,8 +13,20 @@ from byocc.backends import get_patterns_with_prefix, is_shape_valid_for_cutlass_
 from byocc.backends.utils import has_leaking_intermediate_variables
 from byocc.dpl import make_check_context, match_expr
 from byocc.ir import (
-    Attrs, Call, Constant, DataflowVar, GlobalVar, Op, PatternError, PrimValue, TirVar, Tuple,
-    TupleGetItem, TupleStructInfo, Var, tensor,
+    Attrs,
+    Call,
+    Constant,
+    DataflowVar,
+    GlobalVar,
+    Op,
+    PatternError,
+    PrimValue,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    tensor,
 )
 
 

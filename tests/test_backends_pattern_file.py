@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import SHARED_MISSING, params_or_skip, shared_glob
 
 from byocc.backends import backend_of, load_pattern_file, pattern_file_namespace
 from byocc.dpl import CallPattern, FusionPattern
 from byocc.ir import PatternError
-from conftest import SHARED_MISSING, params_or_skip, shared_glob
 
 CORPUS_FILES = [str(p) for p in shared_glob("conformance/cases/*/patterns.py")]
 EXAMPLE_FILES = [str(p) for p in shared_glob("spec/partitioning-examples/*/patterns.py")]

@@ -7,7 +7,11 @@ import subprocess
 import sys
 
 from byocc.backends import (
-    FusionPattern, get_pattern, get_patterns_with_prefix, make_matmul_pattern, register_patterns,
+    FusionPattern,
+    get_pattern,
+    get_patterns_with_prefix,
+    make_matmul_pattern,
+    register_patterns,
     remove_patterns,
 )
 from byocc.backends.cutlass.checks import check_conv2d, check_matmul

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_build_files import install_fake_nvcc
 
 from byocc.backends.build_files import build_files, find_ninja
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.cli import cli
-
-from test_build_files import install_fake_nvcc
 
 # A trivial entry point with the ABI signature: copies x (float32[n]) into out.
 TINY_FUNC = r"""// f.cu: y = x for float32[n] (a test fixture with byocc's exported ABI).

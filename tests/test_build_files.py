@@ -13,11 +13,19 @@ from pathlib import Path
 import pytest
 
 from byocc.backends.build_files import (
-    NO_ARCH_MACRO, NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, Toolchain, build_files, build_ninja,
-    config_ninja, find_cutlass, units_of)
+    NO_ARCH_MACRO,
+    NVCC_ARCH_FLAGS,
+    NVCC_COMMON_FLAGS,
+    Toolchain,
+    build_files,
+    build_ninja,
+    config_ninja,
+    find_cutlass,
+    units_of,
+)
 from byocc.backends.codegen import SourceFile
-from byocc.backends.cuda.cuda_paths import CublasLtPaths, find_optional_nvcc
 from byocc.backends.cuda import common_sources
+from byocc.backends.cuda.cuda_paths import CublasLtPaths, find_optional_nvcc
 from byocc.runtime import objcache
 from byocc.runtime.build import parse_ninja
 

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from byocc.transform.canonicalize_bindings import CanonicalizeBindings
-
-text = pytest.importorskip("byocc.text")
-if not hasattr(text, "parse_module"):
-    pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
-
 from byocc.text import parse_module, print_module
+from byocc.transform.canonicalize_bindings import CanonicalizeBindings
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"

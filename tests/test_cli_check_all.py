@@ -19,7 +19,7 @@ def run(*args):
 
 
 def func(name: str, body: list[str], params: str = f"x: {T}") -> str:
-    lines = [f"    @R.function", f"    def {name}({params}) -> {T}:"] + [f"        {b}" for b in body]
+    lines = ["    @R.function", f"    def {name}({params}) -> {T}:"] + [f"        {b}" for b in body]
     return "\n".join(lines) + "\n"
 
 

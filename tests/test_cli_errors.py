@@ -7,11 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import run_cli as run
 
-from byocc.cli import cli
 from byocc.cli.diagnostics import format_error, remember_source
 from byocc.ir import MultipleErrors, ParseError, PassError, Span, WellFormedError
-from conftest import run_cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "samples" / "seed.relax"

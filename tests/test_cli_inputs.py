@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import run_cli as run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 import pytest
+from conftest import run_cli as run
 
 from byocc.cli import cli
 from byocc.cli_options import MAX_DIM
-from conftest import run_cli as run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"
@@ -127,8 +127,8 @@ def test_random_inputs_are_drawn_in_their_own_dtype():
     """A float16 input of 32 MiB must not pass through a 128 MiB float64 array."""
     import numpy as np
 
-    from byocc.text import parse_module
     from byocc.runtime import random_arguments
+    from byocc.text import parse_module
 
     mod = parse_module(SYMBOLIC)
     n = 1 << 20  # n x 16 float16 = 32 MiB

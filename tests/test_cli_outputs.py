@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from byocc.cli import cli
-from byocc.cli import output
 from conftest import run_cli as run
+
+from byocc.cli import cli, output
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"

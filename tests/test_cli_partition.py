@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from conftest import require_shared, run_cli as run
+from conftest import require_shared
+from conftest import run_cli as run
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "samples" / "seed.relax"

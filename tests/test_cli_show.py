@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from byocc.cli import cli
 from conftest import run_cli as run
 from test_cli_partition import spec_example  # the spec's example texts
 

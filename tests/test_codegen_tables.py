@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli
 
 ACTS = (None, "relu", "gelu")
@@ -52,7 +51,7 @@ def function_text(i, transposed, bias, act, op, post, dtype="float16") -> str:
         cur = "wt"
     body.append(f"y = R.matmul(x, {cur}, out_dtype=None)")
     v = "y"
-    for stmt, name in ((bias and f"R.add({{}}, b)", "z"), (act and f"R.nn.{act}({{}})", "a"),
+    for stmt, name in ((bias and "R.add({}, b)", "z"), (act and f"R.nn.{act}({{}})", "a"),
                        (op and f"R.{op}({{}}, r)", "s"), (post and "R.nn.relu({})", "o")):
         if stmt:
             body.append(f"{name} = {stmt.format(v)}")

@@ -52,7 +52,8 @@ def _if_else_module() -> IRModule:
     ])
     func = flat["main"]
     by_name = {b.var.name_hint: b for b in func.body.blocks[0].bindings}
-    pick = lambda *names: tuple(by_name[n] for n in names)
+    def pick(*names):
+        return tuple(by_name[n] for n in names)
     then = SeqExpr((BindingBlock(pick("b", "d", "e", "f")),), by_name["f"].var)
     other = SeqExpr((BindingBlock(pick("g", "k")),), by_name["g"].var)
     r = by_name["r"].var

@@ -24,7 +24,9 @@ from byocc.backends.cublas.codegen import codegen, generate_function, parse_opti
 from byocc.backends.cublas.runtime import RUNTIME, WORKSPACE_BYTES
 from byocc.backends.cuda import common_sources
 from byocc.backends.cuda.cuda_paths import (
-    find_optional_cublaslt, find_optional_cuda_include, find_optional_nvcc,
+    find_optional_cublaslt,
+    find_optional_cuda_include,
+    find_optional_nvcc,
 )
 
 REPO = Path(__file__).resolve().parent.parent

@@ -457,7 +457,6 @@ HOST_CASES = [
 
 
 def _host_inputs(func, rng, sym_values):
-    import numpy as np
 
     from byocc.ops.reference import np_dtype
 
@@ -483,7 +482,6 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
 
     from byocc.backends.cuda.common import RUNTIME_SOURCE
     from byocc.backends.cuda.generic import GENERIC_DTYPES, header_source
-    from byocc.ops.reference import dtype_name
     from byocc.runtime import Interpreter
 
     rng = np.random.default_rng(1)
@@ -522,7 +520,7 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
     fakes = [_HOST_KERNELS]
     for cfg in cfgs.values():
         fakes.append(_fake_cutlass_unit(cfg))
-    for path, src in sources.items():
+    for path in sources:
         name = Path(path).stem
         if name.startswith("generic_gemm_"):
             _, _, a, b, d = name.split("_")
@@ -544,7 +542,7 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
              "  void* p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);",
              '  FILE* f = fopen(path, "rb"); if (!f || fread(p, 1, bytes, f) != bytes) { printf("read %s\\n", path); exit(2); }',
              "  fclose(f); return p;", "}", "int main() {", "  int rc = 0;"]
-    for k, (label, entry, func, inputs, want) in enumerate(runs):
+    for k, (_label, entry, _func, inputs, want) in enumerate(runs):
         tensors = list(inputs) + [want]
         main.append(f"  {{  // {k}: {entry.symbol}")
         main.append(f"    DLTensor t[{len(tensors)}]; const DLTensor* args[{len(tensors)}];")
@@ -592,7 +590,7 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
         else:
             assert ("ran sm90" in ran) == (major == "9") and "ran sm80" in ran
         failures = []
-        for k, (label, entry, _, _, want) in enumerate(runs):
+        for k, (label, _entry, _, _, want) in enumerate(runs):
             got = np.fromfile(tmp_path / f"r{k}_out.bin", dtype=want.dtype).reshape(want.shape)
             if want.dtype.kind == "f":
                 # fp32 accumulation and epilogue vs the interpreter's per-op f16 rounding

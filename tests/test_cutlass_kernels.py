@@ -14,8 +14,17 @@ import pytest
 
 from byocc.backends.codegen import CodegenError
 from byocc.backends.cutlass.kernels import (
-    NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, EpilogueSpec, GemmKernelConfig, cutlass_include_dirs,
-    cutlass_version, emit_kernel, kernel_declarations, sm80_config, sm80_supports, sm90_config,
+    NVCC_ARCH_FLAGS,
+    NVCC_COMMON_FLAGS,
+    EpilogueSpec,
+    GemmKernelConfig,
+    cutlass_include_dirs,
+    cutlass_version,
+    emit_kernel,
+    kernel_declarations,
+    sm80_config,
+    sm80_supports,
+    sm90_config,
     sm90_supports,
 )
 from byocc.backends.cutlass.tiles import select_sm90, sm80_tile

@@ -188,10 +188,10 @@ def test_broadcast_and_permute_offsets_match_numpy(tmp_path):
             "  int64_t n = 1; for (int a = 0; a < rank; ++a) n *= shape[a];",
             '  for (int64_t i = 0; i < n; ++i) printf("%lld ", (long long)offset_of(op, i, rank, shape));',
             '  printf("\\n");', "}", "int main() {"]
-    for k, (out, inp) in enumerate(cases):
+    for out, inp in cases:
         prog.append(f"  {{ const int64_t o[] = {{{', '.join(map(str, out))}}}; const int64_t s[] = {{{', '.join(map(str, inp))}}};")
         prog.append(f"    Operand op; broadcast_operand(&op, nullptr, {len(out)}, o, {len(inp)}, s); dump(op, {len(out)}, o); }}")
-    for k, (shp, axes) in enumerate(perms):
+    for shp, axes in perms:
         pshape = [shp[a] for a in axes]
         prog.append(f"  {{ const int64_t s[] = {{{', '.join(map(str, shp))}}}; const int ax[] = {{{', '.join(map(str, axes))}}};")
         prog.append(f"    const int64_t o[] = {{{', '.join(map(str, pshape))}}};")
@@ -310,7 +310,7 @@ def test_elementwise_ops_match_the_numpy_interpreter_on_the_host(tmp_path):
         for ax, d in enumerate(np.shape(want)):
             prog.append(f"    a.shape[{ax}] = {d};")
         prog.append(f"    a.numel = {np.size(want)};")
-        for j, (n, arr) in enumerate(inputs.items()):
+        for j, arr in enumerate(inputs.values()):
             ct = GENERIC_DTYPES[dtype_name(arr.dtype)][1]
             arr.tofile(tmp_path / f"c{k}_{j}.bin")
             dims = ", ".join(map(str, arr.shape)) or "1"

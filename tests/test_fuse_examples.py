@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from byocc.transform.fuse_ops_by_pattern import FuseOpsByPattern
-
-text = pytest.importorskip("byocc.text")
-if not hasattr(text, "parse_module"):
-    pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
-
 from byocc.backends import load_pattern_file
 from byocc.text import parse_module, print_module
+from byocc.transform.fuse_ops_by_pattern import FuseOpsByPattern
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 import pytest
 
 from byocc.ir import NameSupply, PassError
+from byocc.text import parse_module, print_module
 from byocc.transform.function_table import FunctionTable
 from byocc.transform.materialize import (
-    find_group_cycle, fused_name_hint, materialize_groups,
+    find_group_cycle,
+    fused_name_hint,
+    materialize_groups,
 )
-
-text = pytest.importorskip("byocc.text")
-if not hasattr(text, "parse_module"):
-    pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
-
-from byocc.text import parse_module, print_module
 
 T = 'R.Tensor((4, 4), dtype="float32")'
 SRC = f"""# from tvm.script import ir as I

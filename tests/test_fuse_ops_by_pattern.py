@@ -10,13 +10,8 @@ import pytest
 
 from byocc.dpl import is_op, wildcard
 from byocc.ir import PassError, PatternError
-from byocc.transform import FuseOpsByPattern, pattern_partition
-
-text = pytest.importorskip("byocc.text")
-if not hasattr(text, "parse_module"):
-    pytest.skip("byocc.text.parse_module is not available yet", allow_module_level=True)
-
 from byocc.text import parse_module, print_module
+from byocc.transform import FuseOpsByPattern, pattern_partition
 
 T = 'R.Tensor((4, 4), dtype="float32")'
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import shared_glob
+from randgraph import RandomChooser, random_partition_module
 
 from byocc.backends import get_patterns_with_prefix, load_pattern_file
 from byocc.dpl import is_op, match_expr, wildcard
@@ -15,8 +17,6 @@ from byocc.ir import Call, Function, TensorStructInfo, Var
 from byocc.ops import make_call
 from byocc.text import parse_module
 from byocc.transform.pattern_partition import FunctionIndex, deep_prefilter
-from conftest import shared_glob
-from randgraph import RandomChooser, random_partition_module
 
 DATA = Path(__file__).parent / "data"
 

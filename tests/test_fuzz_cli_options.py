@@ -14,7 +14,6 @@ import random
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from byocc.cli import cli

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from byocc.ops.reference import install_references
 from byocc.ops import get_op_def
+from byocc.ops.reference import install_references
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "conformance" / "cases"

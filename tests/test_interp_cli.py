@@ -83,7 +83,7 @@ def test_verify_ok(cli, path):
                "--path", path, "--trials", "2")
     assert r.exit_code == 0, r.output
     assert "comparing partitioned and codegen with the original over 2 trials" in r.stderr
-    rows = [l.split() for l in r.stdout.splitlines()[2:]]
+    rows = [line.split() for line in r.stdout.splitlines()[2:]]
     assert [row[:2] for row in rows] == [["output_0", "partitioned"], ["output_0", "codegen"]]
     assert all(row[-1] == "ok" for row in rows)
 

@@ -64,7 +64,8 @@ def mlp_numpy(x, w1, b1, w2, b2, w3, b3):
     def op(v):
         return v.astype(np.float16)
 
-    f = lambda v: v.astype(np.float64)
+    def f(v):
+        return v.astype(np.float64)
     h = x
     for w, b, relu in ((w1, b1, True), (w2, b2, True), (w3, b3, False)):
         h = op(f(op(f(h) @ f(w))) + f(b))

@@ -11,14 +11,13 @@ import shutil
 
 import numpy as np
 import pytest
+from test_build_cli import requires_nvcc, tiny_entry, write_tiny_library
 
 from byocc.ir import InputError
 from byocc.runtime import native
 from byocc.runtime.build import build
 from byocc.runtime.dlpack import DTYPES, TensorSlots, capsule_tensor, dltensor
 from byocc.runtime.native import ByoccRuntimeError, load
-
-from test_build_cli import requires_nvcc, tiny_entry, write_tiny_library
 
 pytestmark = requires_nvcc
 

@@ -12,13 +12,20 @@ import ast
 import os
 
 import pytest
+from conftest import SHARED_MISSING, shared_glob
 
 from byocc.ir import (
-    ObjectStructInfo, PrimStructInfo, PrimValue, ShapeExpr, ShapeStructInfo, TensorStructInfo,
-    TirVar, Tuple, TupleStructInfo, Var,
+    ObjectStructInfo,
+    PrimStructInfo,
+    PrimValue,
+    ShapeExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    TupleStructInfo,
+    Var,
 )
 from byocc.ops import lookup_printed, make_call
-from conftest import SHARED_MISSING, shared_glob
 
 FILES = [str(p) for p in shared_glob("conformance/cases/*/*.relax")]
 

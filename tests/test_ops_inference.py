@@ -6,8 +6,16 @@ from __future__ import annotations
 import pytest
 
 from byocc.ir import (
-    ShapeExpr, ShapeStructInfo, Span, TensorStructInfo, TirVar, Tuple, TupleStructInfo,
-    TypeInferenceError, Var, tensor,
+    ShapeExpr,
+    ShapeStructInfo,
+    Span,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleStructInfo,
+    TypeInferenceError,
+    Var,
+    tensor,
 )
 from byocc.ir.prim import PrimBinary
 from byocc.ops import make_call

@@ -6,13 +6,33 @@ from __future__ import annotations
 import pytest
 
 from byocc.ir import (
-    Attrs, Call, ExternFunc, GlobalVar, Op, PrimStructInfo, PrimValue, ShapeExpr, TensorStructInfo,
-    Tuple, TupleStructInfo, TypeInferenceError, Var, tensor,
+    Attrs,
+    Call,
+    ExternFunc,
+    GlobalVar,
+    Op,
+    PrimStructInfo,
+    PrimValue,
+    ShapeExpr,
+    TensorStructInfo,
+    Tuple,
+    TupleStructInfo,
+    TypeInferenceError,
+    Var,
+    tensor,
 )
 from byocc.ops import (
-    REQUIRED, AttrField, OpDef, all_op_defs, get_op_def, infer_struct_info, lookup_printed, make_call,
+    REQUIRED,
+    AttrField,
+    OpDef,
+    all_op_defs,
+    binary,
+    get_op_def,
+    infer_struct_info,
+    lookup_printed,
+    make_call,
+    unary,
 )
-from byocc.ops import binary, unary
 
 
 def v(name, shape, dtype="float32"):
@@ -338,7 +358,7 @@ def test_unknown_ops():
 def test_required_sentinel_and_attr_field():
     f = AttrField("axis")
     assert f.default is REQUIRED and repr(REQUIRED) == "REQUIRED"
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):
         f.name = "other"  # frozen
 
 

@@ -5,18 +5,33 @@ parse -> print giving the text back."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from conftest import shared_path
 
 from byocc.ir import (
-    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, ExternFunc, FuncStructInfo,
-    Function, GlobalVar, MatchCast, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-    TensorStructInfo, TirVar, Tuple, TupleGetItem, TupleStructInfo, Var,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    ExternFunc,
+    FuncStructInfo,
+    Function,
+    GlobalVar,
+    MatchCast,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
 )
 from byocc.ir.prim import PrimBinary
 from byocc.text import parse_module, print_module
-from conftest import shared_path
 
 SPEC = shared_path("spec", "textual-ir.md")
 

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import shared_glob
 
 from byocc.ir import ByoccError
 from byocc.text import parse_module
-from conftest import shared_glob
 
 DATA = Path(__file__).parent / "data"
 

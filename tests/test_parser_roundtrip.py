@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from byocc.text import parse_module, print_module
 from conftest import require_shared, shared_glob
+
+from byocc.text import parse_module, print_module
 
 
 def _files() -> list[Path]:

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 from byocc.text import parser
 from byocc.text.printer import print_module
-from conftest import SHARED
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,8 +6,24 @@ from __future__ import annotations
 import numpy as np
 
 from byocc.ir import (
-    Attrs, Call, Constant, DataflowBlock, DataflowVar, Function, GlobalVar, IRModule, Op, SeqExpr,
-    Span, TensorStructInfo, TirVar, Var, VarBinding, structural_equal, structural_hash, tensor,
+    Attrs,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    IRModule,
+    Op,
+    SeqExpr,
+    Span,
+    TensorStructInfo,
+    TirVar,
+    Var,
+    VarBinding,
+    structural_equal,
+    structural_hash,
+    tensor,
 )
 
 T4 = tensor((4, 4), "float32")

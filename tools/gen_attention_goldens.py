@@ -612,12 +612,11 @@ def all_cases() -> list[Case]:
 
 def tvm_steps():
     import tvm
+    import tvm_workspace_fix  # tools/: TVM's annotate_workspace with its KeyError fixed
     from tvm.relax import Function
     from tvm.relax.backend.cuda import cutlass
     from tvm.relax.backend.patterns import make_attention_rewrite_pattern
     from tvm.relax.dpl import rewrite_call
-
-    import tvm_workspace_fix  # tools/: TVM's annotate_workspace with its KeyError fixed
 
     tvm_workspace_fix.install()
 

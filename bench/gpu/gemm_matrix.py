@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -291,13 +291,15 @@ def reference(c: Case, xs):
     y = torch.matmul(x, w)
     i = 2
     if c.bias is not None:
-        y = y + xs[i].double(); i += 1
+        y = y + xs[i].double()
+        i += 1
     if c.act == "relu":
         y = torch.relu(y)
     elif c.act == "gelu":
         y = torch.nn.functional.gelu(y)
     if c.residual_op:
-        r = xs[i].double(); i += 1
+        r = xs[i].double()
+        i += 1
         y = y + r if c.residual_op == "add" else y * r
     if c.post:
         y = torch.relu(y)
@@ -359,11 +361,15 @@ def time_graph(fn, reps=20, iters=10):
     with torch.cuda.graph(g):
         for _ in range(iters):
             fn()
-    g.replay(); torch.cuda.synchronize()
+    g.replay()
+    torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); g.replay(); b.record(); b.synchronize()
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
         times.append(a.elapsed_time(b) / iters)
     times.sort()
     return times[len(times) // 2]
@@ -405,8 +411,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sm80", action="store_true", help="also check every cutlass case on an sm_80-only build")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-    work = Path(os.environ.get("BYOCC_BENCH_WORK", ROOT / ".gpu_work")); work.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(os.environ.get("BYOCC_BENCH_WORK", ROOT / ".gpu_work"))
+    work.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
     log.write_text("")
     results = {"cases": [], "bad_args": {}, "perf": [], "build": {}}
@@ -449,7 +457,8 @@ def main(argv=None) -> int:
 
     from byocc.runtime import native
 
-    gen = torch.Generator(device="cuda"); gen.manual_seed(int(time.time()))
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int(time.time()))
     runs = [(b, work / f"out_{b}", True) for b in backends]
     if args.sm80 and "cutlass" in backends and (work / "out_cutlass" / "manifest.json").exists():
         # spec s15 X8: every cutlass case once more through a library built without the
@@ -480,7 +489,9 @@ def main(argv=None) -> int:
                    "rhs": str(c.rhs), "T": c.transposed, "bias": str(c.bias), "act": c.act,
                    "res": c.residual_op, "post": c.post, "symbol": c.symbol}
             if c.symbol is None:
-                row["status"] = "not offloaded"; results["cases"].append(row); continue
+                row["status"] = "not offloaded"
+                results["cases"].append(row)
+                continue
             try:
                 xs = make_inputs(c, gen)
                 ref = reference(c, xs)
@@ -530,7 +541,8 @@ def perf_row(lib, c: Case, xs, call_args, o, args) -> dict:
     if not args.no_compile_baseline:
         try:
             f = torch.compile(lambda x, w, b: torch.relu(x @ w + b), mode="max-autotune-no-cudagraphs")
-            f(x, wk, b); torch.cuda.synchronize()
+            f(x, wk, b)
+            torch.cuda.synchronize()
             row["compile_tflops"] = flop / time_graph(lambda: f(x, wk, b)) / 1e9
         except Exception as e:
             row["compile_error"] = str(e)[:200]

@@ -17,7 +17,6 @@ import concurrent.futures as cf
 import dataclasses
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -154,12 +153,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "sweep_out"))
     ap.add_argument("--jobs", type=int, default=16)
     args = ap.parse_args(argv)
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
-    work = ROOT / ".gpu_work" / "sweep"; work.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = ROOT / ".gpu_work" / "sweep"
+    work.mkdir(parents=True, exist_ok=True)
     from byocc.backends.cuda import common_sources
-    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, cutlass_include_dirs
+    from byocc.backends.cutlass.kernels import (
+        NVCC_ARCH_FLAGS,
+        NVCC_COMMON_FLAGS,
+        cutlass_include_dirs,
+    )
 
-    src_dir = work / "src"; src_dir.mkdir(exist_ok=True)
+    src_dir = work / "src"
+    src_dir.mkdir(exist_ok=True)
     for f in common_sources():
         (work / f.path).write_text(f.text)
     incs = [f"-I{p}" for p in cutlass_include_dirs()] + [f"-I{src_dir}"]

@@ -9,15 +9,29 @@ from byocc.dpl import CheckResult, FusionPattern, PatternCheckContext, backend_o
 
 from .pattern_file import load_pattern_file, pattern_file_namespace, user_code_span
 from .patterns import (
-    make_attention_pattern, make_conv2d_pattern, make_fused_bias_activation_pattern,
-    make_layer_norm_pattern, make_matmul_dequantize_pattern, make_matmul_multiply_pattern,
-    make_matmul_pattern, make_residual_block_pattern, make_rms_norm_pattern,
+    make_attention_pattern,
+    make_conv2d_pattern,
+    make_fused_bias_activation_pattern,
+    make_layer_norm_pattern,
+    make_matmul_dequantize_pattern,
+    make_matmul_multiply_pattern,
+    make_matmul_pattern,
+    make_residual_block_pattern,
+    make_rms_norm_pattern,
     make_stacked_attention_pattern,
 )
 from .registry import (
-    get_pattern, get_patterns_with_prefix, register_patterns, registered_backends, remove_patterns,
+    get_pattern,
+    get_patterns_with_prefix,
+    register_patterns,
+    registered_backends,
+    remove_patterns,
 )
-from .utils import has_leaking_intermediate_variables, is_shape_valid_for_cutlass_matmul, leak_reason
+from .utils import (
+    has_leaking_intermediate_variables,
+    is_shape_valid_for_cutlass_matmul,
+    leak_reason,
+)
 
 
 def _register_builtin_codegens() -> None:

@@ -33,17 +33,27 @@ import re
 import shlex
 import shutil
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from byocc.ir import ExternalToolError
 
 from .codegen import CODEGEN_VERSION, CodegenError, SourceFile
 from .cuda.cuda_paths import (
-    CublasLtPaths, find_cublaslt, find_nvcc, find_optional_cublaslt, find_optional_cuda_include,
-    find_optional_nvcc)
-from .cutlass.kernels import NVCC_ARCH_FLAGS, NVCC_COMMON_FLAGS, cutlass_include_dirs, cutlass_version
+    CublasLtPaths,
+    find_cublaslt,
+    find_nvcc,
+    find_optional_cublaslt,
+    find_optional_cuda_include,
+    find_optional_nvcc,
+)
+from .cutlass.kernels import (
+    NVCC_ARCH_FLAGS,
+    NVCC_COMMON_FLAGS,
+    cutlass_include_dirs,
+    cutlass_version,
+)
 
 #: Unit kinds compiled in pool ``heavy``.
 HEAVY_KINDS = ("sm90", "sm80")

@@ -17,8 +17,9 @@ codegens is :mod:`byocc.backends.codegens`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from byocc.ir import InputError
 

@@ -10,8 +10,9 @@ offloaded function (:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from byocc.ir import InputError
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import os
 import types
-from typing import Optional
 
 from byocc import dpl
 from byocc.dpl import FusionPattern, PatternCheckContext, as_fusion_pattern
@@ -96,7 +95,7 @@ def pattern_file_namespace() -> dict:
 
 
 # ---------------------------------------------------------------------------- imports
-_SHIMS: Optional[dict] = None
+_SHIMS: dict | None = None
 
 
 def _shim_modules() -> dict:
@@ -164,7 +163,7 @@ def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
 
 
 # ---------------------------------------------------------------------------- loading
-def user_code_span(exc: BaseException, filename: str) -> Optional[Span]:
+def user_code_span(exc: BaseException, filename: str) -> Span | None:
     """The innermost traceback location of ``exc`` inside ``filename`` (1-based line)."""
     if isinstance(exc, SyntaxError) and exc.filename == filename and exc.lineno:
         return Span(filename, exc.lineno, exc.offset or 1)

@@ -6,10 +6,14 @@ or codegen wants to see. Every call builds fresh pattern objects.
 
 from __future__ import annotations
 
-from typing import Optional, Union
-
 from byocc.dpl import (
-    DFPattern, GlobalVarPattern, TuplePattern, is_const, is_op, is_tuple_get_item, wildcard,
+    DFPattern,
+    GlobalVarPattern,
+    TuplePattern,
+    is_const,
+    is_op,
+    is_tuple_get_item,
+    wildcard,
 )
 from byocc.ir import PatternError
 
@@ -17,7 +21,7 @@ PatternAndAnnotations = tuple  # (DFPattern, dict[str, DFPattern])
 
 
 def _with_bias_activation_pattern(out: DFPattern, annotations: dict, with_bias: bool = False,
-                                  activation: Optional[str] = None,
+                                  activation: str | None = None,
                                   allow_reshape: bool = False) -> PatternAndAnnotations:
     if with_bias:
         annotations["bias"] = bias = wildcard()
@@ -32,7 +36,7 @@ def _with_bias_activation_pattern(out: DFPattern, annotations: dict, with_bias: 
 
 
 def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
-                                       activation: Optional[str] = None,
+                                       activation: str | None = None,
                                        allow_reshape: bool = False) -> PatternAndAnnotations:
     """``op(lhs, rhs)`` [``+ bias``] [``activation``]; annotations lhs, rhs, root[, bias]."""
     lhs, rhs = wildcard(), wildcard()
@@ -41,8 +45,8 @@ def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
     return _with_bias_activation_pattern(out, annotations, with_bias, activation, allow_reshape)
 
 
-def make_residual_block_pattern(node_output: Union[DFPattern, tuple], binary_op: str = "relax.add",
-                                activation: Optional[str] = None) -> PatternAndAnnotations:
+def make_residual_block_pattern(node_output: DFPattern | tuple, binary_op: str = "relax.add",
+                                activation: str | None = None) -> PatternAndAnnotations:
     """``binary_op(node_output, residual) | binary_op(residual, node_output)`` [``activation``];
     the annotations of ``node_output`` (when given as a pair) plus ``residual``."""
     if isinstance(node_output, tuple):
@@ -59,7 +63,7 @@ def make_residual_block_pattern(node_output: Union[DFPattern, tuple], binary_op:
     return output, {**arg_patterns, "residual": residual_input}
 
 
-def make_conv2d_pattern(with_bias: bool = False, activation: Optional[str] = None) -> PatternAndAnnotations:
+def make_conv2d_pattern(with_bias: bool = False, activation: str | None = None) -> PatternAndAnnotations:
     """``relax.nn.conv2d(input, weight)`` [``+ bias``] [``activation``]; annotations input,
     weight, root[, bias]."""
     input_tensor, kernel = wildcard(), wildcard()
@@ -69,7 +73,7 @@ def make_conv2d_pattern(with_bias: bool = False, activation: Optional[str] = Non
     return _with_bias_activation_pattern(conv2d, annotations, with_bias, activation)
 
 
-def make_matmul_pattern(with_bias: bool = False, activation: Optional[str] = None,
+def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
                         transposed_rhs: bool = False) -> PatternAndAnnotations:
     """``relax.matmul(lhs, rhs | permute_dims(rhs))`` [``+ bias``] [``activation``];
     annotations lhs, rhs (before the permute), root[, bias]."""

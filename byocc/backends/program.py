@@ -19,11 +19,19 @@ Dims are kept as IR dims (``int`` or a symbolic :class:`~byocc.ir.prim.PrimExpr`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from byocc.ir import (
-    Call, Constant, Function, Op, SeqExpr, TensorStructInfo, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Call,
+    Constant,
+    Function,
+    Op,
+    SeqExpr,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 from byocc.ir.prim import TirVar
 
@@ -169,7 +177,7 @@ def offloaded_program(symbol: str, func: Function, constant_names: dict | None =
     result = ref_of(func.body.body)
     outputs = result if isinstance(result, tuple) else (result,)
     out_sinfo: list[TensorStructInfo] = []
-    for i, r in enumerate(outputs):
+    for r in outputs:
         if not isinstance(r, ValueRef):
             raise CodegenError(f"{symbol}: nested tuple outputs are not supported")
     ret = func.ret_struct_info
@@ -193,17 +201,17 @@ class GemmStep:
     lhs: Any
     rhs: Any
     transposed: bool
-    perm_axes: Optional[tuple]  # None = reverse all axes (permute_dims default)
+    perm_axes: tuple | None  # None = reverse all axes (permute_dims default)
     bias: Any
-    act: Optional[str]
-    residual_op: Optional[str]  # "add" | "multiply"
+    act: str | None
+    residual_op: str | None  # "add" | "multiply"
     residual: Any
-    post: Optional[str]  # "relu"
+    post: str | None  # "relu"
     lhs_sinfo: TensorStructInfo
     rhs_sinfo: TensorStructInfo  # before the permute
     out_sinfo: TensorStructInfo
-    bias_sinfo: Optional[TensorStructInfo]
-    residual_sinfo: Optional[TensorStructInfo]
+    bias_sinfo: TensorStructInfo | None
+    residual_sinfo: TensorStructInfo | None
     matmul_out_dtype: str
 
     @property
@@ -235,7 +243,7 @@ def _operand(e, params: dict) -> Any:
     return None
 
 
-def gemm_step(comp: Function) -> Optional[GemmStep]:
+def gemm_step(comp: Function) -> GemmStep | None:
     """The GEMM reading of a composite, or None when its body is not of that form."""
     params = {p: i for i, p in enumerate(comp.params)}
     binds: list[tuple[Var, Call]] = []
@@ -247,7 +255,7 @@ def gemm_step(comp: Function) -> Optional[GemmStep]:
         return None
     i = 0
     transposed, perm_axes, rhs_expr = False, None, None
-    permuted: Optional[Var] = None
+    permuted: Var | None = None
     if binds[0][1].op.name == "relax.permute_dims":
         permuted = binds[0][0]
         rhs_expr = binds[0][1].args[0]
@@ -334,7 +342,7 @@ def symbolic_positions(tensors) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def static_numel(dims) -> Optional[int]:
+def static_numel(dims) -> int | None:
     """The product of ``dims`` when every one is static, else None."""
     total = 1
     for d in dims:

@@ -10,7 +10,7 @@ them: cutlass, then cublas. Importing this module is cheap.
 from __future__ import annotations
 
 import importlib
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from byocc.dpl import FusionPattern, as_fusion_pattern
 
@@ -50,7 +50,7 @@ def get_patterns_with_prefix(prefix: str) -> list:
     return [e for e in reversed(_TABLE) if e.name.startswith(prefix)]
 
 
-def get_pattern(name: str) -> Optional[FusionPattern]:
+def get_pattern(name: str) -> FusionPattern | None:
     """The last registered entry called ``name``, or None."""
     _ensure_builtins()
     for e in reversed(_TABLE):

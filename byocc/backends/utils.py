@@ -12,8 +12,8 @@ an ``int == symbolic`` comparison, which raises inside TVM, is simply false here
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import zip_longest
-from typing import Optional, Sequence
 
 from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, can_prove_equal, fail, product
 from byocc.dpl.printing import describe_expr
@@ -21,7 +21,7 @@ from byocc.ir import DataflowVar, TensorStructInfo, Var
 
 
 # ---------------------------------------------------------------------------- leaks
-def leak_reason(context: PatternCheckContext) -> Optional[str]:
+def leak_reason(context: PatternCheckContext) -> str | None:
     """Why an intermediate of the match is visible outside it, or None (spec section 4)."""
     matched = context.matched_bindings
     output_var = context.value_to_bound_var.get(context.matched_expr)
@@ -49,17 +49,17 @@ def check_no_leak(context: PatternCheckContext) -> CheckResult:
 
 
 # ---------------------------------------------------------------------------- types
-def tensor_info(expr) -> Optional[TensorStructInfo]:
+def tensor_info(expr) -> TensorStructInfo | None:
     si = getattr(expr, "struct_info", None)
     return si if isinstance(si, TensorStructInfo) else None
 
 
-def dtype_of(expr) -> Optional[str]:
+def dtype_of(expr) -> str | None:
     si = tensor_info(expr)
     return si.dtype if si is not None else None
 
 
-def shape_of(expr) -> Optional[tuple]:
+def shape_of(expr) -> tuple | None:
     si = tensor_info(expr)
     return tuple(si.shape) if si is not None and si.shape is not None else None
 
@@ -69,7 +69,7 @@ def ndim_of(expr) -> int:
     return si.ndim if si is not None else -1
 
 
-def name_of(expr, context: Optional[PatternCheckContext] = None) -> str:
+def name_of(expr, context: PatternCheckContext | None = None) -> str:
     """A variable name for messages: the expr's own, or the variable bound to it."""
     if isinstance(expr, Var):
         return expr.name_hint

@@ -15,7 +15,8 @@ Deterministic: same input, byte-identical files (sorted keys, no timestamps).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from byocc.backends.codegen import ABI_VERSION, GeneratedModule
 from byocc.ir import Function, InternalError, TensorStructInfo, TupleStructInfo

@@ -20,7 +20,8 @@ candidate pattern per host call.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -38,7 +39,7 @@ HEAVY_OPS = frozenset((
 
 
 def explain_partition(original: IRModule, partitioned: IRModule, patterns: Sequence,
-                      path: str = "annotate", entries: Optional[Sequence[str]] = None) -> dict[str, Any]:
+                      path: str = "annotate", entries: Sequence[str] | None = None) -> dict[str, Any]:
     """The explanation of one ``partition`` run (module docstring)."""
     offloaded = _offloaded(partitioned)
     host: list[dict[str, Any]] = []
@@ -108,7 +109,7 @@ def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
     return out
 
 
-def _host_calls(name: str, func: Function, source: Optional[Function], patterns: Sequence) -> list:
+def _host_calls(name: str, func: Function, source: Function | None, patterns: Sequence) -> list:
     from byocc.dpl import as_fusion_pattern, explain_no_match, match_expr
     from byocc.ir.analysis import collect_var_usage
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, NoReturn
+from typing import NoReturn
 
 
 class StdoutClosed(Exception):

@@ -21,7 +21,12 @@ from byocc.cli_options import BACKEND, apply_prepare, prepare_options
 
 from .model import load_model, model_argument
 from .output import (
-    check_output_dir, check_output_file, note_input, warn_dropped_constants, write_stdout, write_tree_atomic,
+    check_output_dir,
+    check_output_file,
+    note_input,
+    warn_dropped_constants,
+    write_stdout,
+    write_tree_atomic,
 )
 
 
@@ -82,7 +87,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     check_output_dir(out_dir)
     check_output_dir(dump_dir, "--dump-ir")
 
-    from byocc.transform import PassContext, PassTimingInstrument, partition as run_partition
+    from byocc.transform import PassContext, PassTimingInstrument
+    from byocc.transform import partition as run_partition
 
     instruments = list(_instruments(print_after_all, dump_dir, verify_each))
     timing = PassTimingInstrument() if time_passes else None

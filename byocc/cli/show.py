@@ -11,7 +11,13 @@ from __future__ import annotations
 import click
 
 from .model import load_model, model_argument
-from .output import stdout_closed, stdout_is_terminal, use_colour, warn_dropped_constants, write_stdout
+from .output import (
+    stdout_closed,
+    stdout_is_terminal,
+    use_colour,
+    warn_dropped_constants,
+    write_stdout,
+)
 
 
 @click.command(short_help="Print MODEL as TVM prints it; on a terminal, highlighted with a summary.")

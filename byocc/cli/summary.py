@@ -10,7 +10,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from byocc.ir import (
-    Call, ExternFunc, Function, If, IRModule, Op, SeqExpr, StringImm, Tuple, TupleGetItem,
+    Call,
+    ExternFunc,
+    Function,
+    If,
+    IRModule,
+    Op,
+    SeqExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
 )
 
 _PACKED_CALLS = ("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed")

@@ -2,24 +2,71 @@
 the check context. spec/partitioning.md sections 3 and 4."""
 
 from .arith import can_prove_equal, product
+from .constructors import (
+    has_attr,
+    has_dtype,
+    has_shape,
+    is_call_dps_packed,
+    is_call_packed,
+    is_call_tir,
+    is_const,
+    is_dfv,
+    is_expr,
+    is_gv,
+    is_op,
+    is_shape,
+    is_tuple,
+    is_tuple_get_item,
+    is_var,
+    make_fused_bias_activation_pattern,
+    reject,
+    wildcard,
+)
 from .explain import explain_no_match, pattern_root_ops
 from .fusion import (
-    ACCEPT, CheckResult, FusionPattern, PatternCheckContext, as_fusion_pattern, as_fusion_patterns,
-    VarUsages, backend_of, check_reason, fail, make_check_context,
+    ACCEPT,
+    CheckResult,
+    FusionPattern,
+    PatternCheckContext,
+    VarUsages,
+    as_fusion_pattern,
+    as_fusion_patterns,
+    backend_of,
+    check_reason,
+    fail,
+    make_check_context,
 )
 from .matcher import (
-    Matcher, MatchFailure, match_expr, match_with_trace, register_pattern_kind, structural_equal,
-)
-from .constructors import (
-    has_attr, has_dtype, has_shape, is_call_dps_packed, is_call_packed, is_call_tir, is_const,
-    is_dfv, is_expr, is_gv, is_op, is_shape, is_tuple, is_tuple_get_item, is_var,
-    make_fused_bias_activation_pattern, reject, wildcard,
+    Matcher,
+    MatchFailure,
+    match_expr,
+    match_with_trace,
+    register_pattern_kind,
+    structural_equal,
 )
 from .pattern import (
-    AndPattern, AttrPattern, CallPattern, ConstantPattern, DataflowVarPattern, DataTypePattern,
-    DFPattern, ExprPattern, ExternFuncPattern, GlobalVarPattern, NotPattern, OrPattern,
-    PatternSeq, PrimArrPattern, SameShapeConstraint, ShapePattern, StructInfoPattern,
-    TupleGetItemPattern, TuplePattern, TypePattern, UnorderedTuplePattern, VarPattern,
+    AndPattern,
+    AttrPattern,
+    CallPattern,
+    ConstantPattern,
+    DataflowVarPattern,
+    DataTypePattern,
+    DFPattern,
+    ExprPattern,
+    ExternFuncPattern,
+    GlobalVarPattern,
+    NotPattern,
+    OrPattern,
+    PatternSeq,
+    PrimArrPattern,
+    SameShapeConstraint,
+    ShapePattern,
+    StructInfoPattern,
+    TupleGetItemPattern,
+    TuplePattern,
+    TypePattern,
+    UnorderedTuplePattern,
+    VarPattern,
     WildcardPattern,
 )
 

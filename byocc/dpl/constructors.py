@@ -3,15 +3,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from byocc.ir import Expr, Op, PatternError
 
 from .pattern import (
-    AttrPattern, CallPattern, ConstantPattern, DataflowVarPattern, DataTypePattern, DFPattern,
-    ExprPattern, ExternFuncPattern, GlobalVarPattern, NotPattern, PrimArrPattern, ShapePattern,
-    TupleGetItemPattern, TuplePattern, UnorderedTuplePattern, VarPattern, WildcardPattern,
+    AttrPattern,
+    CallPattern,
+    ConstantPattern,
+    DataflowVarPattern,
+    DataTypePattern,
+    DFPattern,
+    ExprPattern,
+    ExternFuncPattern,
+    GlobalVarPattern,
+    NotPattern,
+    PrimArrPattern,
+    ShapePattern,
+    TupleGetItemPattern,
+    TuplePattern,
+    UnorderedTuplePattern,
+    VarPattern,
+    WildcardPattern,
 )
+
 
 def wildcard() -> WildcardPattern:
     return WildcardPattern()
@@ -68,7 +84,7 @@ def is_tuple(fields: Sequence[DFPattern], unordered: bool = False):
     return TuplePattern(fields)
 
 
-def is_tuple_get_item(tuple_value: DFPattern, index: Optional[int] = None) -> TupleGetItemPattern:
+def is_tuple_get_item(tuple_value: DFPattern, index: int | None = None) -> TupleGetItemPattern:
     return TupleGetItemPattern(tuple_value, index)
 
 
@@ -82,15 +98,15 @@ def reject(pattern: DFPattern) -> NotPattern:
     return NotPattern(pattern)
 
 
-def has_attr(attrs: Mapping[str, Any], pattern: Optional[DFPattern] = None) -> AttrPattern:
+def has_attr(attrs: Mapping[str, Any], pattern: DFPattern | None = None) -> AttrPattern:
     return (pattern if pattern is not None else wildcard()).has_attr(attrs)
 
 
-def has_dtype(dtype: str, pattern: Optional[DFPattern] = None) -> DataTypePattern:
+def has_dtype(dtype: str, pattern: DFPattern | None = None) -> DataTypePattern:
     return DataTypePattern(pattern if pattern is not None else wildcard(), dtype)
 
 
-def has_shape(shape: Sequence, pattern: Optional[DFPattern] = None) -> ShapePattern:
+def has_shape(shape: Sequence, pattern: DFPattern | None = None) -> ShapePattern:
     return (pattern if pattern is not None else wildcard()).has_shape(shape)
 
 
@@ -118,7 +134,7 @@ def is_call_packed(func_name: str, args=None) -> CallPattern:
 
 
 def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
-                                       activation: Optional[str] = None,
+                                       activation: str | None = None,
                                        allow_reshape: bool = False) -> DFPattern:
     """``op(wc, wc)``, then ``relax.add(that, wc)`` if ``with_bias``, then ``activation(that)``.
 

@@ -9,7 +9,7 @@ sub-pattern (with its path, e.g. ``argument 1 of R.matmul``) or the check functi
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from byocc.ir import Call, Op
 
@@ -21,7 +21,7 @@ from .printing import op_display_name
 _ANY = None
 
 
-def pattern_root_ops(pattern: P.DFPattern) -> Optional[frozenset]:
+def pattern_root_ops(pattern: P.DFPattern) -> frozenset | None:
     """Operators a call must have for ``pattern`` to match it at the root.
 
     ``None`` means "any call may match" (wildcard root, a callee that is not a fixed
@@ -31,7 +31,7 @@ def pattern_root_ops(pattern: P.DFPattern) -> Optional[frozenset]:
     return _root_ops(pattern, 0)
 
 
-def _root_ops(p: P.DFPattern, depth: int) -> Optional[frozenset]:
+def _root_ops(p: P.DFPattern, depth: int) -> frozenset | None:
     if depth > 64:
         return _ANY
     if isinstance(p, P.CallPattern):
@@ -67,7 +67,7 @@ def _root_ops(p: P.DFPattern, depth: int) -> Optional[frozenset]:
     return _ANY  # wildcard, Not, unknown kinds
 
 
-def _callee_ops(p: P.DFPattern, depth: int) -> Optional[frozenset]:
+def _callee_ops(p: P.DFPattern, depth: int) -> frozenset | None:
     """Operators a callee pattern admits (``(is_op(a) | is_op(b))(...)``), None = any."""
     if depth > 64:
         return _ANY
@@ -91,8 +91,8 @@ def _is_call_of(p: P.DFPattern, name: str) -> bool:
             and isinstance(p.op.expr, Op) and p.op.expr.name == name)
 
 
-def explain_no_match(patterns: Sequence, call_expr: Call, var2val: Optional[Mapping] = None,
-                     context_factory: Optional[Callable] = None) -> tuple:
+def explain_no_match(patterns: Sequence, call_expr: Call, var2val: Mapping | None = None,
+                     context_factory: Callable | None = None) -> tuple:
     """``(closest_pattern_name, reason)`` for a call that no pattern offloaded.
 
     Candidates are the patterns (in priority order) whose root can be the call's operator.
@@ -113,9 +113,9 @@ def explain_no_match(patterns: Sequence, call_expr: Call, var2val: Optional[Mapp
     if not candidates:
         return None, f"no pattern has {op_text} at its root"
 
-    rejected: Optional[tuple] = None
+    rejected: tuple | None = None
     best_failure = None
-    best_entry: Optional[FusionPattern] = None
+    best_entry: FusionPattern | None = None
     for entry in candidates:
         memo, failure = match_with_trace(entry.pattern, call_expr, var2val)
         if memo is None:

@@ -8,7 +8,8 @@ byocc's built-in check functions return: it behaves as a bool and says why it fa
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from byocc.ir import PatternError
 
@@ -49,7 +50,7 @@ def fail(reason: str) -> CheckResult:
     return CheckResult(False, reason)
 
 
-def check_reason(result: Any) -> Optional[str]:
+def check_reason(result: Any) -> str | None:
     """The reason carried by a check's return value, when it rejected (None if accepted or
     when the check gave no reason)."""
     if result:
@@ -68,7 +69,7 @@ class VarUsages(dict):
 
     __slots__ = ("position",)
 
-    def __init__(self, users=(), position: Optional[Mapping] = None):
+    def __init__(self, users=(), position: Mapping | None = None):
         super().__init__(users)
         self.position = dict(position) if position is not None else {}
 
@@ -101,7 +102,7 @@ class PatternCheckContext:
                 f"annotated={sorted(self.annotated_expr)}, bindings={len(self.matched_bindings)})")
 
 
-def make_check_context(entry: "FusionPattern", call, memo: Mapping, value_to_bound_var: Mapping,
+def make_check_context(entry: FusionPattern, call, memo: Mapping, value_to_bound_var: Mapping,
                        var_usages: Mapping) -> PatternCheckContext:
     """The context FuseOpsByPattern hands to ``entry.check`` for a match of ``call``.
 
@@ -129,9 +130,9 @@ class FusionPattern:
     __slots__ = ("name", "pattern", "annotation_patterns", "check", "attrs_getter")
 
     def __init__(self, name: str, pattern: DFPattern,
-                 annotation_patterns: Optional[Mapping[str, DFPattern]] = None,
-                 check: Optional[Callable[[PatternCheckContext], Any]] = None,
-                 attrs_getter: Optional[Callable[[dict], dict]] = None):
+                 annotation_patterns: Mapping[str, DFPattern] | None = None,
+                 check: Callable[[PatternCheckContext], Any] | None = None,
+                 attrs_getter: Callable[[dict], dict] | None = None):
         if not isinstance(name, str):
             raise PatternError(f"a pattern name must be a string, got {type(name).__name__} {name!r}")
         if not isinstance(pattern, DFPattern):
@@ -155,7 +156,7 @@ class FusionPattern:
         self.attrs_getter = attrs_getter
 
     @property
-    def backend(self) -> Optional[str]:
+    def backend(self) -> str | None:
         """The text before the first ``.`` of the name, or None without a dot."""
         return backend_of(self.name)
 
@@ -163,7 +164,7 @@ class FusionPattern:
         return f"FusionPattern({self.name!r})"
 
 
-def backend_of(name: str) -> Optional[str]:
+def backend_of(name: str) -> str | None:
     """``"cutlass.matmul_bias"`` -> ``"cutlass"``; a name without a dot has no backend."""
     if "." not in name:
         return None

@@ -23,11 +23,21 @@ progress (the deepest point reached), for ``--explain``.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from byocc.ir import (
-    Call, Constant, DataflowVar, ExternFunc, Function, GlobalVar, Op, SeqExpr, ShapeExpr, Tuple,
-    TupleGetItem, Var,
+    Call,
+    Constant,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    Op,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from byocc.ir.struct_info import TensorStructInfo
 
@@ -61,12 +71,12 @@ class MatchFailure:
 class Matcher:
     """One matching session. ``memo`` and ``order`` hold the current partial match."""
 
-    def __init__(self, var2val: Optional[Mapping] = None, trace: bool = False):
+    def __init__(self, var2val: Mapping | None = None, trace: bool = False):
         self.var2val = var2val if var2val else {}
         self.memo: dict = {}
         self.order: list = []
         self.trace = trace
-        self.failure: Optional[MatchFailure] = None
+        self.failure: MatchFailure | None = None
         self._path: list = []
         self._raw = None
 
@@ -426,7 +436,7 @@ def register_pattern_kind(cls: type, method) -> None:
     _DISPATCH[cls] = method
 
 
-def match_expr(pattern: P.DFPattern, expr, var2val: Optional[Mapping] = None) -> Optional[dict]:
+def match_expr(pattern: P.DFPattern, expr, var2val: Mapping | None = None) -> dict | None:
     """Match ``pattern`` against ``expr``; the memo (pattern -> unwrapped expr) or None."""
     m = Matcher(var2val)
     if not m.match(pattern, expr):
@@ -434,7 +444,7 @@ def match_expr(pattern: P.DFPattern, expr, var2val: Optional[Mapping] = None) ->
     return m.memo
 
 
-def match_with_trace(pattern: P.DFPattern, expr, var2val: Optional[Mapping] = None):
+def match_with_trace(pattern: P.DFPattern, expr, var2val: Mapping | None = None):
     """Like :func:`match_expr`, also returning the deepest :class:`MatchFailure` (or None)."""
     m = Matcher(var2val, trace=True)
     if m.match(pattern, expr):

@@ -12,7 +12,8 @@ them, as TVM does outside a ``PatternContext``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from byocc.ir import Expr, PatternError
 
@@ -24,70 +25,70 @@ class DFPattern:
     __slots__ = ("__weakref__", "_uses")
 
     # ------------------------------------------------------------------ sugar
-    def __call__(self, *args: "DFPattern", varg_default_wildcard: bool = False,
-                 add_constraint: bool = True) -> "CallPattern":
+    def __call__(self, *args: DFPattern, varg_default_wildcard: bool = False,
+                 add_constraint: bool = True) -> CallPattern:
         return CallPattern(self, args, varg_default_wildcard, add_constraint)
 
-    def __or__(self, other: "DFPattern") -> "OrPattern":
+    def __or__(self, other: DFPattern) -> OrPattern:
         return OrPattern(self, other)
 
-    def __and__(self, other: "DFPattern") -> "AndPattern":
+    def __and__(self, other: DFPattern) -> AndPattern:
         return AndPattern(self, other)
 
-    def __invert__(self) -> "NotPattern":
+    def __invert__(self) -> NotPattern:
         return NotPattern(self)
 
-    def has_attr(self, attrs: Mapping[str, Any]) -> "AttrPattern":
+    def has_attr(self, attrs: Mapping[str, Any]) -> AttrPattern:
         return AttrPattern(self, attrs)
 
-    def has_ty(self, ty) -> "StructInfoPattern":
+    def has_ty(self, ty) -> StructInfoPattern:
         return StructInfoPattern(self, ty)
 
     has_struct_info = has_ty
     has_type = has_ty
 
-    def has_dtype(self, dtype: str) -> "DataTypePattern":
+    def has_dtype(self, dtype: str) -> DataTypePattern:
         return DataTypePattern(self, dtype)
 
-    def has_shape(self, shape) -> "ShapePattern":
+    def has_shape(self, shape) -> ShapePattern:
         if not isinstance(shape, (list, tuple)):
             raise PatternError("has_shape takes a list or tuple as input")
         return ShapePattern(self, shape)
 
     # ------------------------------------------------------------------ matching
-    def match(self, expr: Expr, var2val: Optional[Mapping] = None) -> bool:
+    def match(self, expr: Expr, var2val: Mapping | None = None) -> bool:
         """True when the pattern matches ``expr`` (spec section 3.2)."""
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val) is not None
 
-    def extract_matched_expr(self, expr: Expr, var2val: Optional[Mapping] = None):
+    def extract_matched_expr(self, expr: Expr, var2val: Mapping | None = None):
         """The memo (pattern node -> matched, unwrapped expression), or None."""
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val)
 
     # ------------------------------------------------------------------ graph constraints
-    def used_by(self, other, index: int = -1) -> "PatternSeq":
+    def used_by(self, other, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=False)
 
-    def __xor__(self, other) -> "PatternSeq":
+    def __xor__(self, other) -> PatternSeq:
         return self.used_by(other, -1)
 
-    def only_used_by(self, other, index: int = -1) -> "PatternSeq":
+    def only_used_by(self, other, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=True)
 
-    def __rshift__(self, other) -> "PatternSeq":
+    def __rshift__(self, other) -> PatternSeq:
         return self.only_used_by(other, -1)
 
     def fork_to(self, *args) -> None:
         for v in args:
             self ^ v
 
-    def same_shape_as(self, *args: "DFPattern") -> "SameShapeConstraint":
+    def same_shape_as(self, *args: DFPattern) -> SameShapeConstraint:
         return SameShapeConstraint(self, *args)
 
-    def dup(self) -> "DFPattern":
+    def dup(self) -> DFPattern:
         """A copy made of new pattern objects (shared sub-patterns stay shared in the copy)."""
         return _dup(self, {})
 
@@ -223,7 +224,7 @@ class TuplePattern(DFPattern):
             raise PatternError("fields must be a list or tuple")
         self.fields = tuple(_as_pattern(f, f"field {i} of a tuple pattern") for i, f in enumerate(fields))
 
-    def __getitem__(self, index: Optional[int]) -> "TupleGetItemPattern":
+    def __getitem__(self, index: int | None) -> TupleGetItemPattern:
         if index is not None:
             if index < 0:
                 index += len(self)
@@ -258,7 +259,7 @@ class TupleGetItemPattern(DFPattern):
 
     __slots__ = ("tuple", "index")
 
-    def __init__(self, tuple_value: DFPattern, index: Optional[int] = None):
+    def __init__(self, tuple_value: DFPattern, index: int | None = None):
         self.tuple = _as_pattern(tuple_value, "the tuple of a tuple-get-item pattern")
         self.index = -1 if index is None else int(index)
 
@@ -386,22 +387,22 @@ class PatternSeq:
         self.only_use = only_use
         self.edges: tuple = ()
 
-    def used_by(self, other, index: int = -1) -> "PatternSeq":
+    def used_by(self, other, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=False)
 
-    def only_used_by(self, other, index: int = -1) -> "PatternSeq":
+    def only_used_by(self, other, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=True)
 
-    def __xor__(self, other) -> "PatternSeq":
+    def __xor__(self, other) -> PatternSeq:
         return self.used_by(other, -1)
 
-    def __rshift__(self, other) -> "PatternSeq":
+    def __rshift__(self, other) -> PatternSeq:
         return self.only_used_by(other, -1)
 
     def __getitem__(self, index: int) -> DFPattern:
         return self.patterns[index]
 
-    def dup(self) -> "PatternSeq":
+    def dup(self) -> PatternSeq:
         memo: dict = {}
         return PatternSeq([_dup(p, memo) for p in self.patterns], self.only_use)
 

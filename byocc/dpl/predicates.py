@@ -4,14 +4,28 @@ spec/partitioning.md section 3.1."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from byocc.ir import (
-    Call, Constant, DataTypeImm, ExternFunc, GlobalVar, Op, PrimValue, ShapeExpr, StringImm,
-    Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    DataTypeImm,
+    ExternFunc,
+    GlobalVar,
+    Op,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from byocc.ir.struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    TensorStructInfo,
     TupleStructInfo,
 )
 

@@ -4,8 +4,19 @@
 from __future__ import annotations
 
 from byocc.ir import (
-    Call, Constant, DataflowVar, ExternFunc, Function, GlobalVar, Op, PrimValue, ShapeExpr,
-    StringImm, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    Op,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 
 

@@ -1,24 +1,73 @@
 """byocc.ir: IR nodes, struct info, module, visitors, analyses."""
 
 from .diagnostics import (
-    ByoccError, ExternalToolError, FrontendError, InputError, InternalError, InterpretError,
-    MultipleErrors, ParseError,
-    PassError, PatternError, Span, TypeInferenceError, UnsupportedError, WellFormedError,
+    ByoccError,
+    ExternalToolError,
+    FrontendError,
+    InputError,
+    InternalError,
+    InterpretError,
+    MultipleErrors,
+    ParseError,
+    PassError,
+    PatternError,
+    Span,
+    TypeInferenceError,
+    UnsupportedError,
+    WellFormedError,
 )
 from .expr import (
-    Attrs, Binding, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, Expr,
-    ExternFunc, Function, GlobalVar, If, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm,
-    Tuple, TupleGetItem, Var, VarBinding, is_leaf,
+    Attrs,
+    Binding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+    is_leaf,
 )
 from .functor import ExprMutator, ExprVisitor
 from .module import IRModule
 from .name_supply import NameSupply
-from .prim import Dim, PrimBinary, PrimExpr, PrimMinMax, TirVar, dim_vars, simplify_binary, substitute_dim
-from .structural import canonical_form, structural_equal, structural_hash
-from .struct_info import (
-    EMPTY_TUPLE, FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo,
-    TensorStructInfo, TupleStructInfo, struct_info_vars, tensor,
+from .prim import (
+    Dim,
+    PrimBinary,
+    PrimExpr,
+    PrimMinMax,
+    TirVar,
+    dim_vars,
+    simplify_binary,
+    substitute_dim,
 )
+from .struct_info import (
+    EMPTY_TUPLE,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    struct_info_vars,
+    tensor,
+)
+from .structural import canonical_form, structural_equal, structural_hash
 
 __all__ = [
     "Attrs", "Binding", "BindingBlock", "ByoccError", "Call", "Constant", "DataTypeImm",

@@ -8,7 +8,7 @@ Children are tuples. ``struct_info`` is filled when a node is normalized (parser
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from .diagnostics import Span
 from .struct_info import (
@@ -33,7 +33,7 @@ class Expr:
     __slots__ = ()
 
     @property
-    def ty(self) -> Optional[StructInfo]:
+    def ty(self) -> StructInfo | None:
         return self.struct_info  # type: ignore[attr-defined]
 
     def __str__(self) -> str:  # the one allowed upward import (design.md)
@@ -51,7 +51,7 @@ class Op(Expr):
     """
 
     __slots__ = ("name", "op_def", "span", "__weakref__")
-    _table: dict[str, "Op"] = {}
+    _table: dict[str, Op] = {}
 
     def __init__(self, name: str):
         self.name = name
@@ -63,7 +63,7 @@ class Op(Expr):
         return ObjectStructInfo()
 
     @classmethod
-    def get(cls, name: str, create: bool = False) -> "Op":
+    def get(cls, name: str, create: bool = False) -> Op:
         op = cls._table.get(name)
         if op is None:
             if not create:
@@ -116,7 +116,7 @@ class Attrs:
     def items(self):
         return list(self.items_)
 
-    def replace(self, **changes) -> "Attrs":
+    def replace(self, **changes) -> Attrs:
         return Attrs(tuple((k, changes.get(k, v)) for k, v in self.items_))
 
 
@@ -126,8 +126,8 @@ class Var(Expr):
     """A variable. Identity is the object; ``name_hint`` is its actual (non-unique) name."""
 
     name_hint: str
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name_hint!r}@{id(self):x})"
@@ -146,8 +146,8 @@ class GlobalVar(Expr):
     """A reference to a module member by name (``cls.f``)."""
 
     name_hint: str
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
     def __repr__(self) -> str:
         return f"GlobalVar({self.name_hint!r})"
@@ -159,10 +159,10 @@ class Constant(Expr):
     (a ``metadata[...]`` reference read without its sidecar ``.npz``)."""
 
     data: Any
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
     # metadata index this constant had in the text it was read from (for sidecar files)
-    source_index: Optional[int] = None
+    source_index: int | None = None
 
     @property
     def is_scalar(self) -> bool:
@@ -175,7 +175,7 @@ class ShapeExpr(Expr):
     """``R.shape([2, n * 2])``."""
 
     values: tuple
-    span: Optional[Span] = None
+    span: Span | None = None
 
     @property
     def struct_info(self) -> ShapeStructInfo:
@@ -188,7 +188,7 @@ class PrimValue(Expr):
 
     value: Any  # int, float, bool or a symbolic Dim
     dtype: str = "int64"
-    span: Optional[Span] = None
+    span: Span | None = None
 
     @property
     def struct_info(self) -> PrimStructInfo:
@@ -198,7 +198,7 @@ class PrimValue(Expr):
 @_node
 class StringImm(Expr):
     value: str
-    span: Optional[Span] = None
+    span: Span | None = None
 
     @property
     def struct_info(self):
@@ -208,7 +208,7 @@ class StringImm(Expr):
 @_node
 class DataTypeImm(Expr):
     value: str
-    span: Optional[Span] = None
+    span: Span | None = None
 
     @property
     def struct_info(self):
@@ -220,24 +220,24 @@ class ExternFunc(Expr):
     """``R.ExternFunc("symbol")``."""
 
     global_symbol: str
-    struct_info: Optional[StructInfo] = FuncStructInfo(None, ObjectStructInfo(), False)
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = FuncStructInfo(None, ObjectStructInfo(), False)
+    span: Span | None = None
 
 
 # --------------------------------------------------------------------------- compound
 @_node
 class Tuple(Expr):
     fields: tuple
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
 
 @_node
 class TupleGetItem(Expr):
     tuple_value: Expr
     index: int
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
 
 @_node
@@ -248,10 +248,10 @@ class Call(Expr):
 
     op: Expr
     args: tuple
-    attrs: Optional[Attrs] = None
+    attrs: Attrs | None = None
     sinfo_args: tuple = ()
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
 
 @_node
@@ -259,8 +259,8 @@ class If(Expr):
     cond: Expr
     true_branch: Expr
     false_branch: Expr
-    struct_info: Optional[StructInfo] = None
-    span: Optional[Span] = None
+    struct_info: StructInfo | None = None
+    span: Span | None = None
 
 
 # --------------------------------------------------------------------------- bindings
@@ -272,20 +272,20 @@ class Binding:
 @_node
 class VarBinding(Binding):
     value: Expr
-    span: Optional[Span] = None
+    span: Span | None = None
 
 
 @_node
 class MatchCast(Binding):
     value: Expr
     struct_info: StructInfo
-    span: Optional[Span] = None
+    span: Span | None = None
 
 
 @_node
 class BindingBlock:
     bindings: tuple
-    span: Optional[Span] = None
+    span: Span | None = None
 
 
 @_node
@@ -297,7 +297,7 @@ class DataflowBlock(BindingBlock):
 class SeqExpr(Expr):
     blocks: tuple
     body: Expr
-    span: Optional[Span] = None
+    span: Span | None = None
 
     @property
     def struct_info(self):
@@ -324,7 +324,7 @@ class Function(Expr):
     ret_struct_info: StructInfo
     is_pure: bool = True
     attrs: dict = field(default_factory=dict)
-    span: Optional[Span] = None
+    span: Span | None = None
 
     def __post_init__(self):
         # As TVM's Function constructor: a body more precise than the declared return type
@@ -346,7 +346,7 @@ class Function(Expr):
     def struct_info(self) -> FuncStructInfo:
         return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_struct_info, self.is_pure)
 
-    def with_attrs(self, **changes) -> "Function":
+    def with_attrs(self, **changes) -> Function:
         """A copy with attributes set (value ``None`` removes the key)."""
         attrs = dict(self.attrs)
         for k, v in changes.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from .expr import ExternFunc, Function, GlobalVar
 
@@ -18,7 +18,7 @@ class IRModule:
 
     __slots__ = ("_functions", "_gvars", "attrs", "extras")
 
-    def __init__(self, functions=None, attrs: Optional[dict] = None, global_vars=None, extras=None):
+    def __init__(self, functions=None, attrs: dict | None = None, global_vars=None, extras=None):
         funcs: dict = {}
         gvars: dict = {}
         for key, func in (functions or {}).items():
@@ -69,7 +69,7 @@ class IRModule:
         return list(self._functions)
 
     # ------------------------------------------------------------------ updating
-    def with_function(self, name: str, func, gvar: Optional[GlobalVar] = None) -> "IRModule":
+    def with_function(self, name: str, func, gvar: GlobalVar | None = None) -> IRModule:
         """A module with ``name`` bound to ``func`` (replacing any previous one)."""
         new = self._copy()
         new._functions[name] = func
@@ -79,24 +79,24 @@ class IRModule:
             new._gvars[name] = GlobalVar(name)
         return new
 
-    def without(self, *names: str) -> "IRModule":
+    def without(self, *names: str) -> IRModule:
         new = self._copy()
         for name in names:
             new._functions.pop(name, None)
             new._gvars.pop(name, None)
         return new
 
-    def with_attrs(self, attrs: dict) -> "IRModule":
+    def with_attrs(self, attrs: dict) -> IRModule:
         new = self._copy()
         new.attrs = dict(attrs)
         return new
 
-    def with_extras(self, **extras) -> "IRModule":
+    def with_extras(self, **extras) -> IRModule:
         new = self._copy()
         new.extras.update(extras)
         return new
 
-    def _copy(self) -> "IRModule":
+    def _copy(self) -> IRModule:
         new = IRModule.__new__(IRModule)
         new._functions = dict(self._functions)
         new._gvars = dict(self._gvars)

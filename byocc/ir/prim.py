@@ -8,7 +8,6 @@ equality: two variables called ``n`` in two functions are different), or an arit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from .diagnostics import Span
 
@@ -29,7 +28,7 @@ class PrimExpr:
     def __rmod__(self, other): return simplify_binary("%", other, self)
 
 
-Dim = Union[int, PrimExpr]
+Dim = int | PrimExpr
 
 
 @dataclass(frozen=True, slots=True, eq=False)

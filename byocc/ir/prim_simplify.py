@@ -34,10 +34,10 @@ class _Poly:
         self.terms: dict = terms if terms is not None else {}  # key -> [factors, coef]
 
     @staticmethod
-    def atom(d) -> "_Poly":
+    def atom(d) -> _Poly:
         return _Poly(0, {(_key(d),): [(d,), 1]})
 
-    def add(self, other: "_Poly", sign: int = 1) -> "_Poly":
+    def add(self, other: _Poly, sign: int = 1) -> _Poly:
         terms = {k: [f, c] for k, (f, c) in self.terms.items()}
         for k, (f, c) in other.terms.items():
             if k in terms:
@@ -46,13 +46,13 @@ class _Poly:
                 terms[k] = [f, sign * c]
         return _Poly(self.const + sign * other.const, terms)
 
-    def scale(self, c: int) -> "_Poly":
+    def scale(self, c: int) -> _Poly:
         return _Poly(self.const * c, {k: [f, v * c] for k, (f, v) in self.terms.items()})
 
     def is_const(self) -> bool:
         return all(c == 0 for _, c in self.terms.values())
 
-    def mul(self, other: "_Poly") -> "_Poly | None":
+    def mul(self, other: _Poly) -> _Poly | None:
         if self.is_const():
             return other.scale(self.const)
         if other.is_const():
@@ -79,7 +79,7 @@ class _Poly:
         return coeffs, self.const
 
     @staticmethod
-    def from_linear(coeffs: dict, const: int) -> "_Poly":
+    def from_linear(coeffs: dict, const: int) -> _Poly:
         return _Poly(const, {(("v", key),): [(var,), k] for key, (var, k) in coeffs.items()})
 
     def to_dim(self) -> Dim:

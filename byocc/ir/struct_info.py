@@ -7,7 +7,6 @@ Printed forms are in spec/textual-ir.md section 3. ``dtype`` is ``None`` when un
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .prim import Dim, dim_vars
 
@@ -33,7 +32,7 @@ class PrimStructInfo(StructInfo):
 class ShapeStructInfo(StructInfo):
     """``R.Shape([2, 3])`` / ``R.Shape(ndim=2)`` / ``R.Shape(ndim=-1)``."""
 
-    values: Optional[tuple] = None  # tuple of Dim when known
+    values: tuple | None = None  # tuple of Dim when known
     ndim: int = -1
 
     def __post_init__(self):
@@ -60,8 +59,8 @@ class TensorStructInfo(StructInfo):
     shape-typed variable ``s``).
     """
 
-    shape: Optional[tuple] = None
-    dtype: Optional[str] = None
+    shape: tuple | None = None
+    dtype: str | None = None
     ndim: int = -1
     shape_var: object = None  # a Var of Shape type, rare
 
@@ -91,7 +90,7 @@ class TupleStructInfo(StructInfo):
 class FuncStructInfo(StructInfo):
     """``R.Callable((P1, P2), RET, purity)``; ``params is None`` for an opaque callable."""
 
-    params: Optional[tuple] = None
+    params: tuple | None = None
     ret: StructInfo = ObjectStructInfo()
     purity: bool = True
 

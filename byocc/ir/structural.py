@@ -20,14 +20,35 @@ from __future__ import annotations
 from typing import Any
 
 from .expr import (
-    Attrs, Call, Constant, DataflowBlock, DataflowVar, DataTypeImm, ExternFunc, Function,
-    GlobalVar, If, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem,
-    Var, VarBinding,
+    Attrs,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 from .module import IRModule
 from .prim import PrimBinary, PrimMinMax, TirVar
 from .struct_info import (
-    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    TensorStructInfo,
     TupleStructInfo,
 )
 

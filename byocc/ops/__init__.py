@@ -5,12 +5,30 @@ signature, attribute schema in print order with defaults, TVM's constructor norm
 and struct-info inference. Families live in their own modules, as in TVM.
 """
 
-from .registry import (
-    REQUIRED, AttrField, OpDef, all_op_defs, get_op_def, infer_struct_info, lookup_printed,
-    make_call,
-)
 from . import (  # noqa: F401  (registration side effects)
-    binary, builtin, conv, create, image, index, linear_algebra, manipulate, nn, qdq, reduce, search, unary,
+    binary,
+    builtin,
+    conv,
+    create,
+    image,
+    index,
+    linear_algebra,
+    manipulate,
+    nn,
+    qdq,
+    reduce,
+    search,
+    unary,
+)
+from .registry import (
+    REQUIRED,
+    AttrField,
+    OpDef,
+    all_op_defs,
+    get_op_def,
+    infer_struct_info,
+    lookup_printed,
+    make_call,
 )
 
 __all__ = [

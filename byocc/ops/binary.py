@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from byocc.ir import Call, PrimStructInfo, TensorStructInfo
 
-from .common import binary_out_dtype, broadcast_shapes, check_num_args, fail, fmt_sinfo, shape_values, sinfo_of
+from .common import (
+    binary_out_dtype,
+    broadcast_shapes,
+    check_num_args,
+    fail,
+    fmt_sinfo,
+    shape_values,
+    sinfo_of,
+)
 from .registry import define
 
 

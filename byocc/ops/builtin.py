@@ -4,8 +4,18 @@
 from __future__ import annotations
 
 from byocc.ir import (
-    Attrs, Call, DataTypeImm, ExternFunc, FuncStructInfo, GlobalVar, Op, ShapeStructInfo,
-    StructInfo, TensorStructInfo, TupleStructInfo, TypeInferenceError,
+    Attrs,
+    Call,
+    DataTypeImm,
+    ExternFunc,
+    FuncStructInfo,
+    GlobalVar,
+    Op,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    TypeInferenceError,
 )
 
 from .common import check_num_args, fail, fmt_sinfo, sinfo_of, tensor_from_shape_expr

@@ -3,12 +3,20 @@ axis normalisation, broadcasting, dtype classes, data layouts."""
 
 from __future__ import annotations
 
-from byocc.ir.prim import dim_text
-
 from byocc.ir import (
-    Call, Expr, ObjectStructInfo, PrimStructInfo, ShapeExpr, ShapeStructInfo, TensorStructInfo,
-    Tuple, TupleStructInfo, TypeInferenceError, Var,
+    Call,
+    Expr,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    Tuple,
+    TupleStructInfo,
+    TypeInferenceError,
+    Var,
 )
+from byocc.ir.prim import dim_text
 
 from . import dims
 

@@ -11,8 +11,15 @@ from byocc.ir import Call, TensorStructInfo, TypeInferenceError
 
 from . import dims
 from .common import (
-    binary_out_dtype, check_ndim_for_layout, check_num_args, fail, from_layout, parse_layout,
-    tensor_arg, tensor_args, to_layout,
+    binary_out_dtype,
+    check_ndim_for_layout,
+    check_num_args,
+    fail,
+    from_layout,
+    parse_layout,
+    tensor_arg,
+    tensor_args,
+    to_layout,
 )
 from .registry import AttrField, define
 

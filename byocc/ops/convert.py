@@ -11,8 +11,17 @@ into a located :class:`~byocc.ir.TypeInferenceError`.
 from __future__ import annotations
 
 from byocc.ir import (
-    Constant, DataTypeImm, Expr, ExternFunc, PrimExpr, PrimValue, ShapeExpr, StringImm,
-    Tuple, TupleStructInfo, TensorStructInfo,
+    Constant,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    PrimExpr,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    TensorStructInfo,
+    Tuple,
+    TupleStructInfo,
 )
 
 

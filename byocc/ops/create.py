@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from byocc.ir import Call, ShapeStructInfo, TensorStructInfo
 
-from .common import check_num_args, fail, fmt_sinfo, sinfo_of, tensor_arg, tensor_from_shape_expr, with_dtype
+from .common import (
+    check_num_args,
+    fail,
+    fmt_sinfo,
+    sinfo_of,
+    tensor_arg,
+    tensor_from_shape_expr,
+    with_dtype,
+)
 from .registry import AttrField, define
 
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from byocc.ir import Call, ShapeStructInfo, TensorStructInfo
 
-from .common import check_ndim_for_layout, check_num_args, fail, fmt_sinfo, from_layout, parse_layout, sinfo_of, tensor_arg, to_layout
+from .common import (
+    check_ndim_for_layout,
+    check_num_args,
+    fail,
+    fmt_sinfo,
+    from_layout,
+    parse_layout,
+    sinfo_of,
+    tensor_arg,
+    to_layout,
+)
 from .convert import attr_float32_imms
 from .registry import AttrField, define
 

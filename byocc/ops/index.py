@@ -3,10 +3,27 @@ tensor/manipulate, the ONNX GatherElements/GatherND meaning)."""
 
 from __future__ import annotations
 
-from byocc.ir import Call, ObjectStructInfo, PrimStructInfo, PrimValue, Tuple, TupleStructInfo, TensorStructInfo
+from byocc.ir import (
+    Call,
+    ObjectStructInfo,
+    PrimStructInfo,
+    PrimValue,
+    TensorStructInfo,
+    Tuple,
+    TupleStructInfo,
+)
 
 from . import dims
-from .common import check_num_args, fail, fmt_sinfo, is_int_dtype, normalize_axes, normalize_axis, sinfo_of, tensor_arg
+from .common import (
+    check_num_args,
+    fail,
+    fmt_sinfo,
+    is_int_dtype,
+    normalize_axes,
+    normalize_axis,
+    sinfo_of,
+    tensor_arg,
+)
 from .registry import AttrField, define
 
 

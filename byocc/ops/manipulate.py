@@ -8,8 +8,15 @@ from byocc.ir.prim import PrimMinMax
 
 from . import dims
 from .common import (
-    check_num_args, fail, fmt_sinfo, normalize_axes, normalize_axis, shape_values, sinfo_of,
-    tensor_arg, tensor_from_shape_expr,
+    check_num_args,
+    fail,
+    fmt_sinfo,
+    normalize_axes,
+    normalize_axis,
+    shape_values,
+    sinfo_of,
+    tensor_arg,
+    tensor_from_shape_expr,
 )
 from .registry import AttrField, define
 

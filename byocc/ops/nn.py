@@ -7,8 +7,14 @@ from byocc.ir import Call, TensorStructInfo, TupleStructInfo
 
 from . import dims
 from .common import (
-    check_num_args, fail, normalize_axes, normalize_axis, require_float, shape_values,
-    tensor_arg, tensor_args,
+    check_num_args,
+    fail,
+    normalize_axes,
+    normalize_axis,
+    require_float,
+    shape_values,
+    tensor_arg,
+    tensor_args,
 )
 from .registry import AttrField, define
 from .unary import unary_infer

@@ -9,12 +9,21 @@ inference. :func:`make_call` builds a fully normalised, typed :class:`~byocc.ir.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from byocc.ir import (
-    Attrs, Call, Expr, ExternFunc, FuncStructInfo, ObjectStructInfo, Op, StructInfo,
-    TupleStructInfo, TypeInferenceError, UnsupportedError,
+    Attrs,
+    Call,
+    Expr,
+    ExternFunc,
+    FuncStructInfo,
+    ObjectStructInfo,
+    Op,
+    StructInfo,
+    TupleStructInfo,
+    TypeInferenceError,
+    UnsupportedError,
 )
 
 from . import convert
@@ -52,15 +61,15 @@ class OpDef:
     arg_names: tuple
     attrs: tuple
     infer: Callable
-    reference: Optional[Callable] = None
+    reference: Callable | None = None
     # --- byocc extensions (all optional) ---
     arg_kinds: dict = field(default_factory=dict)  # operand name -> operand kind (default tensor)
     arg_defaults: dict = field(default_factory=dict)  # optional operands: name -> default (None = omitted)
-    normalize: Optional[Callable] = None  # (attrs dict, span) -> attrs dict, TVM constructor rules
-    sinfo_key: Optional[str] = None  # "out_ty" / "ty_args": keyword carried in sinfo_args
+    normalize: Callable | None = None  # (attrs dict, span) -> attrs dict, TVM constructor rules
+    sinfo_key: str | None = None  # "out_ty" / "ty_args": keyword carried in sinfo_args
     varargs: bool = False  # call_packed: positional operands after arg_names are variadic
-    prepare: Optional[Callable] = None  # (args, span) -> args, constructor-time rewrites (reshape -1)
-    build: Optional[Callable] = None  # custom builder: (opdef, args, attrs, sinfo_args, span) -> Call
+    prepare: Callable | None = None  # (args, span) -> args, constructor-time rewrites (reshape -1)
+    build: Callable | None = None  # custom builder: (opdef, args, attrs, sinfo_args, span) -> Call
     doc: str = ""
 
     # ------------------------------------------------------------------ binding
@@ -124,7 +133,7 @@ class OpDef:
         return tuple(args), self.make_attrs(attrs, span)
 
     # ------------------------------------------------------------------ attributes
-    def make_attrs(self, attrs, span=None) -> Optional[Attrs]:
+    def make_attrs(self, attrs, span=None) -> Attrs | None:
         """Complete, normalised Attrs (every field, print order, defaults filled)."""
         if isinstance(attrs, Attrs):
             given = dict(attrs.items())
@@ -183,7 +192,7 @@ def all_op_defs() -> list[OpDef]:
     return list(_BY_NAME.values())
 
 
-def lookup_printed(dotted: str, n_positional: int = 0, keywords=()) -> Optional[OpDef]:
+def lookup_printed(dotted: str, n_positional: int = 0, keywords=()) -> OpDef | None:
     """The OpDef for ``R.<dotted>(...)``, or None. ``nn.attention`` with a 4th positional
     operand (or a ``bias=`` keyword that is not None) means ``relax.nn.attention_bias``."""
     if dotted == "nn.attention":

@@ -24,10 +24,10 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from byocc.ir import ExternalToolError, InputError
 
@@ -260,8 +260,17 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
     """Build ``DIR/lib/libbyocc_<stem>.so``. ``archs``: a subset of ``sm_90a``/``sm_80``
     (empty: both); ``jobs``: the heavy-unit limit (default from free memory)."""
     from byocc.backends.build_files import (
-        ARCH_KINDS, NO_ARCH_MACRO, Unit, build_ninja, config_ninja, default_cache_dir,
-        default_heavy_depth, detect_toolchain, find_ninja, total_memory)
+        ARCH_KINDS,
+        NO_ARCH_MACRO,
+        Unit,
+        build_ninja,
+        config_ninja,
+        default_cache_dir,
+        default_heavy_depth,
+        detect_toolchain,
+        find_ninja,
+        total_memory,
+    )
     from byocc.backends.manifest import load_manifest
 
     start = time.monotonic()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from byocc.ir import ExternalToolError, InputError
 
@@ -301,7 +302,7 @@ def framework_of(t: Any) -> Framework:
         elif module == "numpy":
             fw = _Numpy()
         elif hasattr(t, "__dlpack__"):
-            fw = _Framework()
+            fw = Framework()
         else:
             raise InputError(f"{type(t).__name__} is not a tensor (no __dlpack__)")
         frameworks[type(t)] = fw

@@ -31,8 +31,9 @@ import ast
 import ctypes
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from byocc.ir import ByoccError, ExternalToolError, InputError
 

@@ -28,9 +28,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 KEY_VERSION = "byocc-objcache-1"
 

@@ -8,8 +8,6 @@ values, as TVM's ``MatchCast`` and function-parameter checks do.
 
 from __future__ import annotations
 
-from byocc.ir.prim import dim_text
-
 from typing import Any
 
 from byocc.ir import (
@@ -26,6 +24,7 @@ from byocc.ir import (
     TirVar,
     TupleStructInfo,
 )
+from byocc.ir.prim import dim_text
 
 from .values import Closure, PackedFunc, ShapeValue, describe
 

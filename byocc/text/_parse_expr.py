@@ -14,16 +14,47 @@ to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
 from __future__ import annotations
 
 from byocc.ir import (
-    Call, Constant, DataTypeImm, Expr, ExternFunc, FuncStructInfo, ObjectStructInfo,
-    PrimExpr, PrimValue, ShapeExpr, StringImm, StructInfo, TensorStructInfo, Tuple,
-    TupleGetItem, TupleStructInfo, TypeInferenceError, UnsupportedError, is_leaf,
+    Call,
+    Constant,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimExpr,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    StructInfo,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    TypeInferenceError,
+    UnsupportedError,
+    is_leaf,
 )
-
 from byocc.ops import lookup_printed, make_call
 
-from ._parse_types import TYPE_NAMES, dotted_name, is_valid_dtype, match_sinfo_vars, substitute_sinfo
+from ._parse_types import (
+    TYPE_NAMES,
+    dotted_name,
+    is_valid_dtype,
+    match_sinfo_vars,
+    substitute_sinfo,
+)
 from .syntax import (
-    Attr, BinOp, CallExpr, DictExpr, ListExpr, Literal, Name, Neg, Node, Subscript, TensorType,
+    Attr,
+    BinOp,
+    CallExpr,
+    DictExpr,
+    ListExpr,
+    Literal,
+    Name,
+    Neg,
+    Node,
+    Subscript,
+    TensorType,
     TupleExpr,
 )
 

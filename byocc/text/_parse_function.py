@@ -12,16 +12,46 @@ function gets its own :class:`~byocc.ir.TirVar` objects even when two functions 
 from __future__ import annotations
 
 from byocc.ir import (
-    BindingBlock, ByoccError, Call, DataflowBlock, DataflowVar, Function, MatchCast, NameSupply, PrimStructInfo,
-    PrimValue, SeqExpr, TirVar, TypeInferenceError, UnsupportedError, Var, VarBinding, structural_equal,
+    BindingBlock,
+    ByoccError,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    MatchCast,
+    NameSupply,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    TirVar,
+    TypeInferenceError,
+    UnsupportedError,
+    Var,
+    VarBinding,
+    structural_equal,
 )
 
 from ._parse_expr import MODULE, ExprReader
 from ._parse_retype import retype_dataflow
 from ._parse_types import TypeReader, dotted_name, incompatible
 from .syntax import (
-    Assign, Attr, CallExpr, ClassDef, Declare, DictExpr, ExprStmt, FuncDef, IfStmt, Import, Literal, Name,
-    Neg, Node, Pass, Return, With,
+    Assign,
+    Attr,
+    CallExpr,
+    ClassDef,
+    Declare,
+    DictExpr,
+    ExprStmt,
+    FuncDef,
+    IfStmt,
+    Import,
+    Literal,
+    Name,
+    Neg,
+    Node,
+    Pass,
+    Return,
+    With,
 )
 
 _ABSENT = object()
@@ -31,7 +61,7 @@ DIM_DECLARATIONS = ("T.int64", "T.int32")
 class FunctionReader(TypeReader, ExprReader):
     """Reads one function. ``module`` is the :class:`byocc.text.parser.ModuleReader`."""
 
-    def __init__(self, module, node: FuncDef, parent: "FunctionReader | None" = None,
+    def __init__(self, module, node: FuncDef, parent: FunctionReader | None = None,
                  member: bool = False):
         self.module = module
         self.node = node
@@ -422,7 +452,7 @@ class FunctionReader(TypeReader, ExprReader):
         outputs, output_call = self._outputs(body)
         bindings: list = []
         saved: dict = {}
-        for i, s in enumerate(body):
+        for s in body:
             self.module.where = s
             if s is output_call:
                 continue

@@ -24,8 +24,20 @@ it. byocc reports that as a located error.
 from __future__ import annotations
 
 from byocc.ir import (
-    Call, DataflowVar, Expr, FuncStructInfo, MatchCast, ObjectStructInfo, Op, Tuple, TupleGetItem,
-    TupleStructInfo, TypeInferenceError, Var, VarBinding, structural_equal,
+    Call,
+    DataflowVar,
+    Expr,
+    FuncStructInfo,
+    MatchCast,
+    ObjectStructInfo,
+    Op,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    TypeInferenceError,
+    Var,
+    VarBinding,
+    structural_equal,
 )
 from byocc.ops import infer_struct_info
 

@@ -8,17 +8,26 @@ Names in dimensions are resolved by the host through :meth:`dim_name`.
 
 from __future__ import annotations
 
-from byocc.ir.prim import dim_text
-
 import re
 from functools import lru_cache
 
 from byocc.ir import (
-    FuncStructInfo, ObjectStructInfo, ParseError, PrimMinMax, PrimStructInfo,
-    ShapeStructInfo, Span, StructInfo, TensorStructInfo, TirVar, TupleStructInfo, Var,
-    simplify_binary, substitute_dim,
+    FuncStructInfo,
+    ObjectStructInfo,
+    ParseError,
+    PrimMinMax,
+    PrimStructInfo,
+    ShapeStructInfo,
+    Span,
+    StructInfo,
+    TensorStructInfo,
+    TirVar,
+    TupleStructInfo,
+    Var,
+    simplify_binary,
+    substitute_dim,
 )
-
+from byocc.ir.prim import dim_text
 from byocc.ops.dims import provably_different
 
 from .syntax import Attr, BinOp, CallExpr, ListExpr, Literal, Name, Neg, Node, TensorType, TupleExpr

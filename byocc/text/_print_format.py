@@ -24,8 +24,8 @@ def format_float(value: float) -> str:
     if math.isnan(v):
         return '"-nan"' if math.copysign(1.0, v) < 0 else '"nan"'
     if v.is_integer():
-        return "{:.1f}".format(v)
-    return "{:.17g}".format(v)
+        return f"{v:.1f}"
+    return f"{v:.17g}"
 
 
 _PLAIN = re.compile(r'[ !#-\[\]-~]*\Z')  # printable ASCII except '"' and '\'

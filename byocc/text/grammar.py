@@ -13,9 +13,9 @@ Input normalisation (section 7.1): CRLF and CR become LF, and a final newline is
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -173,7 +173,7 @@ class RelaxLexer(Lexer):
         self._setup(lexer_tables(lexer_conf))
 
     @classmethod
-    def from_tables(cls, tables: dict) -> "RelaxLexer":
+    def from_tables(cls, tables: dict) -> RelaxLexer:
         """The lexer for :func:`lexer_tables`' output (no Lark lexer configuration needed)."""
         lexer = cls.__new__(cls)
         lexer._setup(tables)
@@ -297,7 +297,7 @@ class LalrDriver:
         self._setup(tables, [callbacks[rule] for rule in rules], RelaxLexer(lark.parser.lexer_conf))
 
     @classmethod
-    def from_tables(cls, tables: dict, transformer) -> "LalrDriver":
+    def from_tables(cls, tables: dict, transformer) -> LalrDriver:
         """A driver for :func:`parser_tables`' output whose values come from the inline
         ``transformer`` (callbacks made exactly as Lark's ``ParseTreeBuilder`` makes them)."""
         driver = cls.__new__(cls)
@@ -306,7 +306,7 @@ class LalrDriver:
                       RelaxLexer.from_tables(tables["lexer"]))
         return driver
 
-    def _setup(self, tables: dict, callbacks: list, lexer: "RelaxLexer") -> None:
+    def _setup(self, tables: dict, callbacks: list, lexer: RelaxLexer) -> None:
         self.lexer = lexer
         self.start_states = dict(tables["start_states"])
         self.end_states = dict(tables["end_states"])
@@ -410,7 +410,7 @@ def _cache_path():
 
     import lark
 
-    py = "%d%d" % sys.version_info[:2]
+    py = "{}{}".format(*sys.version_info[:2])
     return os.path.join(folder, f"relax-grammar-lark{lark.__version__}-py{py}.cache")
 
 
@@ -522,7 +522,10 @@ def build_callbacks(specs, transformer) -> list:
     from functools import partial
 
     from lark.parse_tree_builder import (
-        ChildFilterLALR, ChildFilterLALR_NoPlaceholders, ExpandSingleChild, apply_visit_wrapper,
+        ChildFilterLALR,
+        ChildFilterLALR_NoPlaceholders,
+        ExpandSingleChild,
+        apply_visit_wrapper,
         inplace_transformer,
     )
     from lark.tree import Tree
@@ -588,7 +591,7 @@ def write_tables(path: str | Path | None = None) -> Path:
     return target
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_driver(transformer_factory) -> LalrDriver:
     """The process-wide :class:`LalrDriver` for ``transformer_factory``'s inline transformer:
     from the prebuilt tables when they are current, else from Lark's analysis."""
@@ -598,7 +601,7 @@ def get_driver(transformer_factory) -> LalrDriver:
     return LalrDriver(get_lark(transformer_factory))
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_lark(transformer_factory=None) -> Lark:
     """The process-wide Lark LALR parser (start symbols ``start`` and ``expr``).
 

@@ -21,10 +21,24 @@ import re
 import sys
 from pathlib import Path
 
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
 from byocc.ir import (
-    ByoccError, ExternFunc, GlobalVar, InputError, IRModule, MultipleErrors, ParseError, Span, UnsupportedError,
+    ByoccError,
+    ExternFunc,
+    GlobalVar,
+    InputError,
+    IRModule,
+    MultipleErrors,
+    ParseError,
+    Span,
+    UnsupportedError,
 )
 
 from ._parse_expr import METADATA, MODULE
@@ -33,8 +47,21 @@ from ._parse_metadata import MetadataTable, load_sidecar
 from ._parse_types import dotted_name
 from .grammar import get_driver, get_lark, normalize_source
 from .syntax import (
-    Assign, ClassDef, DictExpr, ExprStmt, FuncDef, Import, ListExpr, Literal, Name, Neg, Node, Pass,
-    Subscript, SyntaxBuilder, TupleExpr,
+    Assign,
+    ClassDef,
+    DictExpr,
+    ExprStmt,
+    FuncDef,
+    Import,
+    ListExpr,
+    Literal,
+    Name,
+    Neg,
+    Node,
+    Pass,
+    Subscript,
+    SyntaxBuilder,
+    TupleExpr,
 )
 
 __all__ = ["decode_source", "parse_module", "read_file"]

@@ -7,24 +7,41 @@ instruments; :func:`partition` runs one of the two BYOC paths.
 
 from .allocate_workspace import AllocateWorkspace, allocate_workspace
 from .canonicalize_bindings import CanonicalizeBindings, canonicalize_bindings
+from .convert_layout import ConvertLayout, convert_layout
 from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
 from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
-from .rewrite_call import rewrite_call
+from .fold_batch_norm import FoldBatchNorm, fold_batch_norm
+from .fold_constant import FoldConstant, fold_constant
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions, merge_composite_functions
 from .pass_manager import (
+    DumpIR,
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInfo,
+    PassInstrument,
+    PassTimingInstrument,
+    PrintAfterAll,
+    PrintBeforeAll,
+    Sequential,
+    WellFormedInstrument,
     map_functions,
-    DumpIR, ModulePass, Pass, PassContext, PassInfo, PassInstrument, PassTimingInstrument,
-    PrintAfterAll, PrintBeforeAll, Sequential, WellFormedInstrument, pass_instrument,
+    pass_instrument,
 )
-from .convert_layout import ConvertLayout, convert_layout
-from .fold_batch_norm import FoldBatchNorm, fold_batch_norm
-from .fold_constant import FoldConstant, fold_constant
 from .pipeline import partition, partition_passes
 from .prepare import prepare_for_backend, prepare_passes
+from .rewrite_call import rewrite_call
 from .run_codegen import (
-    CodegenModule, RunCodegen, call_dps_packed, get_codegen, register_codegen,
-    registered_codegens, run_codegen, stub_codegen, unregister_codegen,
+    CodegenModule,
+    RunCodegen,
+    call_dps_packed,
+    get_codegen,
+    register_codegen,
+    registered_codegens,
+    run_codegen,
+    stub_codegen,
+    unregister_codegen,
 )
 
 __all__ = [

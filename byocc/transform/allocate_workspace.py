@@ -28,8 +28,20 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from byocc.ir import (
-    Call, DataflowBlock, DataflowVar, DataTypeImm, Function, GlobalVar, IRModule, PrimValue,
-    ShapeExpr, StringImm, TensorStructInfo, UnsupportedError, Var, VarBinding,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Function,
+    GlobalVar,
+    IRModule,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    TensorStructInfo,
+    UnsupportedError,
+    Var,
+    VarBinding,
 )
 from byocc.ir.functor import ExprMutator
 from byocc.ops.registry import make_call

@@ -28,12 +28,31 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from byocc.ir import (
-    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, If, IRModule,
-    MatchCast, PassError, PrimStructInfo, PrimValue, SeqExpr, ShapeStructInfo, TensorStructInfo,
-    TirVar, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    IRModule,
+    MatchCast,
+    PassError,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
-from byocc.ir.functor import map_operands, rebuild_seq
 from byocc.ir.analysis import free_vars
+from byocc.ir.functor import map_operands, rebuild_seq
 from byocc.ir.structural import structural_equal
 
 from .pass_manager import Pass, map_functions

@@ -34,8 +34,23 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from byocc.ir import (
-    Call, Constant, DataflowBlock, DataflowVar, Expr, ExprMutator, Function, IRModule, Op,
-    PassError, SeqExpr, TensorStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    ExprMutator,
+    Function,
+    IRModule,
+    Op,
+    PassError,
+    SeqExpr,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
 
 from .fold_constant import constant_of, used_vars

@@ -49,8 +49,8 @@ from byocc.ir import (
     Var,
     VarBinding,
 )
-from byocc.ir.functor import rebuild_seq
 from byocc.ir.analysis import contains_impure_call
+from byocc.ir.functor import rebuild_seq
 from byocc.ir.struct_info import (
     TupleStructInfo,
     erase_to_well_defined,

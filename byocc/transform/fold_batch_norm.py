@@ -25,8 +25,17 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from byocc.ir import (
-    Call, Constant, DataflowVar, Function, IRModule, Op, SeqExpr, TensorStructInfo, TupleGetItem,
-    Var, VarBinding,
+    Call,
+    Constant,
+    DataflowVar,
+    Function,
+    IRModule,
+    Op,
+    SeqExpr,
+    TensorStructInfo,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
 from byocc.ir.analysis import collect_var_usage
 

@@ -23,9 +23,28 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from byocc.ir import (
-    Call, Constant, DataflowBlock, DataTypeImm, Expr, ExprMutator, ExternFunc,
-    Function, GlobalVar, IRModule, MatchCast, Op, PrimValue, SeqExpr, ShapeExpr, StringImm,
-    TensorStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataTypeImm,
+    Expr,
+    ExprMutator,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    IRModule,
+    MatchCast,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    TensorStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
 from byocc.ir.analysis import free_vars, is_impure_call
 

@@ -21,8 +21,18 @@ from typing import Any, ClassVar
 
 from byocc.dpl import as_fusion_pattern, backend_of
 from byocc.ir import (
-    BindingBlock, Call, Function, GlobalVar, If, IRModule, NameSupply, PassError, PatternError,
-    SeqExpr, Var, VarBinding,
+    BindingBlock,
+    Call,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    NameSupply,
+    PassError,
+    PatternError,
+    SeqExpr,
+    Var,
+    VarBinding,
 )
 
 from .function_table import FunctionTable

@@ -9,12 +9,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from byocc.ir.functor import map_operands
 from byocc.ir import (
-    Binding, Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar, NameSupply, Op,
-    PrimValue, SeqExpr, ShapeExpr, ShapeStructInfo, Tuple, TupleGetItem, TupleStructInfo, Var,
+    Binding,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    GlobalVar,
+    NameSupply,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeStructInfo,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
     VarBinding,
 )
+from byocc.ir.functor import map_operands
 
 from .symbolic import free_symbolic_vars, has_symbolic, renew_symbolic_vars
 

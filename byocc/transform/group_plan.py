@@ -11,9 +11,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from byocc.ir import (
-    Call, Constant, DataflowBlock, DataflowVar, Expr, Function, GlobalVar, If, Op, PrimValue,
-    SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Op,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
+
 
 @dataclass(eq=False)
 class BlockPlan:

@@ -68,14 +68,31 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from byocc.ops.registry import infer_struct_info
-from byocc.ir.prim_simplify import simplify_struct_info_dims
-from byocc.ir.functor import map_operands, rebuild_seq, retype_rebound_var
 from byocc.ir import (
-    Binding, ByoccError, Call, DataflowBlock, DataflowVar, Expr, Function, If, IRModule, MatchCast, NameSupply,
-    Op, PassError, SeqExpr, Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding,
+    Binding,
+    ByoccError,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    IRModule,
+    MatchCast,
+    NameSupply,
+    Op,
+    PassError,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
 )
 from byocc.ir.analysis import analyze_var2value
+from byocc.ir.functor import map_operands, rebuild_seq, retype_rebound_var
+from byocc.ir.prim_simplify import simplify_struct_info_dims
+from byocc.ops.registry import infer_struct_info
 
 from .function_table import FunctionTable
 from .group_function import CALL_TIR, GroupFunction, fused_name_hint

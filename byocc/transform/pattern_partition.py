@@ -22,15 +22,34 @@ import heapq
 from collections.abc import Mapping
 from typing import Any
 
-from byocc.transform.group_plan import var_uses
 from byocc.dpl import (
-    AndPattern, AttrPattern, CallPattern, DataTypePattern, ExprPattern, FusionPattern, OrPattern,
-    PatternCheckContext, ShapePattern, StructInfoPattern, TupleGetItemPattern, VarUsages, match_expr,
+    AndPattern,
+    AttrPattern,
+    CallPattern,
+    DataTypePattern,
+    ExprPattern,
+    FusionPattern,
+    OrPattern,
+    PatternCheckContext,
+    ShapePattern,
+    StructInfoPattern,
+    TupleGetItemPattern,
+    VarUsages,
+    match_expr,
     pattern_root_ops,
 )
 from byocc.ir import (
-    Call, DataflowBlock, Function, If, Op, PatternError, SeqExpr, Var, VarBinding,
+    Call,
+    DataflowBlock,
+    Function,
+    If,
+    Op,
+    PatternError,
+    SeqExpr,
+    Var,
+    VarBinding,
 )
+from byocc.transform.group_plan import var_uses
 
 
 class Group:

@@ -26,15 +26,26 @@ passes, all linear in the bindings; rounds repeat only while rewrites happen.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from byocc.dpl.matcher import match_expr
 from byocc.ir import (
-    BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, If, MatchCast, SeqExpr, Tuple,
-    TupleGetItem, Var, VarBinding,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
 )
-from byocc.ir.functor import map_operands, operands
 from byocc.ir.analysis import contains_impure_call, free_vars
+from byocc.ir.functor import map_operands, operands
 from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.structural import structural_equal
 
@@ -42,7 +53,7 @@ from .canonicalize_bindings import canonicalize_bindings
 from .dead_code_elimination import merge_adjacent_blocks, remove_all_unused
 from .eliminate_common_subexpr import eliminate_common_subexpr
 
-Rewriter = Callable[[Expr, dict], Optional[Expr]]
+Rewriter = Callable[[Expr, dict], Expr | None]
 
 
 def rewrite_call(pattern, rewriter: Rewriter, func: Function) -> Function:
@@ -127,7 +138,7 @@ class _PatternRewriter:
         return value
 
     # ------------------------------------------------------------------ one round
-    def _try_rewrite(self, seq: SeqExpr) -> Optional[SeqExpr]:
+    def _try_rewrite(self, seq: SeqExpr) -> SeqExpr | None:
         blocks = list(seq.blocks)
         dummy = None
         if not isinstance(seq.body, Var):
@@ -174,7 +185,7 @@ class _PatternRewriter:
             return block
         return self._emit(block, out)
 
-    def _scope(self, bindings: tuple) -> Optional[list]:
+    def _scope(self, bindings: tuple) -> list | None:
         """The bindings with matches rewritten (topologically re-sorted), or None."""
         lookup: dict = {}
         rewrites: dict = {}

@@ -11,9 +11,29 @@ from __future__ import annotations
 from typing import Any
 
 from byocc.ir import (
-    Call, Constant, Expr, FuncStructInfo, Function, If, MatchCast, PrimBinary, PrimMinMax,
-    PrimStructInfo, PrimValue, SeqExpr, ShapeExpr, ShapeStructInfo, TensorStructInfo, TirVar,
-    Tuple, TupleGetItem, TupleStructInfo, Var, VarBinding, dim_vars, struct_info_vars,
+    Call,
+    Constant,
+    Expr,
+    FuncStructInfo,
+    Function,
+    If,
+    MatchCast,
+    PrimBinary,
+    PrimMinMax,
+    PrimStructInfo,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    ShapeStructInfo,
+    TensorStructInfo,
+    TirVar,
+    Tuple,
+    TupleGetItem,
+    TupleStructInfo,
+    Var,
+    VarBinding,
+    dim_vars,
+    struct_info_vars,
     substitute_dim,
 )
 

@@ -27,19 +27,35 @@ means the same as ``fast_gelu=True``); ``fp32_math`` (``"ieee"``, the default, f
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from byocc.ir import Function
 from byocc.ir.prim import dim_text
 
-from ..codegen import CodegenError, ConstantSpec, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
-from ..program import (
-    CompositeCall, GemmStep, OffloadedProgram, ValueRef, gemm_step, offloaded_program, resolve,
-    static_numel, symbolic_positions,
+from ..codegen import (
+    CodegenError,
+    ConstantSpec,
+    EntryPoint,
+    GeneratedModule,
+    SourceFile,
+    TensorSpec,
+    Variant,
 )
 from ..cuda.cxx import c_comment, c_identifier, c_string
 from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
+from ..program import (
+    CompositeCall,
+    GemmStep,
+    OffloadedProgram,
+    ValueRef,
+    gemm_step,
+    offloaded_program,
+    resolve,
+    static_numel,
+    symbolic_positions,
+)
 from .runtime import HEADER_PATH, WORKSPACE_BYTES, runtime_sources
 
 BACKEND = "cublas"
@@ -111,7 +127,7 @@ class Step:
     gemm: GemmStep
     lhs: ValueRef
     rhs: ValueRef
-    bias: Optional[ValueRef]
+    bias: ValueRef | None
     out: ValueRef
     in_dtype: str
     out_dtype: str
@@ -127,13 +143,13 @@ class Step:
     w_batch: tuple
     rhs_shape: tuple  # the weight as stored
     op_a: str  # CUBLAS_OP_N | CUBLAS_OP_T
-    prep_axes: Optional[tuple]  # permute the stored weight into scratch first (output axis i <- axes[i])
-    act: Optional[str]
-    gelu: Optional[str]
+    prep_axes: tuple | None  # permute the stored weight into scratch first (output axis i <- axes[i])
+    act: str | None
+    gelu: str | None
     epilogue: str
     gelu_kernel: bool
     batch_mode: str  # "none" | "flatten" | "broadcast_lhs" | "strided" | "runtime"
-    bias_check: Optional[Any]  # a bias length to compare with N at run time
+    bias_check: Any | None  # a bias length to compare with N at run time
     bias_broadcast: bool  # a one-element bias, copied N times into scratch for the epilogue
 
     @property
@@ -141,7 +157,7 @@ class Step:
         return self.N if self.op_a == "CUBLAS_OP_N" else self.K
 
     @property
-    def weight_prep(self) -> Optional[str]:
+    def weight_prep(self) -> str | None:
         if self.prep_axes is None:
             return None
         nd = len(self.prep_axes)
@@ -204,7 +220,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     if gemm is None:
         raise where("its body is not a GEMM byocc can read ([permute_dims(w)] -> matmul -> [add bias] "
                     "-> [relu|gelu])")
-    for role, sinfo in (("lhs", gemm.lhs_sinfo), ("rhs", gemm.rhs_sinfo)):
+    for sinfo in (gemm.lhs_sinfo, gemm.rhs_sinfo):
         if sinfo.dtype in _FP8:
             raise where(f"fp8 ({sinfo.dtype}) matmul codegen is deferred (spec/backends.md section 12)")
     if gemm.residual_op is not None or gemm.post is not None:
@@ -237,7 +253,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     else:
         lhs_batch, M, K = lshape[:-2], lshape[-2], lshape[-1]
     int8 = in_dtype == "int8"
-    prep_axes: Optional[tuple] = None
+    prep_axes: tuple | None = None
     nd = len(rshape)
     if nd == 1:
         # (K,) is both the K x 1 weight (OP_N, lda = 1) and the stored (N, K) = (1, K) one (OP_T).

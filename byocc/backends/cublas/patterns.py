@@ -10,7 +10,11 @@ from __future__ import annotations
 from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, can_prove_equal, fail, product
 from byocc.ir import Call, Op, TirVar
 
-from ..patterns import make_matmul_dequantize_pattern, make_matmul_multiply_pattern, make_matmul_pattern
+from ..patterns import (
+    make_matmul_dequantize_pattern,
+    make_matmul_multiply_pattern,
+    make_matmul_pattern,
+)
 from ..utils import dtype_of, fmt_shape, is_static, itemsize, leak_reason, ndim_of, shape_of
 
 _FP8 = "float8_e4m3fn"

@@ -11,8 +11,8 @@ gives them C expressions for dims, pointers and shapes (:class:`WrapperContext`)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from byocc.ir.prim import PrimBinary, PrimMinMax, TirVar, dim_text
 

@@ -7,20 +7,27 @@ first rule that failed as ``.reason``. Rules and their order are TVM 0.27's
 
 from __future__ import annotations
 
-from typing import Optional
-
 from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, fail
 from byocc.ir import Call, ExternFunc, GlobalVar, PatternError, TirVar
 
 from ..utils import (
-    check_residual, dtype_of, fmt_shape, int_list, is_bias_like, is_same_shape,
-    is_shape_valid_for_cutlass_matmul, leak_reason, ndim_of, shape_of, tvm_dim_eq,
+    check_residual,
+    dtype_of,
+    fmt_shape,
+    int_list,
+    is_bias_like,
+    is_same_shape,
+    is_shape_valid_for_cutlass_matmul,
+    leak_reason,
+    ndim_of,
+    shape_of,
+    tvm_dim_eq,
 )
 
 _INT8 = ("int8", "uint8")
 
 
-def dtype_reason(lhs_dtype: Optional[str], rhs_dtype: Optional[str]) -> Optional[str]:
+def dtype_reason(lhs_dtype: str | None, rhs_dtype: str | None) -> str | None:
     """Why CUTLASS cannot take these operand dtypes (both f16, both f32, or both in
     {int8, uint8}), or None."""
     if (lhs_dtype == rhs_dtype and lhs_dtype in ("float16", "float32")) or (

@@ -39,21 +39,34 @@ runs and the error buffer is cleared. Launch errors (BYOCC_E_CUDA) are returned.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from byocc.ir import Call, Function, Op, TensorStructInfo
-from byocc.ir.prim import TirVar, dim_text, dims_equal
+from byocc.ir.prim import dim_text, dims_equal
 
 from ..codegen import CodegenError, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
 from ..cuda import generic
 from ..cuda.cxx import c_comment, c_identifier, c_string
-from ..cuda.elementwise import ElementwisePlan, elementwise_plan, first_unsupported_op, is_elementwise, shape_array
+from ..cuda.elementwise import (
+    elementwise_plan,
+    first_unsupported_op,
+    is_elementwise,
+    shape_array,
+)
 from ..cuda.elementwise import step_code as elementwise_step_code
 from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
 from ..program import (
-    CompositeCall, GemmStep, OffloadedProgram, ValueRef, gemm_step, offloaded_program, resolve,
-    static_numel, symbolic_positions,
+    CompositeCall,
+    GemmStep,
+    OffloadedProgram,
+    ValueRef,
+    gemm_step,
+    offloaded_program,
+    resolve,
+    static_numel,
+    symbolic_positions,
 )
 
 BACKEND = "cutlass"
@@ -82,7 +95,7 @@ def _same(a, b) -> bool:
     return dim_text(a) == dim_text(b)
 
 
-def _static(d) -> Optional[int]:
+def _static(d) -> int | None:
     return d if isinstance(d, int) else None
 
 
@@ -99,13 +112,13 @@ class Size:
 
     c: str
     text: str
-    value: Optional[int]
+    value: int | None
 
     @staticmethod
-    def zero() -> "Size":
+    def zero() -> Size:
         return Size("uint64_t(0)", "0", 0)
 
-    def __add__(self, other: "Size") -> "Size":
+    def __add__(self, other: Size) -> Size:
         if self.value == 0:
             return other
         if other.value == 0:
@@ -174,10 +187,10 @@ class GemmPlan:
     lhs_batch: tuple
     rhs_batch: tuple
     layout: str  # "nn" | "tn" of the B the tiers read
-    materialize_axes: Optional[tuple]  # permute of the stored rhs into scratch (None: read it as is)
+    materialize_axes: tuple | None  # permute of the stored rhs into scratch (None: read it as is)
     cutlass_transpose_b: bool  # CUTLASS tiers need B "tn" materialised (8-bit or TF32 nn)
-    bias_class: Optional[str]
-    residual_class: Optional[str]
+    bias_class: str | None
+    residual_class: str | None
     acc_dtype: str
     out_dtype: str
     grows: bool  # the epilogue broadcasts the matmul result to a larger output
@@ -399,7 +412,7 @@ def _static_sm80(plan: GemmPlan, spec, dims) -> list:
     return []
 
 
-def _width_holds(plan: GemmPlan, width: int, d_dtype: str) -> Optional[bool]:
+def _width_holds(plan: GemmPlan, width: int, d_dtype: str) -> bool | None:
     """Whether the static leading dims allow the alignment tier (None: some dim is symbolic)."""
     lds = _ld_static(plan)
     a_dt, b_dt = plan.step.lhs_sinfo.dtype, plan.step.rhs_sinfo.dtype
@@ -478,7 +491,7 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     return out
 
 
-def _stream_k_bound(cfg, plan: GemmPlan) -> Optional[int]:
+def _stream_k_bound(cfg, plan: GemmPlan) -> int | None:
     """Upper bound of a stream-K unit's workspace (CUTLASS 4.2: barrier + reduction
     workspace for every output tile, tiles rounded up to the cluster)."""
     m = static_numel((plan.M,) + (tuple(plan.lhs_batch) if plan.case == "flatten" else ()))
@@ -621,11 +634,11 @@ def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
     out(f"const int64_t gn = {N};")
     out(f"const int64_t gk = {K};")
     out("char* ws_base = static_cast<char*>(step_scratch);")
-    out(f"const uint64_t off_b = 0;")
+    out("const uint64_t off_b = 0;")
     out(f"const uint64_t off_acc = off_b + {b_size.c};")
     out(f"const uint64_t off_ws = off_acc + {acc_size.c};")
     out("(void)off_acc; (void)off_ws; (void)ws_base;")
-    out(f"void* const cutlass_ws = ws_base + off_ws;")
+    out("void* const cutlass_ws = ws_base + off_ws;")
     out("const uint64_t cutlass_ws_bytes = step_scratch_bytes > off_ws ? step_scratch_bytes - off_ws : 0;")
     out("(void)cutlass_ws; (void)cutlass_ws_bytes;")
     a_ptr = ctx.ptr(lhs_ref)
@@ -855,7 +868,7 @@ def _header_lines(program: OffloadedProgram, plans: Sequence) -> list:
 
 
 def _roles(program: OffloadedProgram, plans: Sequence) -> dict:
-    roles: dict[int, tuple[str, Optional[str], str]] = {}
+    roles: dict[int, tuple[str, str | None, str]] = {}
     for call, plan in zip(program.calls, plans):
         if isinstance(plan, GemmPlan):
             st = plan.step
@@ -939,7 +952,7 @@ def _function(symbol: str, func: Function, options: dict, constant_names: dict, 
         n = static_numel(sinfo.shape)
         text_expr = "round_up(" + " * ".join([dim_text(d) for d in sinfo.shape] + [str(itemsize(sinfo.dtype))]) + ")"
         temps_total = temps_total + Size("", text_expr, None if n is None else _round_up(n * itemsize(sinfo.dtype)))
-    step_max: Optional[int] = 0
+    step_max: int | None = 0
     step_texts = []
     for s in scratch_sizes:
         if s.value is None:
@@ -949,7 +962,7 @@ def _function(symbol: str, func: Function, options: dict, constant_names: dict, 
         if s.value != 0:
             step_texts.append(s.text)
     if temps_total.value is not None and step_max is not None:
-        scratch_bytes: Optional[int] = temps_total.value + step_max
+        scratch_bytes: int | None = temps_total.value + step_max
         scratch_expr = None
     else:
         scratch_bytes = None

@@ -8,22 +8,28 @@ so ``get_patterns_with_prefix("cutlass")`` starts with ``cutlass.rms_norm`` and 
 
 from __future__ import annotations
 
-from typing import Optional
-
 from byocc.dpl import GlobalVarPattern, TuplePattern, is_op, wildcard
 
 from ..patterns import (
-    make_attention_pattern, make_fused_bias_activation_pattern, make_layer_norm_pattern,
-    make_matmul_pattern, make_residual_block_pattern, make_rms_norm_pattern,
+    make_attention_pattern,
+    make_fused_bias_activation_pattern,
+    make_layer_norm_pattern,
+    make_matmul_pattern,
+    make_residual_block_pattern,
+    make_rms_norm_pattern,
     make_stacked_attention_pattern,
 )
 from .checks import (
-    check_conv2d, check_decode_matmul, check_layer_norm, check_matmul, check_rms_norm,
+    check_conv2d,
+    check_decode_matmul,
+    check_layer_norm,
+    check_matmul,
+    check_rms_norm,
     check_stacked_attention,
 )
 
 
-def activation_from_name(pattern_name: str) -> Optional[str]:
+def activation_from_name(pattern_name: str) -> str | None:
     """The activation op a pattern name asks for (``_relu``, ``_gelu_tanh``, ``_gelu``, ``_silu``)."""
     if "_relu" in pattern_name:
         return "relax.nn.relu"

@@ -47,7 +47,15 @@ from __future__ import annotations
 
 from byocc.dpl.constructors import is_const, is_op, wildcard
 from byocc.ir import (
-    Call, Constant, Function, If, InputError, PrimValue, SeqExpr, TensorStructInfo, TypeInferenceError,
+    Call,
+    Constant,
+    Function,
+    If,
+    InputError,
+    PrimValue,
+    SeqExpr,
+    TensorStructInfo,
+    TypeInferenceError,
 )
 from byocc.ir.struct_info import ShapeStructInfo
 from byocc.ir.structural import structural_equal

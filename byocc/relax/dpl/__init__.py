@@ -6,6 +6,6 @@ from __future__ import annotations
 from byocc.transform.rewrite_call import rewrite_call
 
 from . import pattern
-from .pattern import *
+from .pattern import *  # noqa: F403 (the facade re-exports TVM's names; __all__ lists them)
 
-__all__ = ["pattern", "rewrite_call", *pattern.__all__]  # noqa: PLE0604
+__all__ = ["pattern", "rewrite_call", *pattern.__all__]

@@ -19,8 +19,8 @@ sub-check fails. byocc rewrites the former as intended and leaves the latter unc
 
 from __future__ import annotations
 
-from functools import reduce
 import operator
+from functools import reduce
 
 from byocc.backends import get_patterns_with_prefix
 from byocc.backends.cutlass.rewrites import rewrite_attention
