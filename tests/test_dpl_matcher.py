@@ -360,6 +360,22 @@ def test_make_fused_bias_activation_pattern_shape():
     assert repr(make_fused_bias_activation_pattern("relax.nn.conv2d")) == 'is_op("relax.nn.conv2d")(wildcard(), wildcard())'
 
 
+def test_one_fused_bias_activation_pattern_for_both_spellings():
+    from byocc.backends import patterns as backend_patterns
+
+    p = make_fused_bias_activation_pattern("relax.matmul", with_bias=True, allow_reshape=True)
+    pattern, annotations = p
+    assert pattern is p and set(annotations) == {"lhs", "rhs", "root", "bias"}
+    assert p.args[0] is annotations["root"] and annotations["root"].args == (annotations["lhs"], annotations["rhs"])
+    assert p.varg_default_wildcard and p.args[1].args[0] is annotations["bias"]
+    plain = make_fused_bias_activation_pattern("relax.nn.conv2d")
+    assert plain.annotations["root"] is plain
+    pair = backend_patterns.make_fused_bias_activation_pattern("relax.matmul", True, "relax.nn.relu")
+    assert type(pair) is tuple and repr(pair[0]) == repr(make_fused_bias_activation_pattern(
+        "relax.matmul", True, "relax.nn.relu"))
+    assert pair[1] is pair[0].annotations
+
+
 def test_pattern_root_ops():
     relu, gelu = is_op("relax.nn.relu")(wildcard()), is_op("relax.nn.gelu")(wildcard())
     assert pattern_root_ops(relu | gelu) == {op("relax.nn.relu"), op("relax.nn.gelu")}

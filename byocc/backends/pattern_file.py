@@ -28,34 +28,6 @@ _STDLIB_IMPORTS = frozenset({
 })
 
 
-class _PatternWithAnnotations(dpl.CallPattern):
-    """A call pattern that also unpacks as ``(pattern, annotations)``.
-
-    TVM has two ``make_fused_bias_activation_pattern``: the DPL one returns a pattern, the
-    backend one a ``(pattern, annotations)`` pair. Pattern files use both spellings
-    (``("p", make_...(...))`` and ``("p", *make_...(...))``), so the namespace's version
-    returns this object, which works as either.
-    """
-
-    __slots__ = ("annotations",)
-
-    def __iter__(self):
-        return iter((self, self.annotations))
-
-
-
-def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False, activation=None,
-                                       allow_reshape: bool = False) -> _PatternWithAnnotations:
-    """``op(lhs, rhs)`` [``+ bias``] [``activation``], usable as a pattern or spread with
-    ``*`` into ``pattern, annotations`` (lhs, rhs, root[, bias])."""
-    root, annotations = helpers.make_fused_bias_activation_pattern(op_name, with_bias, activation,
-                                                                   allow_reshape)
-    dual = _PatternWithAnnotations.__new__(_PatternWithAnnotations)
-    dual.op, dual.args, dual.varg_default_wildcard = root.op, root.args, root.varg_default_wildcard
-    dual.annotations = {k: (dual if v is root else v) for k, v in annotations.items()}
-    return dual
-
-
 def pattern_file_namespace() -> dict:
     """A fresh namespace for executing a pattern file."""
     ns: dict = {
@@ -64,7 +36,7 @@ def pattern_file_namespace() -> dict:
         "is_var": dpl.is_var, "is_dfv": dpl.is_dfv, "is_tuple": dpl.is_tuple,
         "is_tuple_get_item": dpl.is_tuple_get_item, "is_gv": dpl.is_gv,
         "GlobalVarPattern": dpl.GlobalVarPattern, "TuplePattern": dpl.TuplePattern,
-        "make_fused_bias_activation_pattern": make_fused_bias_activation_pattern,
+        "make_fused_bias_activation_pattern": dpl.make_fused_bias_activation_pattern,
         "make_matmul_pattern": helpers.make_matmul_pattern,
         "make_conv2d_pattern": helpers.make_conv2d_pattern,
         "make_residual_block_pattern": helpers.make_residual_block_pattern,
@@ -115,12 +87,13 @@ def _shim_modules() -> dict:
 
     pattern_names = {k: v for k, v in ns.items() if not k.startswith("make_") and k not in (
         "has_leaking_intermediate_variables", "FusionPattern", "PatternCheckContext")}
-    pattern_names["make_fused_bias_activation_pattern"] = make_fused_bias_activation_pattern
+    pattern_names["make_fused_bias_activation_pattern"] = dpl.make_fused_bias_activation_pattern
     dpl_pattern = module("tvm.relax.dpl.pattern", **pattern_names)
     dpl_mod = module("tvm.relax.dpl", pattern=dpl_pattern, **pattern_names)
     backend_patterns = module("tvm.relax.backend.patterns",
                               **{k: getattr(helpers, k) for k in helpers.__all__})
-    backend_patterns.make_fused_bias_activation_pattern = make_fused_bias_activation_pattern
+    # pattern files spread it (``*make_...``) or take it whole: the DPL one serves both
+    backend_patterns.make_fused_bias_activation_pattern = dpl.make_fused_bias_activation_pattern
     backend_utils = module("tvm.relax.backend.utils",
                            has_leaking_intermediate_variables=utils.has_leaking_intermediate_variables)
     from . import registry

@@ -10,39 +10,25 @@ from byocc.dpl import (
     DFPattern,
     GlobalVarPattern,
     TuplePattern,
+    append_bias_activation,
     is_const,
     is_op,
     is_tuple_get_item,
     wildcard,
 )
+from byocc.dpl import make_fused_bias_activation_pattern as dpl_fused_bias_activation
 from byocc.ir import PatternError
 
 PatternAndAnnotations = tuple  # (DFPattern, dict[str, DFPattern])
 
 
-def _with_bias_activation_pattern(out: DFPattern, annotations: dict, with_bias: bool = False,
-                                  activation: str | None = None,
-                                  allow_reshape: bool = False) -> PatternAndAnnotations:
-    if with_bias:
-        annotations["bias"] = bias = wildcard()
-        if allow_reshape:
-            reshaped_bias = is_op("relax.reshape")(bias, wildcard(), varg_default_wildcard=True)
-            out = is_op("relax.add")(out, reshaped_bias, varg_default_wildcard=True)
-        else:
-            out = is_op("relax.add")(out, bias)
-    if activation:
-        out = is_op(activation)(out)
-    return out, annotations
-
-
 def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
                                        activation: str | None = None,
                                        allow_reshape: bool = False) -> PatternAndAnnotations:
-    """``op(lhs, rhs)`` [``+ bias``] [``activation``]; annotations lhs, rhs, root[, bias]."""
-    lhs, rhs = wildcard(), wildcard()
-    out = is_op(op_name)(lhs, rhs)
-    annotations = {"lhs": lhs, "rhs": rhs, "root": out}
-    return _with_bias_activation_pattern(out, annotations, with_bias, activation, allow_reshape)
+    """TVM's backend spelling of :func:`byocc.dpl.make_fused_bias_activation_pattern`:
+    the same pattern, as a ``(pattern, annotations)`` tuple (lhs, rhs, root[, bias])."""
+    pattern = dpl_fused_bias_activation(op_name, with_bias, activation, allow_reshape)
+    return pattern, pattern.annotations
 
 
 def make_residual_block_pattern(node_output: DFPattern | tuple, binary_op: str = "relax.add",
@@ -70,7 +56,7 @@ def make_conv2d_pattern(with_bias: bool = False, activation: str | None = None) 
     annotations = {"input": input_tensor, "weight": kernel}
     conv2d = is_op("relax.nn.conv2d")(input_tensor, kernel)
     annotations["root"] = conv2d
-    return _with_bias_activation_pattern(conv2d, annotations, with_bias, activation)
+    return append_bias_activation(conv2d, annotations, with_bias, activation), annotations
 
 
 def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
@@ -83,7 +69,7 @@ def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
         rhs = is_op("relax.permute_dims")(rhs)
     out = is_op("relax.matmul")(lhs, rhs)
     annotations["root"] = out
-    return _with_bias_activation_pattern(out, annotations, with_bias, activation)
+    return append_bias_activation(out, annotations, with_bias, activation), annotations
 
 
 def make_attention_pattern(with_bias: bool = False, var_len: bool = False) -> PatternAndAnnotations:

@@ -3,6 +3,8 @@ the check context. spec/partitioning.md sections 3 and 4."""
 
 from .arith import can_prove_equal, product
 from .constructors import (
+    PatternWithAnnotations,
+    append_bias_activation,
     has_attr,
     has_dtype,
     has_shape,
@@ -74,9 +76,10 @@ __all__ = [
     "ACCEPT", "AndPattern", "AttrPattern", "CallPattern", "CheckResult", "ConstantPattern",
     "DFPattern", "DataTypePattern", "DataflowVarPattern", "ExprPattern", "ExternFuncPattern",
     "FusionPattern", "GlobalVarPattern", "MatchFailure", "Matcher", "NotPattern", "OrPattern",
-    "PatternCheckContext", "PatternSeq", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
+    "PatternCheckContext", "PatternSeq", "PatternWithAnnotations", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
     "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
-    "UnorderedTuplePattern", "VarPattern", "VarUsages", "WildcardPattern", "as_fusion_pattern",
+    "UnorderedTuplePattern", "VarPattern", "VarUsages", "WildcardPattern", "append_bias_activation",
+    "as_fusion_pattern",
     "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match",
     "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
     "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",

@@ -133,22 +133,62 @@ def is_call_packed(func_name: str, args=None) -> CallPattern:
     return ExternFuncPattern(func_name)(*args)
 
 
+class PatternWithAnnotations(CallPattern):
+    """A call pattern that also reads as the pair ``(pattern, annotations)``.
+
+    TVM has two ``make_fused_bias_activation_pattern``: the DPL one returns a pattern, the
+    backend one a ``(pattern, annotations)`` pair, and pattern files use both spellings
+    (``("p", make_...(...))`` and ``("p", *make_...(...))``). byocc has one function; its
+    result is this object, which works as either.
+    """
+
+    __slots__ = ("annotations",)
+
+    def __init__(self, op: DFPattern, args: Sequence[DFPattern] = (),
+                 varg_default_wildcard: bool = False, add_constraint: bool = True):
+        super().__init__(op, args, varg_default_wildcard, add_constraint)
+        self.annotations: dict[str, DFPattern] = {}
+
+    def __iter__(self):
+        return iter((self, self.annotations))
+
+
+def append_bias_activation(out: DFPattern, annotations: dict, with_bias: bool = False,
+                           activation: str | None = None, allow_reshape: bool = False,
+                           call: type[CallPattern] = CallPattern) -> DFPattern:
+    """``out`` [``+ bias``] [``activation(...)``]; a bias wildcard is recorded as
+    ``annotations["bias"]``. With ``allow_reshape`` the bias may come through
+    ``relax.reshape``. The outermost call added is built as ``call`` (a ``CallPattern``
+    subclass); ``out`` itself when nothing is added."""
+    layers: list[tuple[str, tuple[DFPattern, ...], bool]] = []
+    if with_bias:
+        annotations["bias"] = bias = wildcard()
+        if allow_reshape:
+            bias = is_op("relax.reshape")(bias, wildcard(), varg_default_wildcard=True)
+        layers.append(("relax.add", (bias,), allow_reshape))
+    if activation:
+        layers.append((activation, (), False))
+    for i, (op_name, extra, varg) in enumerate(layers):
+        make = call if i == len(layers) - 1 else CallPattern
+        out = make(is_op(op_name), (out, *extra), varg)
+    return out
+
+
 def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False,
                                        activation: str | None = None,
-                                       allow_reshape: bool = False) -> DFPattern:
-    """``op(wc, wc)``, then ``relax.add(that, wc)`` if ``with_bias``, then ``activation(that)``.
+                                       allow_reshape: bool = False) -> PatternWithAnnotations:
+    """``op(lhs, rhs)`` [``relax.add(that, bias)``] [``activation(that)``].
 
-    This is the DPL version (one pattern); ``byocc.backends.patterns`` has the version
-    returning ``(pattern, annotations)``.
+    The one definition behind TVM's two spellings: the result is a pattern, and unpacks as
+    ``(pattern, annotations)`` with annotations ``lhs``, ``rhs``, ``root`` (the ``op``
+    call) and ``bias`` when ``with_bias``.
     """
-    out = is_op(op_name)(wildcard(), wildcard())
-    if with_bias:
-        bias = wildcard()
-        if allow_reshape:
-            reshaped = is_op("relax.reshape")(bias, wildcard(), varg_default_wildcard=True)
-            out = is_op("relax.add")(out, reshaped, varg_default_wildcard=True)
-        else:
-            out = is_op("relax.add")(out, bias)
-    if activation:
-        return is_op(activation)(out)
+    lhs, rhs = wildcard(), wildcard()
+    plain = not with_bias and not activation
+    root = (PatternWithAnnotations if plain else CallPattern)(is_op(op_name), (lhs, rhs))
+    annotations: dict[str, DFPattern] = {"lhs": lhs, "rhs": rhs, "root": root}
+    out = append_bias_activation(root, annotations, with_bias, activation, allow_reshape,
+                                 call=PatternWithAnnotations)
+    assert isinstance(out, PatternWithAnnotations)
+    out.annotations = annotations
     return out
