@@ -333,6 +333,18 @@ def test_expr_pattern_structural_equality():
     assert match_expr(is_expr(x), Var("x", x.struct_info)) is None
 
 
+def test_one_name_per_equality():
+    # dpl's equality compares variables by identity; ir.structural_equal is alpha equivalence
+    from byocc import ir
+
+    x, y = Var("x", tensor((4,), "float32")), Var("y", tensor((4,), "float32"))
+    relu = op("relax.nn.relu")
+    a, b = Call(relu, (x,), None, (), x.struct_info), Call(relu, (y,), None, (), y.struct_info)
+    assert not hasattr(dpl, "structural_equal")
+    assert not dpl.expr_equal_same_vars(a, b) and ir.structural_equal(a, b, map_free_vars=True)
+    assert dpl.expr_equal_same_vars(a, Call(relu, (x,), None, (), x.struct_info))
+
+
 def test_pattern_api_sugar_and_errors():
     p = is_op("relax.add")(wildcard(), wildcard())
     assert isinstance(p, dpl.CallPattern) and p.op.expr is op("relax.add")

@@ -41,10 +41,10 @@ from .fusion import (
 from .matcher import (
     Matcher,
     MatchFailure,
+    expr_equal_same_vars,
     match_expr,
     match_with_trace,
     register_pattern_kind,
-    structural_equal,
 )
 from .pattern import (
     AndPattern,
@@ -80,9 +80,9 @@ __all__ = [
     "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
     "UnorderedTuplePattern", "VarPattern", "VarUsages", "WildcardPattern", "append_bias_activation",
     "as_fusion_pattern",
-    "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match",
+    "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match", "expr_equal_same_vars",
     "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
     "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",
     "is_tuple_get_item", "is_var", "make_check_context", "make_fused_bias_activation_pattern", "match_expr",
-    "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "structural_equal", "wildcard",
+    "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "wildcard",
 ]

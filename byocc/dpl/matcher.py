@@ -43,7 +43,7 @@ from byocc.ir.struct_info import TensorStructInfo
 
 from . import pattern as P
 from .arith import can_prove_equal
-from .predicates import match_call_attrs, match_dict, struct_info_base_of, structural_equal
+from .predicates import expr_equal_same_vars, match_call_attrs, match_dict, struct_info_base_of
 from .printing import describe_expr, describe_pattern
 
 _COMMUTATIVE = frozenset(("relax.add", "relax.multiply"))
@@ -149,7 +149,7 @@ class Matcher:
         return True
 
     def _expr(self, p: P.ExprPattern, expr) -> bool:
-        if structural_equal(p.expr, expr):
+        if expr_equal_same_vars(p.expr, expr):
             return True
         if self.trace:
             self._fail(f"expected {describe_expr(p.expr)}, got {self._got(self._raw, expr)}")

@@ -108,7 +108,7 @@ def match_dict(have: Mapping, wanted: Mapping) -> tuple:
     return True, ""
 
 
-def structural_equal(a, b) -> bool:
+def expr_equal_same_vars(a, b) -> bool:
     """Structural equality of two expressions (variables by identity, spans ignored)."""
     if a is b:
         return True
@@ -131,12 +131,12 @@ def structural_equal(a, b) -> bool:
     if isinstance(a, ExternFunc):
         return a.global_symbol == b.global_symbol
     if isinstance(a, Tuple):
-        return len(a.fields) == len(b.fields) and all(structural_equal(x, y) for x, y in zip(a.fields, b.fields))
+        return len(a.fields) == len(b.fields) and all(expr_equal_same_vars(x, y) for x, y in zip(a.fields, b.fields))
     if isinstance(a, TupleGetItem):
-        return a.index == b.index and structural_equal(a.tuple_value, b.tuple_value)
+        return a.index == b.index and expr_equal_same_vars(a.tuple_value, b.tuple_value)
     if isinstance(a, Call):
-        return (structural_equal(a.op, b.op) and len(a.args) == len(b.args)
-                and all(structural_equal(x, y) for x, y in zip(a.args, b.args))
+        return (expr_equal_same_vars(a.op, b.op) and len(a.args) == len(b.args)
+                and all(expr_equal_same_vars(x, y) for x, y in zip(a.args, b.args))
                 and a.attrs == b.attrs and a.sinfo_args == b.sinfo_args)
     return False
 

@@ -377,7 +377,7 @@ def _condition(p: Any):
     op = p.op
     if not (isinstance(op, ExprPattern) and isinstance(op.expr, Op)):
         return None
-    op_expr = op.expr  # the matcher compares operators by identity (structural_equal)
+    op_expr = op.expr  # the matcher compares operators by identity (dpl.expr_equal_same_vars)
     n_pat = len(p.args)
     varg = p.varg_default_wildcard
     subs = tuple((i, c) for i, c in ((i, _condition(a)) for i, a in enumerate(p.args)) if c is not None)
