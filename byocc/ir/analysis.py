@@ -78,14 +78,14 @@ class _ImpureFinder(ExprVisitor):
     def __init__(self) -> None:
         self.found: Call | None = None
 
-    def visit_expr(self, expr):
+    def visit_expr(self, expr: Expr) -> None:
         if self.found is None:
             super().visit_expr(expr)
 
-    def visit_function_(self, e):
+    def visit_function_(self, e: Function) -> None:
         pass  # nested functions are values, not executed here
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> None:
         if is_impure_call(e):
             self.found = e
             return
@@ -115,13 +115,13 @@ class _VarCollector(ExprVisitor):
         else:
             super().visit_var_binding_(binding)
 
-    def visit_var_(self, e: Var):
+    def visit_var_(self, e: Var) -> None:
         self.uses.setdefault(e, None)
         self.order.setdefault(e, None)
         if e not in self._scope:
             self.free.setdefault(e, None)
 
-    def visit_global_var_(self, e: GlobalVar):
+    def visit_global_var_(self, e: GlobalVar) -> None:
         self.gvars.setdefault(e, None)
 
 
@@ -200,13 +200,13 @@ class _UseDef(ExprVisitor):
         self.user = saved
         self._define(binding.var)
 
-    def visit_function_(self, e: Function):
+    def visit_function_(self, e: Function) -> None:
         saved = self.user
         self.user = None
         super().visit_function_(e)
         self.user = saved
 
-    def visit_var_(self, e: Var):
+    def visit_var_(self, e: Var) -> None:
         if self.user is None:
             self.outputs.setdefault(e, None)
         else:
@@ -239,14 +239,14 @@ def post_order_visit(expr: Expr, fn: Callable[[Expr], None]) -> None:
     seen: set[int] = set()
 
     class _V(ExprVisitor):
-        def visit_expr(self, e):
+        def visit_expr(self, e: Expr) -> None:
             if id(e) in seen:
                 return
             super().visit_expr(e)
             seen.add(id(e))
             fn(e)
 
-        def visit_var_def(self, var):
+        def visit_var_def(self, var: Var) -> None:
             pass
 
     _V().visit_expr(expr)

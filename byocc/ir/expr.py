@@ -8,9 +8,10 @@ Children are tuples. ``struct_info`` is filled when a node is normalized (parser
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Span
+from .prim import Dim, TirVar
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -24,17 +25,24 @@ from .struct_info import (
     struct_info_vars,
 )
 
-_node = dataclass(frozen=True, slots=True, eq=False)
-
 
 class Expr:
     """Base of every Relax expression."""
 
     __slots__ = ()
 
+    if TYPE_CHECKING:
+        # Every node has these: a field of most, a property of some (declared here for the
+        # type checker only; a class attribute would clash with the subclasses' slots).
+        @property
+        def struct_info(self) -> StructInfo | None: ...
+
+        @property
+        def span(self) -> Span | None: ...
+
     @property
     def ty(self) -> StructInfo | None:
-        return self.struct_info  # type: ignore[attr-defined]
+        return self.struct_info
 
     def __str__(self) -> str:  # the one allowed upward import (design.md)
         from byocc.text.printer import print_expr
@@ -53,13 +61,13 @@ class Op(Expr):
     __slots__ = ("name", "op_def", "span", "__weakref__")
     _table: dict[str, Op] = {}
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.op_def = None
-        self.span = None
+        self.op_def: Any = None  # byocc.ops's OpDef (a layer ir may not import, even for types)
+        self.span: Span | None = None
 
     @property
-    def struct_info(self):
+    def struct_info(self) -> ObjectStructInfo:
         return ObjectStructInfo()
 
     @classmethod
@@ -87,7 +95,7 @@ class Attrs:
     or nested tuples. The op registry decides names, order and defaults.
     """
 
-    items_: tuple = ()
+    items_: tuple[tuple[str, Any], ...] = ()
 
     def __getattr__(self, name: str) -> Any:
         for k, v in object.__getattribute__(self, "items_"):
@@ -110,18 +118,18 @@ class Attrs:
                 return v
         return default
 
-    def keys(self):
+    def keys(self) -> list[str]:
         return [k for k, _ in self.items_]
 
-    def items(self):
+    def items(self) -> list[tuple[str, Any]]:
         return list(self.items_)
 
-    def replace(self, **changes) -> Attrs:
+    def replace(self, **changes: Any) -> Attrs:
         return Attrs(tuple((k, changes.get(k, v)) for k, v in self.items_))
 
 
 # --------------------------------------------------------------------------- leaves
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Var(Expr):
     """A variable. Identity is the object; ``name_hint`` is its actual (non-unique) name."""
 
@@ -133,7 +141,7 @@ class Var(Expr):
         return f"{type(self).__name__}({self.name_hint!r}@{id(self):x})"
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class DataflowVar(Var):
     """A variable local to a dataflow block."""
 
@@ -141,7 +149,7 @@ class DataflowVar(Var):
         return f"DataflowVar({self.name_hint!r}@{id(self):x})"
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class GlobalVar(Expr):
     """A reference to a module member by name (``cls.f``)."""
 
@@ -153,7 +161,7 @@ class GlobalVar(Expr):
         return f"GlobalVar({self.name_hint!r})"
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Constant(Expr):
     """A tensor constant. ``data`` is a numpy array, or ``None`` when the value is unknown
     (a ``metadata[...]`` reference read without its sidecar ``.npz``)."""
@@ -170,11 +178,11 @@ class Constant(Expr):
         return isinstance(si, TensorStructInfo) and si.ndim == 0
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class ShapeExpr(Expr):
     """``R.shape([2, n * 2])``."""
 
-    values: tuple
+    values: tuple[Dim, ...]
     span: Span | None = None
 
     @property
@@ -182,7 +190,7 @@ class ShapeExpr(Expr):
         return ShapeStructInfo(self.values)
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class PrimValue(Expr):
     """A primitive scalar value (``R.clip(x, 0, 6)`` bounds, ``T.float64(0.5)``)."""
 
@@ -195,27 +203,27 @@ class PrimValue(Expr):
         return PrimStructInfo(self.dtype, self.value)
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class StringImm(Expr):
     value: str
     span: Span | None = None
 
     @property
-    def struct_info(self):
+    def struct_info(self) -> ObjectStructInfo:
         return ObjectStructInfo()
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class DataTypeImm(Expr):
     value: str
     span: Span | None = None
 
     @property
-    def struct_info(self):
+    def struct_info(self) -> ObjectStructInfo:
         return ObjectStructInfo()
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class ExternFunc(Expr):
     """``R.ExternFunc("symbol")``."""
 
@@ -225,14 +233,14 @@ class ExternFunc(Expr):
 
 
 # --------------------------------------------------------------------------- compound
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Tuple(Expr):
-    fields: tuple
+    fields: tuple[Expr, ...]
     struct_info: StructInfo | None = None
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class TupleGetItem(Expr):
     tuple_value: Expr
     index: int
@@ -240,21 +248,21 @@ class TupleGetItem(Expr):
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Call(Expr):
     """A call. ``op`` is an :class:`Op`, a :class:`GlobalVar`, a :class:`Var` (local
     function), an :class:`ExternFunc` or a :class:`Function`. ``sinfo_args`` holds
     ``out_ty`` / ``ty_args``."""
 
     op: Expr
-    args: tuple
+    args: tuple[Expr, ...]
     attrs: Attrs | None = None
-    sinfo_args: tuple = ()
+    sinfo_args: tuple[StructInfo, ...] = ()
     struct_info: StructInfo | None = None
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class If(Expr):
     cond: Expr
     true_branch: Expr
@@ -264,47 +272,55 @@ class If(Expr):
 
 
 # --------------------------------------------------------------------------- bindings
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Binding:
     var: Var
 
+    if TYPE_CHECKING:
+        # Both kinds of binding have these (fields of each; declared for the checker).
+        @property
+        def value(self) -> Expr: ...
 
-@_node
+        @property
+        def span(self) -> Span | None: ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class VarBinding(Binding):
     value: Expr
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class MatchCast(Binding):
     value: Expr
     struct_info: StructInfo
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class BindingBlock:
-    bindings: tuple
+    bindings: tuple[Binding, ...]
     span: Span | None = None
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class DataflowBlock(BindingBlock):
     pass
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class SeqExpr(Expr):
-    blocks: tuple
+    blocks: tuple[BindingBlock, ...]
     body: Expr
     span: Span | None = None
 
     @property
-    def struct_info(self):
+    def struct_info(self) -> StructInfo | None:
         return self.body.struct_info
 
 
-def _same_after_simplify(a, b) -> bool:
+def _same_after_simplify(a: StructInfo, b: StructInfo) -> bool:
     """Types (tensors, tuples of them) whose dims agree once simplified (``4 * n`` and
     ``n * 4``): TVM's IsBaseOf
     proves such dims equal, so its Function constructor takes the body's form."""
@@ -315,18 +331,18 @@ def _same_after_simplify(a, b) -> bool:
     return simplify_struct_info_dims(a) == simplify_struct_info_dims(b)
 
 
-@_node
+@dataclass(frozen=True, slots=True, eq=False)
 class Function(Expr):
     """A Relax function. ``attrs`` is a dict that must not be mutated after creation."""
 
-    params: tuple
+    params: tuple[Var, ...]
     body: SeqExpr
     ret_struct_info: StructInfo
     is_pure: bool = True
-    attrs: dict = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
     span: Span | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # As TVM's Function constructor: a body more precise than the declared return type
         # refines it (``-> R.Any`` returning a tensor becomes that tensor type).
         body = self.body
@@ -334,7 +350,7 @@ class Function(Expr):
         ret = self.ret_struct_info
         if body_si is not None and ret is not None and body_si != ret and (
                 is_base_of(ret, body_si) or _same_after_simplify(ret, body_si)):
-            defined = set()
+            defined: set[TirVar] = set()
             for p in self.params:
                 if p.struct_info is not None:
                     defined.update(struct_info_vars(p.struct_info))
@@ -344,9 +360,11 @@ class Function(Expr):
 
     @property
     def struct_info(self) -> FuncStructInfo:
-        return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_struct_info, self.is_pure)
+        # well-formed functions type every parameter (well_formed reports one that is not)
+        return FuncStructInfo(tuple(p.struct_info for p in self.params),  # type: ignore[misc]
+                              self.ret_struct_info, self.is_pure)
 
-    def with_attrs(self, **changes) -> Function:
+    def with_attrs(self, **changes: Any) -> Function:
         """A copy with attributes set (value ``None`` removes the key)."""
         attrs = dict(self.attrs)
         for k, v in changes.items():

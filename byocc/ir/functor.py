@@ -7,6 +7,9 @@ depth is bounded by expression nesting (shallow in normal form) and function nes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
+
 from .expr import (
     Binding,
     BindingBlock,
@@ -15,6 +18,7 @@ from .expr import (
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
+    Expr,
     ExternFunc,
     Function,
     GlobalVar,
@@ -31,7 +35,7 @@ from .expr import (
     VarBinding,
 )
 
-EXPR_METHODS = {
+EXPR_METHODS: dict[type[Expr], str] = {
     Var: "visit_var_",
     DataflowVar: "visit_dataflow_var_",
     GlobalVar: "visit_global_var_",
@@ -52,18 +56,18 @@ EXPR_METHODS = {
 
 
 class _Dispatch:
-    _table: dict
+    _table: dict[type[Expr], Callable[[Any, Any], Any]]
 
-    def __init_subclass__(cls, **kw):
+    def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._table = {t: getattr(cls, name) for t, name in EXPR_METHODS.items()}
-
-    def visit_expr(self, expr):
-        return self._table[type(expr)](self, expr)
 
 
 class ExprVisitor(_Dispatch):
     """Walks an expression tree; override ``visit_<node>_`` methods."""
+
+    def visit_expr(self, expr: Expr) -> None:
+        return self._table[type(expr)](self, expr)
 
     def visit_binding_block(self, block: BindingBlock) -> None:
         if isinstance(block, DataflowBlock):
@@ -82,8 +86,8 @@ class ExprVisitor(_Dispatch):
     def visit_binding(self, binding: Binding) -> None:
         if isinstance(binding, MatchCast):
             self.visit_match_cast_(binding)
-        else:
-            self.visit_var_binding_(binding)
+        else:  # the one other kind
+            self.visit_var_binding_(cast(VarBinding, binding))
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         self.visit_expr(binding.value)
@@ -97,40 +101,40 @@ class ExprVisitor(_Dispatch):
         pass
 
     # leaves
-    def visit_var_(self, e): pass
-    def visit_dataflow_var_(self, e): return self.visit_var_(e)
-    def visit_global_var_(self, e): pass
-    def visit_constant_(self, e): pass
-    def visit_shape_expr_(self, e): pass
-    def visit_prim_value_(self, e): pass
-    def visit_string_imm_(self, e): pass
-    def visit_data_type_imm_(self, e): pass
-    def visit_extern_func_(self, e): pass
-    def visit_op_(self, e): pass
+    def visit_var_(self, e: Var) -> None: pass
+    def visit_dataflow_var_(self, e: DataflowVar) -> None: return self.visit_var_(e)
+    def visit_global_var_(self, e: GlobalVar) -> None: pass
+    def visit_constant_(self, e: Constant) -> None: pass
+    def visit_shape_expr_(self, e: ShapeExpr) -> None: pass
+    def visit_prim_value_(self, e: PrimValue) -> None: pass
+    def visit_string_imm_(self, e: StringImm) -> None: pass
+    def visit_data_type_imm_(self, e: DataTypeImm) -> None: pass
+    def visit_extern_func_(self, e: ExternFunc) -> None: pass
+    def visit_op_(self, e: Op) -> None: pass
 
-    def visit_tuple_(self, e: Tuple):
+    def visit_tuple_(self, e: Tuple) -> None:
         for f in e.fields:
             self.visit_expr(f)
 
-    def visit_tuple_getitem_(self, e: TupleGetItem):
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> None:
         self.visit_expr(e.tuple_value)
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> None:
         self.visit_expr(e.op)
         for a in e.args:
             self.visit_expr(a)
 
-    def visit_if_(self, e: If):
+    def visit_if_(self, e: If) -> None:
         self.visit_expr(e.cond)
         self.visit_expr(e.true_branch)
         self.visit_expr(e.false_branch)
 
-    def visit_seq_expr_(self, e: SeqExpr):
+    def visit_seq_expr_(self, e: SeqExpr) -> None:
         for block in e.blocks:
             self.visit_binding_block(block)
         self.visit_expr(e.body)
 
-    def visit_function_(self, e: Function):
+    def visit_function_(self, e: Function) -> None:
         for p in e.params:
             self.visit_var_def(p)
         self.visit_expr(e.body)
@@ -143,55 +147,55 @@ class ExprMutator(_Dispatch):
     """Post-order rewriting. Returns the same object when nothing changed (``new is old``).
     ``var_remap`` maps old variables to replacement expressions."""
 
-    def __init__(self):
-        self.var_remap: dict = {}
-        self._memo: dict = {}
+    def __init__(self) -> None:
+        self.var_remap: dict[Var, Expr] = {}
+        self._memo: dict[int, tuple[Expr, Expr]] = {}
 
-    def visit_expr(self, expr):
+    def visit_expr(self, expr: Expr) -> Expr:
         key = id(expr)
         hit = self._memo.get(key)
         if hit is not None and hit[0] is expr:
             return hit[1]
-        out = self._table[type(expr)](self, expr)
+        out: Expr = self._table[type(expr)](self, expr)
         self._memo[key] = (expr, out)
         return out
 
     # leaves
-    def visit_var_(self, e):
+    def visit_var_(self, e: Var) -> Expr:
         return self.var_remap.get(e, e)
 
-    def visit_dataflow_var_(self, e):
+    def visit_dataflow_var_(self, e: DataflowVar) -> Expr:
         return self.visit_var_(e)
 
-    def visit_global_var_(self, e): return e
-    def visit_constant_(self, e): return e
-    def visit_shape_expr_(self, e): return e
-    def visit_prim_value_(self, e): return e
-    def visit_string_imm_(self, e): return e
-    def visit_data_type_imm_(self, e): return e
-    def visit_extern_func_(self, e): return e
-    def visit_op_(self, e): return e
+    def visit_global_var_(self, e: GlobalVar) -> Expr: return e
+    def visit_constant_(self, e: Constant) -> Expr: return e
+    def visit_shape_expr_(self, e: ShapeExpr) -> Expr: return e
+    def visit_prim_value_(self, e: PrimValue) -> Expr: return e
+    def visit_string_imm_(self, e: StringImm) -> Expr: return e
+    def visit_data_type_imm_(self, e: DataTypeImm) -> Expr: return e
+    def visit_extern_func_(self, e: ExternFunc) -> Expr: return e
+    def visit_op_(self, e: Op) -> Expr: return e
 
-    def visit_tuple_(self, e: Tuple):
+    def visit_tuple_(self, e: Tuple) -> Expr:
         fields = tuple(self.visit_expr(f) for f in e.fields)
         if all(a is b for a, b in zip(fields, e.fields)):
             return e
         return Tuple(fields, e.struct_info, e.span)
 
-    def visit_tuple_getitem_(self, e: TupleGetItem):
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> Expr:
         t = self.visit_expr(e.tuple_value)
         if t is e.tuple_value:
             return e
         return TupleGetItem(t, e.index, e.struct_info, e.span)
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> Expr:
         op = self.visit_expr(e.op)
         args = tuple(self.visit_expr(a) for a in e.args)
         if op is e.op and all(a is b for a, b in zip(args, e.args)):
             return e
         return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
 
-    def visit_if_(self, e: If):
+    def visit_if_(self, e: If) -> Expr:
         c, t, f = self.visit_expr(e.cond), self.visit_expr(e.true_branch), self.visit_expr(e.false_branch)
         if c is e.cond and t is e.true_branch and f is e.false_branch:
             return e
@@ -200,7 +204,7 @@ class ExprMutator(_Dispatch):
     def visit_var_def(self, var: Var) -> Var:
         return var
 
-    def visit_binding(self, binding: Binding) -> list:
+    def visit_binding(self, binding: Binding) -> list[Binding]:
         """Returns the list of bindings replacing ``binding`` (usually one)."""
         value = self.visit_expr(binding.value)
         var = self.visit_var_def(binding.var)
@@ -213,7 +217,7 @@ class ExprMutator(_Dispatch):
         return [VarBinding(var, value, binding.span)]
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
-        out: list = []
+        out: list[Binding] = []
         changed = False
         for b in block.bindings:
             new = self.visit_binding(b)
@@ -224,7 +228,7 @@ class ExprMutator(_Dispatch):
             return block
         return type(block)(tuple(out), block.span)
 
-    def visit_seq_expr_(self, e: SeqExpr):
+    def visit_seq_expr_(self, e: SeqExpr) -> Expr:
         blocks = [self.visit_binding_block(b) for b in e.blocks]
         body = self.visit_expr(e.body)
         blocks2 = [b for b in blocks if b.bindings]
@@ -232,55 +236,55 @@ class ExprMutator(_Dispatch):
             return e
         return SeqExpr(tuple(blocks2), body, e.span)
 
-    def visit_function_(self, e: Function):
+    def visit_function_(self, e: Function) -> Expr:
         params = tuple(self.visit_var_def(p) for p in e.params)
         body = self.visit_expr(e.body)
         if body is e.body and all(a is b for a, b in zip(params, e.params)):
             return e
-        return Function(params, body, e.ret_struct_info, e.is_pure, dict(e.attrs), e.span)
+        # visit_seq_expr_ maps a sequence to a sequence; an override must as well
+        return Function(params, cast(SeqExpr, body), e.ret_struct_info, e.is_pure, dict(e.attrs), e.span)
 
 
 ExprMutator.__init_subclass__()
 
 
-def operands(e) -> tuple:
+def operands(e: Expr) -> tuple[Expr, ...]:
     """The operand expressions of a Call (its arguments), Tuple or TupleGetItem; () else."""
-    t = type(e)
-    if t is Call:
+    if type(e) is Call:
         return e.args
-    if t is Tuple:
+    if type(e) is Tuple:
         return e.fields
-    if t is TupleGetItem:
+    if type(e) is TupleGetItem:
         return (e.tuple_value,)
     return ()
 
 
-def map_operands(e, fn, callee_kinds: tuple = ()):
+def map_operands(e: Expr, fn: Callable[[Expr], Expr], callee_kinds: tuple[type[Expr], ...] = ()) -> Expr:
     """A Call, Tuple or TupleGetItem with ``fn`` applied to each operand (and to a Call's
     callee when it is one of ``callee_kinds``); ``e`` itself when nothing changed. Struct
     info is kept: callers that need it re-derived do so."""
-    t = type(e)
-    if t is Call:
+    if type(e) is Call:
         op = fn(e.op) if isinstance(e.op, callee_kinds) else e.op
         args = tuple(fn(a) for a in e.args)
         if op is e.op and all(a is b for a, b in zip(args, e.args)):
             return e
         return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
-    if t is Tuple:
+    if type(e) is Tuple:
         fields = tuple(fn(f) for f in e.fields)
         if all(a is b for a, b in zip(fields, e.fields)):
             return e
         return Tuple(fields, e.struct_info, e.span)
-    if t is TupleGetItem:
+    if type(e) is TupleGetItem:
         tv = fn(e.tuple_value)
         return e if tv is e.tuple_value else TupleGetItem(tv, e.index, e.struct_info, e.span)
     return e
 
 
-def rebuild_seq(seq: SeqExpr, old_blocks, new_blocks, body) -> SeqExpr:
+def rebuild_seq(seq: SeqExpr, old_blocks: Iterable[BindingBlock], new_blocks: Iterable[BindingBlock],
+                body: Expr) -> SeqExpr:
     """``seq`` with ``new_blocks`` (pairwise replacing ``old_blocks``; empty ones dropped) and
     ``body``: the same object when no block and not the body changed."""
-    blocks = []
+    blocks: list[BindingBlock] = []
     changed = body is not seq.body
     for old, new in zip(old_blocks, new_blocks):
         changed |= new is not old
@@ -293,7 +297,7 @@ def rebuild_seq(seq: SeqExpr, old_blocks, new_blocks, body) -> SeqExpr:
     return SeqExpr(tuple(blocks), body, seq.span)
 
 
-def retype_rebound_var(var: Var, value, var_remap: dict, old: Var | None = None) -> Var:
+def retype_rebound_var(var: Var, value: Expr, var_remap: dict[Var, Expr], old: Var | None = None) -> Var:
     """TVM's ReEmitBinding: a binding whose value changed gets a variable of the new value's
     type (same name and kind) when the types differ; ``var_remap`` maps the old variable
     (``old``, default ``var``) to it so later uses follow."""
@@ -305,7 +309,7 @@ def retype_rebound_var(var: Var, value, var_remap: dict, old: Var | None = None)
     return new_var
 
 
-def post_order_bindings(func: Function):
+def post_order_bindings(func: Function) -> Iterator[Binding]:
     """Yield every binding of ``func`` (blocks in order), without recursing into locals."""
     body = func.body
     if isinstance(body, SeqExpr):

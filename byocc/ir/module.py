@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator, Mapping
+from typing import Any
 
 from .expr import ExternFunc, Function, GlobalVar
+
+# What a module maps names to.
+BaseFunc = Function | ExternFunc
 
 
 class IRModule:
@@ -18,9 +22,15 @@ class IRModule:
 
     __slots__ = ("_functions", "_gvars", "attrs", "extras")
 
-    def __init__(self, functions=None, attrs: dict | None = None, global_vars=None, extras=None):
-        funcs: dict = {}
-        gvars: dict = {}
+    def __init__(
+        self,
+        functions: Mapping[str, BaseFunc] | Mapping[GlobalVar, BaseFunc] | Mapping[str | GlobalVar, BaseFunc] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        global_vars: Mapping[str, GlobalVar] | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> None:
+        funcs: dict[str, BaseFunc] = {}
+        gvars: dict[str, GlobalVar] = {}
         for key, func in (functions or {}).items():
             name = key.name_hint if isinstance(key, GlobalVar) else key
             funcs[name] = func
@@ -39,14 +49,14 @@ class IRModule:
 
     # ------------------------------------------------------------------ reading
     @property
-    def functions(self) -> dict:
+    def functions(self) -> dict[str, BaseFunc]:
         return dict(self._functions)
 
-    def __getitem__(self, key) -> Function | ExternFunc:
+    def __getitem__(self, key: str | GlobalVar) -> BaseFunc:
         name = key.name_hint if isinstance(key, GlobalVar) else key
         return self._functions[name]
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         name = key.name_hint if isinstance(key, GlobalVar) else key
         return name in self._functions
 
@@ -56,7 +66,7 @@ class IRModule:
     def __len__(self) -> int:
         return len(self._functions)
 
-    def items(self):
+    def items(self) -> ItemsView[str, BaseFunc]:
         return self._functions.items()
 
     def get_global_var(self, name: str) -> GlobalVar:
@@ -69,7 +79,7 @@ class IRModule:
         return list(self._functions)
 
     # ------------------------------------------------------------------ updating
-    def with_function(self, name: str, func, gvar: GlobalVar | None = None) -> IRModule:
+    def with_function(self, name: str, func: BaseFunc, gvar: GlobalVar | None = None) -> IRModule:
         """A module with ``name`` bound to ``func`` (replacing any previous one)."""
         new = self._copy()
         new._functions[name] = func
@@ -86,12 +96,12 @@ class IRModule:
             new._gvars.pop(name, None)
         return new
 
-    def with_attrs(self, attrs: dict) -> IRModule:
+    def with_attrs(self, attrs: Mapping[str, Any]) -> IRModule:
         new = self._copy()
         new.attrs = dict(attrs)
         return new
 
-    def with_extras(self, **extras) -> IRModule:
+    def with_extras(self, **extras: Any) -> IRModule:
         new = self._copy()
         new.extras.update(extras)
         return new
@@ -105,12 +115,12 @@ class IRModule:
         return new
 
     # ------------------------------------------------------------------ text
-    def script(self, **config) -> str:
+    def script(self, **config: Any) -> str:
         from byocc.text.printer import print_module  # allowed upward import (design.md)
 
         return print_module(self, **config)
 
-    def show(self, **config) -> None:
+    def show(self, **config: Any) -> None:
         print(self.script(**config))
 
     def __str__(self) -> str:

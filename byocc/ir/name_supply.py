@@ -9,7 +9,7 @@ class NameSupply:
 
     __slots__ = ("used",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.used: dict[str, int] = {}
 
     def fresh(self, hint: str) -> str:

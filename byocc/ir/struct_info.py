@@ -6,9 +6,14 @@ Printed forms are in spec/textual-ir.md section 3. ``dtype`` is ``None`` when un
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .prim import Dim, dim_vars
+from .prim import Dim, TirVar, dim_vars
+
+if TYPE_CHECKING:
+    from .expr import Var
 
 
 class StructInfo:
@@ -32,22 +37,22 @@ class PrimStructInfo(StructInfo):
 class ShapeStructInfo(StructInfo):
     """``R.Shape([2, 3])`` / ``R.Shape(ndim=2)`` / ``R.Shape(ndim=-1)``."""
 
-    values: tuple | None = None  # tuple of Dim when known
+    values: tuple[Dim, ...] | None = None  # known dims
     ndim: int = -1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.values is not None and self.ndim != len(self.values):
             object.__setattr__(self, "ndim", len(self.values))
 
 
-class ShapeTuple(tuple):
+class ShapeTuple(tuple[Dim, ...]):
     """A tensor shape: a plain tuple of dims that also answers TVM's ``shape.values``
     (check functions written for TVM read ``x.ty.shape.values``)."""
 
     __slots__ = ()
 
     @property
-    def values(self) -> tuple:
+    def values(self) -> tuple[Dim, ...]:
         return tuple(self)
 
 
@@ -59,12 +64,12 @@ class TensorStructInfo(StructInfo):
     shape-typed variable ``s``).
     """
 
-    shape: tuple | None = None
+    shape: tuple[Dim, ...] | None = None  # a ShapeTuple once built
     dtype: str | None = None
     ndim: int = -1
-    shape_var: object = None  # a Var of Shape type, rare
+    shape_var: Var | None = None  # a Var of Shape type, rare
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.shape is not None:
             if type(self.shape) is not ShapeTuple:
                 object.__setattr__(self, "shape", ShapeTuple(self.shape))
@@ -79,9 +84,9 @@ class TensorStructInfo(StructInfo):
 
 @dataclass(frozen=True, slots=True)
 class TupleStructInfo(StructInfo):
-    fields: tuple = ()
+    fields: tuple[StructInfo, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.fields, tuple):
             object.__setattr__(self, "fields", tuple(self.fields))
 
@@ -90,12 +95,12 @@ class TupleStructInfo(StructInfo):
 class FuncStructInfo(StructInfo):
     """``R.Callable((P1, P2), RET, purity)``; ``params is None`` for an opaque callable."""
 
-    params: tuple | None = None
+    params: tuple[StructInfo, ...] | None = None
     ret: StructInfo = ObjectStructInfo()
     purity: bool = True
 
 
-def struct_info_vars(si: StructInfo, out: list | None = None) -> list:
+def struct_info_vars(si: StructInfo, out: list[TirVar] | None = None) -> list[TirVar]:
     """Free symbolic dims (TirVars) of a struct info, first-occurrence order."""
     if out is None:
         out = []
@@ -117,7 +122,7 @@ def struct_info_vars(si: StructInfo, out: list | None = None) -> list:
     return out
 
 
-def tensor(shape, dtype: str | None) -> TensorStructInfo:
+def tensor(shape: Iterable[Dim], dtype: str | None) -> TensorStructInfo:
     """Shorthand: ``tensor((4, 4), "float32")``."""
     return TensorStructInfo(tuple(shape), dtype)
 
@@ -153,7 +158,7 @@ def is_base_of(base: StructInfo, derived: StructInfo) -> bool:
     return False
 
 
-def erase_to_well_defined(si: StructInfo, defined_vars) -> StructInfo:
+def erase_to_well_defined(si: StructInfo, defined_vars: Collection[TirVar]) -> StructInfo:
     """``si`` without the symbolic dims that are not in ``defined_vars`` (a tensor whose
     shape uses one keeps only its rank and dtype), as TVM's EraseToWellDefined."""
     if isinstance(si, TensorStructInfo) and si.shape is not None:

@@ -21,9 +21,13 @@ linear in the number of nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from .analysis import find_impure_call, is_impure_call
 from .diagnostics import Span, WellFormedError
 from .expr import (
+    Binding,
     Call,
     Constant,
     DataflowBlock,
@@ -46,7 +50,7 @@ from .expr import (
     VarBinding,
 )
 from .module import IRModule
-from .prim import TirVar, dim_vars
+from .prim import Dim, TirVar, dim_vars
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -71,7 +75,7 @@ def _type_key(e: Expr) -> str:
     return _TYPE_KEYS.get(type(e), f"relax.expr.{type(e).__name__}")
 
 
-def _show(e) -> str:
+def _show(e: Expr) -> str:
     """Short text of a node for messages: names for variables, TVM's GlobalVar form, else
     the printer's text (first line)."""
     if isinstance(e, Var):
@@ -87,7 +91,7 @@ def _show(e) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
-def _dim_text(d) -> str:
+def _dim_text(d: Dim) -> str:
     if isinstance(d, TirVar):
         return d.name
     return str(d)
@@ -149,29 +153,29 @@ def _conflicts(base: StructInfo | None, derived: StructInfo | None) -> bool:
 
 
 class _Checker:
-    def __init__(self, mod: IRModule | None, check_ty: bool):
+    def __init__(self, mod: IRModule | None, check_ty: bool) -> None:
         self.mod = mod
         self.check_ty = check_ty
         self.problems: list[WellFormedError] = []
-        self._seen: set = set()
-        self.defined: set = set()          # visible Vars
-        self.defined_log: list = []        # definition order, for undoing scopes
-        self.df_defined: set = set()       # DataflowVars of the current block
-        self.dims: set = set()             # visible symbolic dims
-        self.dims_log: list = []
+        self._seen: set[tuple[str, Any]] = set()
+        self.defined: set[Var] = set()           # visible Vars
+        self.defined_log: list[Var] = []         # definition order, for undoing scopes
+        self.df_defined: set[Var] = set()        # DataflowVars of the current block
+        self.dims: set[TirVar] = set()           # visible symbolic dims
+        self.dims_log: list[TirVar] = []
         self.in_dataflow = False
-        self.recur: set = set()            # local functions being defined (may self-call)
-        self.param_owner: dict = {}        # parameter Var -> top-level function name
+        self.recur: set[Var] = set()             # local functions being defined (may self-call)
+        self.param_owner: dict[Var, str] = {}    # parameter Var -> top-level function name
         self.func_name = "(anonymous function)"
         self.spans: list[Span | None] = []
 
     # ---------------------------------------------------------------- reporting
-    def report(self, message: str, *nodes, key=None) -> None:
+    def report(self, message: str, *nodes: object, key: object = None) -> None:
         dedup = (message, key if key is not None else tuple(id(n) for n in nodes))
         if dedup in self._seen:
             return
         self._seen.add(dedup)
-        span = None
+        span: Span | None = None
         for n in nodes:
             span = getattr(n, "span", None)
             if span is not None:
@@ -266,7 +270,7 @@ class _Checker:
         else:
             self.visit_expr(seq.body)
 
-    def visit_binding(self, b) -> None:
+    def visit_binding(self, b: Binding) -> None:
         self.spans.append(getattr(b, "span", None))
         value = b.value
         if isinstance(b, VarBinding):
@@ -345,7 +349,7 @@ class _Checker:
         elif isinstance(e, Function):
             self.visit_function(e)
 
-    def _check_dims(self, values, node) -> None:
+    def _check_dims(self, values: Iterable[Dim | float | None], node: Expr) -> None:
         for v in values:
             if isinstance(v, (bool, int, float)) or v is None:
                 continue
