@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from byocc.backends import get_patterns_with_prefix
+from byocc.ir.arith import simplify_dim
 from byocc.ir.prim import PrimBinary as B
 from byocc.ir.prim import TirVar, dim_text
-from byocc.ir.prim_simplify import simplify_dim
 from byocc.script import from_source
 from byocc.transform import partition
 

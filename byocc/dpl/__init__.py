@@ -1,7 +1,8 @@
 """byocc.dpl: the dataflow pattern language (TVM's names), matcher, pattern entries and
 the check context. spec/partitioning.md sections 3 and 4."""
 
-from .arith import can_prove_equal, product
+from byocc.ir.arith import can_prove_equal, product  # (re-exported: backends' checks)
+
 from .constructors import (
     PatternWithAnnotations,
     append_bias_activation,

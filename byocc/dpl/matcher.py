@@ -39,10 +39,10 @@ from byocc.ir import (
     TupleGetItem,
     Var,
 )
+from byocc.ir.arith import can_prove_equal
 from byocc.ir.struct_info import TensorStructInfo
 
 from . import pattern as P
-from .arith import can_prove_equal
 from .predicates import expr_equal_same_vars, match_call_attrs, match_dict, struct_info_base_of
 from .printing import describe_expr, describe_pattern
 

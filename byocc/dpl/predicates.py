@@ -20,6 +20,7 @@ from byocc.ir import (
     TupleGetItem,
     Var,
 )
+from byocc.ir.arith import can_prove_equal
 from byocc.ir.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -29,7 +30,6 @@ from byocc.ir.struct_info import (
     TupleStructInfo,
 )
 
-from .arith import can_prove_equal
 from .printing import op_display_name
 
 

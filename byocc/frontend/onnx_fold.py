@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from byocc.ops import dims
+from byocc.ir import arith
 
 #: ONNX operators never folded: random generators (a fresh value per run).
 NO_FOLD = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
@@ -80,9 +80,9 @@ def _elementwise(fn: Callable) -> Callable:
 
 
 def _equal(a, b):
-    if dims.equal(a, b):
+    if arith.provably_equal(a, b):
         return True
-    if dims.provably_different(a, b):
+    if arith.provably_different(a, b):
         return False
     raise _Undecided()
 
@@ -172,12 +172,12 @@ def _reduce_prod(node, attrs, vals):
     if data.ndim != 1:
         raise _Undecided()
     out = np.empty((1,) if attrs.get("keepdims", 1) else (), dtype=object)
-    out[...] = dims.product(list(data))
+    out[...] = arith.product(list(data))
     return [out]
 
 
 def _floordiv(a, b):
-    return dims.simplify(dims.floordiv(a, b))
+    return arith.simplify_dim(arith.floordiv(a, b))
 
 
 def _equal_op(node, attrs, vals):
@@ -192,9 +192,9 @@ SYMBOLIC: dict[str, Callable] = {
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
     "Slice": _slice,
-    "Add": _elementwise(lambda a, b: dims.simplify(dims.add(a, b))),
-    "Sub": _elementwise(lambda a, b: dims.simplify(dims.sub(a, b))),
-    "Mul": _elementwise(lambda a, b: dims.simplify(dims.mul(a, b))),
+    "Add": _elementwise(lambda a, b: arith.simplify_dim(arith.add(a, b))),
+    "Sub": _elementwise(lambda a, b: arith.simplify_dim(arith.sub(a, b))),
+    "Mul": _elementwise(lambda a, b: arith.simplify_dim(arith.mul(a, b))),
     "Div": _elementwise(_floordiv),
     "Equal": _equal_op,
     "Where": _where,

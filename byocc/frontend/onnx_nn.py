@@ -3,8 +3,7 @@ normalisation, softmax, Gemm/MatMul, activations with parameters, Pad."""
 
 from __future__ import annotations
 
-from byocc.ir import TupleGetItem, UnsupportedError
-from byocc.ops import dims
+from byocc.ir import TupleGetItem, UnsupportedError, arith
 
 from .onnx_ops import converter, ints, opt
 
@@ -222,7 +221,7 @@ def _lrn(imp, node, inputs, attrs):
     alpha, beta, bias = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75), attrs.get("bias", 1.0)
     x = imp.tensor(inputs[0])
     sq = imp.op("relax.multiply", x, x)
-    rows = imp.op("relax.reshape", sq, [shape[0], 1, shape[1], dims.product(shape[2:])])
+    rows = imp.op("relax.reshape", sq, [shape[0], 1, shape[1], arith.product(shape[2:])])
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     avg = imp.op("relax.nn.avg_pool2d", rows, pool_size=[size, 1], strides=[1, 1], dilation=[1, 1],
                  padding=[lo, 0, hi, 0], count_include_pad=True)
@@ -245,7 +244,7 @@ def _softmax(imp, node, inputs, attrs):
     axis = axis + rank if axis < 0 else axis
     if axis == rank - 1:
         return [imp.make(op, x, axis=-1)]
-    flat = imp.op("relax.reshape", x, [dims.product(shape[:axis]), dims.product(shape[axis:])])
+    flat = imp.op("relax.reshape", x, [arith.product(shape[:axis]), arith.product(shape[axis:])])
     out = imp.op(op, flat, axis=-1)
     return [imp.make("relax.reshape", out, list(shape))]
 

@@ -5,8 +5,7 @@ symbolic (``PrimExpr``) wherever a shape flows from a graph input with ``dim_par
 
 from __future__ import annotations
 
-from byocc.ir import TupleGetItem, UnsupportedError
-from byocc.ops import dims
+from byocc.ir import TupleGetItem, UnsupportedError, arith
 
 from .onnx_fold import is_symbolic
 from .onnx_ops import axis_list, converter, dim_list, ints, opt
@@ -35,7 +34,7 @@ def _shape(imp, node, inputs, attrs):
 def _size(imp, node, inputs, attrs):
     import numpy as np
 
-    total = dims.product(imp.shape(inputs[0]))
+    total = arith.product(imp.shape(inputs[0]))
     if isinstance(total, int):
         return [np.array(total, dtype=np.int64)]
     out = np.empty((), dtype=object)
@@ -53,8 +52,8 @@ def resolve_reshape(in_shape: tuple, target: list, allowzero: bool) -> list:
             out[i] = in_shape[i]
     if any(isinstance(d, int) and d == -1 for d in out):
         k = next(i for i, d in enumerate(out) if isinstance(d, int) and d == -1)
-        known = dims.product(d for i, d in enumerate(out) if i != k)
-        out[k] = _divide_dims(dims.product(in_shape), known)
+        known = arith.product(d for i, d in enumerate(out) if i != k)
+        out[k] = _divide_dims(arith.product(in_shape), known)
     return out
 
 
@@ -66,7 +65,7 @@ def _divide_dims(total, known):
         return total // known
     if _cancellable(total, known):
         return _cancel(total, known)
-    return dims.simplify(dims.floordiv(total, known))
+    return arith.simplify_dim(arith.floordiv(total, known))
 
 
 def _factors(d) -> tuple[list, int]:
@@ -88,7 +87,7 @@ def _factors(d) -> tuple[list, int]:
 def _cancellable(total, known) -> bool:
     ts, tc = _factors(total)
     ks, kc = _factors(known)
-    return kc != 0 and tc % kc == 0 and all(any(dims.equal(k, t) for t in ts) for k in ks)
+    return kc != 0 and tc % kc == 0 and all(any(arith.provably_equal(k, t) for t in ts) for k in ks)
 
 
 def _cancel(total, known):
@@ -96,9 +95,9 @@ def _cancel(total, known):
     ks, kc = _factors(known)
     rest = list(ts)
     for k in ks:
-        j = next(i for i, t in enumerate(rest) if dims.equal(k, t))
+        j = next(i for i, t in enumerate(rest) if arith.provably_equal(k, t))
         rest.pop(j)
-    return dims.product(list(reversed(rest)) + [tc // kc])
+    return arith.product(list(reversed(rest)) + [tc // kc])
 
 
 @converter("Reshape")
@@ -117,7 +116,7 @@ def _flatten(imp, node, inputs, attrs):
     shape = imp.shape(inputs[0])
     axis = attrs.get("axis", 1)
     axis = axis + len(shape) if axis < 0 else axis
-    new = [dims.product(shape[:axis]), dims.product(shape[axis:])]
+    new = [arith.product(shape[:axis]), arith.product(shape[axis:])]
     return [imp.make("relax.reshape", imp.tensor(inputs[0]), new)]
 
 
@@ -208,7 +207,7 @@ def _slice(imp, node, inputs, attrs):
     end = [_slice_bound(e, shape[a], st, True) for e, a, st in zip(ends, axes, steps)]
     # axes sliced whole (0:dim:1, typical with a dim read by Shape) are left out
     keep = [i for i, a in enumerate(axes)
-            if not (steps[i] == 1 and begin[i] == 0 and dims.equal(end[i], shape[a]))]
+            if not (steps[i] == 1 and begin[i] == 0 and arith.provably_equal(end[i], shape[a]))]
     if not keep:
         return [imp.tensor(inputs[0])]
     axes, begin, end, steps = ([v[i] for i in keep] for v in (list(axes), begin, end, steps))
@@ -252,7 +251,7 @@ def broadcast_dims(a: tuple, b: tuple) -> list:
     for x, y in zip(a, b):
         if isinstance(x, int) and x == 1:
             out.append(y)
-        elif isinstance(y, int) and y == 1 or dims.equal(x, y):
+        elif isinstance(y, int) and y == 1 or arith.provably_equal(x, y):
             out.append(x)
         else:
             raise UnsupportedError(f"Expand: dimensions {x} and {y} do not broadcast")

@@ -1,5 +1,7 @@
 """byocc.ir: IR nodes, struct info, module, visitors, analyses."""
 
+from . import arith
+from .arith import simplify_binary
 from .diagnostics import (
     ByoccError,
     ExternalToolError,
@@ -52,7 +54,6 @@ from .prim import (
     PrimMinMax,
     TirVar,
     dim_vars,
-    simplify_binary,
     substitute_dim,
 )
 from .struct_info import (
@@ -78,6 +79,6 @@ __all__ = [
     "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr", "ShapeStructInfo", "Span", "StringImm",
     "StructInfo", "TensorStructInfo", "TirVar", "Tuple", "TupleGetItem", "TupleStructInfo",
     "TypeInferenceError", "UnsupportedError", "Var", "VarBinding", "WellFormedError", "dim_vars",
-    "canonical_form", "is_leaf", "simplify_binary", "struct_info_vars", "structural_equal",
+    "arith", "canonical_form", "is_leaf", "simplify_binary", "struct_info_vars", "structural_equal",
     "structural_hash", "substitute_dim", "tensor",
 ]

@@ -324,7 +324,7 @@ def _same_after_simplify(a: StructInfo, b: StructInfo) -> bool:
     """Types (tensors, tuples of them) whose dims agree once simplified (``4 * n`` and
     ``n * 4``): TVM's IsBaseOf
     proves such dims equal, so its Function constructor takes the body's form."""
-    from .prim_simplify import simplify_struct_info_dims
+    from .arith import simplify_struct_info_dims
 
     if type(a) is not type(b):
         return False

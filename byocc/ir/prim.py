@@ -2,13 +2,15 @@
 
 A dimension is a plain Python ``int`` or a :class:`PrimExpr`: a :class:`TirVar` (identity
 equality: two variables called ``n`` in two functions are different), or an arithmetic node
-(:class:`PrimBinary`, :class:`PrimMinMax`), value-equal over their children.
+(:class:`PrimBinary`, :class:`PrimMinMax`), value-equal over their children. Arithmetic on
+dimensions (folding, simplification, proofs, evaluation) is :mod:`byocc.ir.arith`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import arith as _arith  # the sugar folds through arith (which builds on these nodes)
 from .diagnostics import Span
 
 
@@ -16,16 +18,16 @@ class PrimExpr:
     __slots__ = ()
 
     # arithmetic sugar so passes and the parser can write ``n * 2``
-    def __add__(self, other): return simplify_binary("+", self, other)
-    def __radd__(self, other): return simplify_binary("+", other, self)
-    def __sub__(self, other): return simplify_binary("-", self, other)
-    def __rsub__(self, other): return simplify_binary("-", other, self)
-    def __mul__(self, other): return simplify_binary("*", self, other)
-    def __rmul__(self, other): return simplify_binary("*", other, self)
-    def __floordiv__(self, other): return simplify_binary("//", self, other)
-    def __rfloordiv__(self, other): return simplify_binary("//", other, self)
-    def __mod__(self, other): return simplify_binary("%", self, other)
-    def __rmod__(self, other): return simplify_binary("%", other, self)
+    def __add__(self, other): return _arith.simplify_binary("+", self, other)
+    def __radd__(self, other): return _arith.simplify_binary("+", other, self)
+    def __sub__(self, other): return _arith.simplify_binary("-", self, other)
+    def __rsub__(self, other): return _arith.simplify_binary("-", other, self)
+    def __mul__(self, other): return _arith.simplify_binary("*", self, other)
+    def __rmul__(self, other): return _arith.simplify_binary("*", other, self)
+    def __floordiv__(self, other): return _arith.simplify_binary("//", self, other)
+    def __rfloordiv__(self, other): return _arith.simplify_binary("//", other, self)
+    def __mod__(self, other): return _arith.simplify_binary("%", self, other)
+    def __rmod__(self, other): return _arith.simplify_binary("%", other, self)
 
 
 Dim = int | PrimExpr
@@ -60,22 +62,6 @@ class PrimMinMax(PrimExpr):
     b: Dim
 
 
-def simplify_binary(op: str, a: Dim, b: Dim) -> Dim:
-    """Build ``a op b``, folding constant operands (what TVM's constructors do for ints)."""
-    if isinstance(a, int) and isinstance(b, int):
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "//" and b != 0:
-            return a // b
-        if op == "%" and b != 0:
-            return a % b
-    return PrimBinary(op, a, b)
-
-
 def dim_vars(dim: Dim, out: list | None = None) -> list:
     """Free :class:`TirVar` s of a dimension, in left-to-right first-occurrence order."""
     if out is None:
@@ -99,7 +85,7 @@ def substitute_dim(dim: Dim, mapping: dict) -> Dim:
     if isinstance(dim, TirVar):
         return mapping.get(dim, dim)
     if isinstance(dim, PrimBinary):
-        return simplify_binary(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
+        return _arith.simplify_binary(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
     if isinstance(dim, PrimMinMax):
         return PrimMinMax(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
     return dim

@@ -15,10 +15,9 @@ from byocc.ir import (
     TupleStructInfo,
     TypeInferenceError,
     Var,
+    arith,
 )
 from byocc.ir.prim import dim_text
-
-from . import dims
 
 
 # --------------------------------------------------------------------------- errors
@@ -181,13 +180,13 @@ def broadcast_shapes(call: Call, s1, s2):
     out = []
     for i in range(1, min(n1, n2) + 1):
         d0, d1 = s1[n1 - i], s2[n2 - i]
-        if dims.is_int(d0) and d0 == 1:
+        if arith.is_static(d0) and d0 == 1:
             out.append(d1)
-        elif dims.is_int(d1) and d1 == 1:
+        elif arith.is_static(d1) and d1 == 1:
             out.append(d0)
-        elif dims.equal(d0, d1):
+        elif arith.provably_equal(d0, d1):
             out.append(d0)
-        elif dims.is_int(d0) and dims.is_int(d1):
+        elif arith.is_static(d0) and arith.is_static(d1):
             fail(call, f"the first input shape at dim {n1 - i} is {d0} and the second input shape "
                        f"at dim {n2 - i} is {d1}, which are not broadcastable")
         else:

@@ -7,9 +7,8 @@ are supported, packed layouts (``NCHW4c``) give a rank-only result.
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo, TypeInferenceError
+from byocc.ir import Call, TensorStructInfo, TypeInferenceError, arith
 
-from . import dims
 from .common import (
     binary_out_dtype,
     check_ndim_for_layout,
@@ -111,33 +110,33 @@ def conv_infer(n: int, transpose: bool):
         w = to_layout(list(weight.shape), kp)
         g = a.groups
         if not transpose:
-            c_data, c_kernel = dims.as_int(d[1]), dims.as_int(w[1])
+            c_data, c_kernel = arith.as_int(d[1]), arith.as_int(w[1])
             if c_data is not None and c_kernel is not None and c_data != c_kernel * g:
                 fail(call, f"the data's channel size ({c_data}) should equal the weight's input channel size "
                            f"({c_kernel}) times the number of groups ({g})")
-            o = dims.as_int(w[0])
+            o = arith.as_int(w[0])
             if o is not None and o % g != 0:
                 fail(call, f"the number of output channels ({o}) must be divisible by the number of groups ({g})")
             out = [d[0], w[0]]
             for i in range(n):
-                num = dims.sub(dims.sub(dims.add(d[2 + i], a.padding[i] + a.padding[n + i]),
-                                        dims.mul(a.dilation[i], dims.sub(w[2 + i], 1))), 1)
-                out.append(dims.simplify(dims.add(dims.floordiv(num, a.strides[i]), 1)))
+                num = arith.sub(arith.sub(arith.add(d[2 + i], a.padding[i] + a.padding[n + i]),
+                                        arith.mul(a.dilation[i], arith.sub(w[2 + i], 1))), 1)
+                out.append(arith.simplify_dim(arith.add(arith.floordiv(num, a.strides[i]), 1)))
         else:
-            if dims.provably_different(d[1], w[0]):
+            if arith.provably_different(d[1], w[0]):
                 fail(call, f"the data's channel size ({d[1]}) should equal the weight's input channel size ({w[0]})")
-            c = dims.as_int(w[0])
+            c = arith.as_int(w[0])
             if c is not None and c % g != 0:
                 fail(call, f"the weight's input channel size ({c}) must be divisible by the number of groups ({g})")
             for i in range(n):
                 if a.output_padding[i] >= a.strides[i]:
                     fail(call, f"output padding ({list(a.output_padding)}) must be smaller than the strides ({list(a.strides)})")
-            out = [d[0], dims.mul(w[1], g)]
+            out = [d[0], arith.mul(w[1], g)]
             for i in range(n):
-                size = dims.add(dims.add(dims.add(
-                    dims.sub(dims.mul(dims.sub(d[2 + i], 1), a.strides[i]), a.padding[i] + a.padding[n + i]),
-                    dims.mul(a.dilation[i], dims.sub(w[2 + i], 1))), a.output_padding[i]), 1)
-                out.append(dims.simplify(size))
+                size = arith.add(arith.add(arith.add(
+                    arith.sub(arith.mul(arith.sub(d[2 + i], 1), a.strides[i]), a.padding[i] + a.padding[n + i]),
+                    arith.mul(a.dilation[i], arith.sub(w[2 + i], 1))), a.output_padding[i]), 1)
+                out.append(arith.simplify_dim(size))
         return TensorStructInfo(tuple(from_layout(out, op_)), out_dtype)
 
     return infer
@@ -155,16 +154,16 @@ def pool_infer(n: int):
         d = to_layout(list(data.shape), dp)
         out = [d[0], d[1]]
         for i in range(n):
-            num = dims.sub(dims.sub(dims.add(d[2 + i], a.padding[i] + a.padding[n + i]),
+            num = arith.sub(arith.sub(arith.add(d[2 + i], a.padding[i] + a.padding[n + i]),
                                     a.dilation[i] * (a.pool_size[i] - 1)), 1)
             if a.ceil_mode:
-                num = dims.add(num, a.strides[i] - 1)
-            raw = dims.add(dims.floordiv(num, a.strides[i]), 1)
+                num = arith.add(num, a.strides[i] - 1)
+            raw = arith.add(arith.floordiv(num, a.strides[i]), 1)
             if a.ceil_mode:
-                ri, hi = dims.as_int(raw), dims.as_int(d[2 + i])
+                ri, hi = arith.as_int(raw), arith.as_int(d[2 + i])
                 if ri is not None and hi is not None:
                     raw = ri - 1 if (ri - 1) * a.strides[i] >= hi + a.padding[i] else ri
-            out.append(dims.simplify(raw))
+            out.append(arith.simplify_dim(raw))
         return TensorStructInfo(tuple(from_layout(out, op_)), data.dtype)
 
     return infer

@@ -11,9 +11,9 @@ from byocc.ir import (
     TensorStructInfo,
     Tuple,
     TupleStructInfo,
+    arith,
 )
 
-from . import dims
 from .common import (
     check_num_args,
     fail,
@@ -95,14 +95,14 @@ def infer_gather_nd(call: Call):
     if idx.ndim < 1 or data.ndim <= b or idx.ndim <= b:
         fail(call, f"requires indices of rank > batch_dims ({b}) and data of rank > batch_dims, but they "
                    f"have {idx.ndim} and {data.ndim} dimensions")
-    k = dims.as_int(idx.shape[-1])
+    k = arith.as_int(idx.shape[-1])
     if k is None:
         return TensorStructInfo(None, data.dtype, -1)
     if b + k > data.ndim:
         fail(call, f"the last dimension of the indices ({k}) plus batch_dims ({b}) exceeds the data's "
                    f"rank {data.ndim}")
     for i in range(b):
-        if dims.provably_different(data.shape[i], idx.shape[i]):
+        if arith.provably_different(data.shape[i], idx.shape[i]):
             fail(call, f"requires the batch dimensions of the data and the indices to agree, but "
                        f"dimension {i} is {data.shape[i]} and {idx.shape[i]}")
     return TensorStructInfo(tuple(idx.shape[:-1]) + tuple(data.shape[b + k:]), data.dtype)
@@ -129,11 +129,11 @@ def _prim_tuple(expr):
 def _slice_length(begin, end, stride, dim, assume_inbound: bool):
     """topi::GetLength for known ints (Python slice semantics, clamped); a best effort
     for symbolic extents."""
-    if all(dims.is_int(v) for v in (begin, end, stride, dim)):
+    if all(arith.is_static(v) for v in (begin, end, stride, dim)):
         if stride == 0:
             return None
         return len(range(*slice(begin, end, stride).indices(dim)))
-    if dims.is_int(begin) and dims.is_int(end) and dims.is_int(stride) and stride == 1:
+    if arith.is_static(begin) and arith.is_static(end) and arith.is_static(stride) and stride == 1:
         if begin == 0 and end >= 2**31 - 1:
             return dim
         if 0 <= begin <= end and assume_inbound:
@@ -163,7 +163,7 @@ def infer_strided_slice(call: Call):
     if not (len(axes) == len(begin) == len(end) == len(strides)):
         fail(call, "requires axes, begin, end and strides to have the same length, but they have "
                    f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)} elements")
-    if any(not dims.is_int(a) for a in axes):
+    if any(not arith.is_static(a) for a in axes):
         return TensorStructInfo(None, data.dtype, data.ndim)
     norm = normalize_axes(call, data.ndim, axes)
     out = list(data.shape)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo
+from byocc.ir import Call, TensorStructInfo, arith
 
-from . import dims
 from .common import binary_out_dtype, broadcast_shapes, fail, tensor_args
 from .registry import AttrField, define
 
@@ -32,7 +31,7 @@ def infer_matmul(call: Call):
         return TensorStructInfo(None, out_dtype, out_ndim)
     red1 = s1[-1]
     red2 = s2[n2 - 2] if not app2 else s2[0]
-    if dims.provably_different(red1, red2):
+    if arith.provably_different(red1, red2):
         fail(call, f"matmul requires the reduction length of the operands to be equal, but the LHS "
                    f"has shape {list(s1)} and the RHS has shape {list(s2)} ({red1} != {red2})")
     out = list(prefix)

@@ -3,10 +3,9 @@ broadcast_to, repeat, tile, stack (TVM's tensor/manipulate)."""
 
 from __future__ import annotations
 
-from byocc.ir import Call, ShapeExpr, ShapeStructInfo, TensorStructInfo, TupleStructInfo, Var
+from byocc.ir import Call, ShapeExpr, ShapeStructInfo, TensorStructInfo, TupleStructInfo, Var, arith
 from byocc.ir.prim import PrimMinMax
 
-from . import dims
 from .common import (
     check_num_args,
     fail,
@@ -27,8 +26,8 @@ def prepare_reshape(args, span):
     if len(args) != 2 or not isinstance(args[1], ShapeExpr):
         return args
     values = list(args[1].values)
-    minus = [i for i, v in enumerate(values) if dims.is_int(v) and v == -1]
-    zeros = [i for i, v in enumerate(values) if dims.is_int(v) and v == 0]
+    minus = [i for i, v in enumerate(values) if arith.is_static(v) and v == -1]
+    zeros = [i for i, v in enumerate(values) if arith.is_static(v) and v == 0]
     if not minus and not zeros:
         return args
     from byocc.ir import TypeInferenceError
@@ -45,8 +44,8 @@ def prepare_reshape(args, span):
         known = 1
         for i, v in enumerate(values):
             if i not in minus:
-                known = dims.mul(known, v)
-        values[minus[0]] = dims.simplify(dims.floordiv(dims.product(old), known))
+                known = arith.mul(known, v)
+        values[minus[0]] = arith.simplify_dim(arith.floordiv(arith.product(old), known))
     return (args[0], ShapeExpr(tuple(values), args[1].span))
 
 
@@ -60,8 +59,8 @@ def infer_reshape(call: Call):
         fail(call, f"requires the new shape to be a shape, but it has type {fmt_sinfo(new)}")
     old = shape_values(data)
     if new.values is not None and old is not None:
-        p_new, p_old = dims.product(new.values), dims.product(old)
-        if dims.provably_different(dims.simplify(p_new), dims.simplify(p_old)):
+        p_new, p_old = arith.product(new.values), arith.product(old)
+        if arith.provably_different(arith.simplify_dim(p_new), arith.simplify_dim(p_old)):
             fail(call, f"the new shape {list(new.values)} (product {p_new}) is not convertible from "
                        f"the old shape {list(old)} (product {p_old})")
     target = call.args[1]
@@ -131,13 +130,13 @@ def infer_squeeze(call: Call):
         if shape is None:
             return TensorStructInfo(None, si.dtype, si.ndim - len(axes))
         for a in axes:
-            if not dims.is_int(shape[a]) or shape[a] == 1:
+            if not arith.is_static(shape[a]) or shape[a] == 1:
                 remove[a] = True
     else:
         if shape is None:
             return TensorStructInfo(None, si.dtype, -1)
         for i, d in enumerate(shape):
-            if not dims.is_int(d):
+            if not arith.is_static(d):
                 return TensorStructInfo(None, si.dtype, -1)
             if d == 1:
                 remove[i] = True
@@ -163,7 +162,7 @@ def infer_flatten(call: Call):
         return si
     if si.shape is None:
         return TensorStructInfo(None, si.dtype, 1)
-    return TensorStructInfo((dims.product(si.shape),), si.dtype)
+    return TensorStructInfo((arith.product(si.shape),), si.dtype)
 
 
 define("relax.flatten", args=("x",), infer=infer_flatten)
@@ -223,19 +222,19 @@ def infer_concat(call: Call):
         return TensorStructInfo(None, dtype, out_ndim)
     first = shapes[0][axis]
     if all(s[axis] == first for s in shapes):
-        total = dims.mul(first, len(shapes))
+        total = arith.mul(first, len(shapes))
     else:
         total = 0
         for s in shapes:
-            total = dims.add(total, s[axis])
+            total = arith.add(total, s[axis])
     for d in range(len(shapes[0])):
         if d == axis:
             continue
         for s in shapes[1:]:
-            if dims.provably_different(s[d], shapes[0][d]):
+            if arith.provably_different(s[d], shapes[0][d]):
                 fail(call, f"expects the input tensors to have the same shape on every dimension except the "
                            f"concatenation axis, but dimension {d} is {shapes[0][d]} and {s[d]}")
-            if not dims.equal(s[d], shapes[0][d]):
+            if not arith.provably_equal(s[d], shapes[0][d]):
                 unknown = True
     if unknown:
         return TensorStructInfo(None, dtype, out_ndim)
@@ -263,9 +262,9 @@ def infer_stack(call: Call):
         return TensorStructInfo(None, dtype, out_ndim)
     for s in tys[1:]:
         for d in range(len(s.shape)):
-            if dims.provably_different(s.shape[d], tys[0].shape[d]):
+            if arith.provably_different(s.shape[d], tys[0].shape[d]):
                 fail(call, "expects all input tensors to have the same shape")
-            if not dims.equal(s.shape[d], tys[0].shape[d]):
+            if not arith.provably_equal(s.shape[d], tys[0].shape[d]):
                 return TensorStructInfo(None, dtype, out_ndim)
     out = list(tys[0].shape)
     out.insert(axis, len(tys))
@@ -279,11 +278,11 @@ define("relax.stack", args=("tensors",), attrs=(AttrField("axis", 0, "opt_int"),
 # --------------------------------------------------------------------------- split
 def _clamp(v, hi):
     """``min(max(v, 0), hi)`` with TVM's folding on ints."""
-    if dims.is_int(v) and dims.is_int(hi):
+    if arith.is_static(v) and arith.is_static(hi):
         return min(max(v, 0), hi)
-    if dims.is_int(v) and v <= 0:
+    if arith.is_static(v) and v <= 0:
         return 0
-    return PrimMinMax("min", v if not dims.is_int(v) or v >= 0 else 0, hi)
+    return PrimMinMax("min", v if not arith.is_static(v) or v >= 0 else 0, hi)
 
 
 def infer_split(call: Call):
@@ -303,8 +302,8 @@ def infer_split(call: Call):
             left = 0 if i == 0 else ios[i - 1]
             right = ios[i] if i < len(ios) else dim
             left, right = _clamp(left, dim), _clamp(right, dim)
-            length = dims.simplify(dims.sub(right, left))
-            if dims.is_int(length):
+            length = arith.simplify_dim(arith.sub(right, left))
+            if arith.is_static(length):
                 length = max(length, 0)
             out = list(shape)
             out[axis] = length
@@ -318,12 +317,12 @@ def infer_split(call: Call):
     if shape is None:
         return TupleStructInfo(tuple(TensorStructInfo(None, si.dtype, si.ndim) for _ in range(n)))
     dim = shape[axis]
-    if dims.is_int(dim):
+    if arith.is_static(dim):
         part = -(-dim // n)
         last = dim - part * (n - 1)
     else:
-        part = dims.simplify(dims.floordiv(dims.add(dim, n - 1), n))
-        last = dims.simplify(dims.sub(dim, dims.mul(part, n - 1)))
+        part = arith.simplify_dim(arith.floordiv(arith.add(dim, n - 1), n))
+        last = arith.simplify_dim(arith.sub(dim, arith.mul(part, n - 1)))
     out = list(shape)
     out[axis] = part
     fields = [TensorStructInfo(tuple(out), si.dtype)] * (n - 1)
@@ -363,9 +362,9 @@ def infer_broadcast_to(call: Call):
         n_old, n_tgt = len(old), len(tgt.values)
         for i in range(n_old):
             o, t = old[n_old - i - 1], tgt.values[n_tgt - i - 1]
-            if dims.is_int(o) and o == 1:
+            if arith.is_static(o) and o == 1:
                 continue
-            if dims.provably_different(o, t):
+            if arith.provably_different(o, t):
                 fail(call, f"the input shape is not broadcastable to the target shape: target dim "
                            f"{n_tgt - i - 1} is {t} while input dim {n_old - i - 1} is {o}")
     return tensor_from_shape_expr(call.args[1], data.dtype)
@@ -385,10 +384,10 @@ def infer_repeat(call: Call):
             return si if repeats == 1 else TensorStructInfo(None, si.dtype, si.ndim)
         return TensorStructInfo(None, si.dtype, 1)
     if axis is None:
-        return TensorStructInfo((dims.simplify(dims.mul(dims.product(si.shape), repeats)),), si.dtype)
+        return TensorStructInfo((arith.simplify_dim(arith.mul(arith.product(si.shape), repeats)),), si.dtype)
     a = normalize_axis(call, si.ndim, axis)
     out = list(si.shape)
-    out[a] = dims.simplify(dims.mul(out[a], repeats))
+    out[a] = arith.simplify_dim(arith.mul(out[a], repeats))
     return TensorStructInfo(tuple(out), si.dtype)
 
 
@@ -407,7 +406,7 @@ def infer_tile(call: Call):
         return TensorStructInfo(None, si.dtype, out_ndim)
     shape = (1,) * (out_ndim - si.ndim) + tuple(si.shape)
     reps = (1,) * (out_ndim - len(reps)) + tuple(reps)
-    return TensorStructInfo(tuple(dims.simplify(dims.mul(d, r)) for d, r in zip(shape, reps)), si.dtype)
+    return TensorStructInfo(tuple(arith.simplify_dim(arith.mul(d, r)) for d, r in zip(shape, reps)), si.dtype)
 
 
 define("relax.tile", args=("data",), attrs=(AttrField("repeats", kind="ints"),), infer=infer_tile)

@@ -3,9 +3,8 @@ attention (TVM's nn/nn and nn/attention). Convolution and pooling are in ``conv`
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo, TupleStructInfo
+from byocc.ir import Call, TensorStructInfo, TupleStructInfo, arith
 
-from . import dims
 from .common import (
     check_num_args,
     fail,
@@ -81,10 +80,10 @@ def _norm_check(call: Call, tys: list, names: tuple, axes) -> bool:
             lengths.append(list(t.shape))
     for other in lengths[1:]:
         for d in range(len(axes)):
-            if dims.provably_different(lengths[0][d], other[d]):
+            if arith.provably_different(lengths[0][d], other[d]):
                 fail(call, "requires gamma, beta, etc. to have the sizes of the data on the given axes, "
                            f"but {_dims(lengths[0])} and {_dims(other)} differ")
-            if not dims.equal(lengths[0][d], other[d]):
+            if not arith.provably_equal(lengths[0][d], other[d]):
                 return True
     return False
 
@@ -132,7 +131,7 @@ def _channel_norm(call: Call, names: tuple, group: bool):
     if group and data.dtype is not None and not data.dtype.startswith("float"):
         fail(call, f"expects the data to be float, but got {data.dtype}")
     if group and data.shape is not None and channel_axis != -1:
-        c = dims.as_int(data.shape[channel_axis])
+        c = arith.as_int(data.shape[channel_axis])
         if c is not None and c % a.num_groups != 0:
             fail(call, f"expects the channel size to be divisible by {a.num_groups}, but got {c}")
     for i in range(1, len(tys)):  # unknown dtype or rank (no sidecar value) fits anything
@@ -141,7 +140,7 @@ def _channel_norm(call: Call, names: tuple, group: bool):
         if tys[i].ndim not in (-1, 1):
             fail(call, f"expects {names[i]} to have ndim=1, but got {tys[i].ndim}")
         if channel_axis != -1 and tys[i].shape is not None and data.shape is not None:
-            if dims.provably_different(data.shape[channel_axis], tys[i].shape[0]):
+            if arith.provably_different(data.shape[channel_axis], tys[i].shape[0]):
                 fail(call, f"expects {names[i]} to have the channel size {data.shape[channel_axis]}, "
                            f"but got {tys[i].shape[0]}")
     return data
@@ -193,7 +192,7 @@ def infer_pad(call: Call):
     shape = shape_values(si)
     if shape is None:
         return TensorStructInfo(None, si.dtype, si.ndim)
-    return TensorStructInfo(tuple(dims.add(d, pw[2 * i] + pw[2 * i + 1]) for i, d in enumerate(shape)), si.dtype)
+    return TensorStructInfo(tuple(arith.add(d, pw[2 * i] + pw[2 * i + 1]) for i, d in enumerate(shape)), si.dtype)
 
 
 define("relax.nn.pad", args=("data",), params=("data", "pad_width", "pad_mode", "pad_value"),
@@ -220,12 +219,12 @@ def infer_attention(call: Call):
         return TensorStructInfo(None, q.dtype, 4)
 
     def same(a, b, m1, m2, what):
-        if dims.provably_different(a, b):
+        if arith.provably_different(a, b):
             fail(call, f"the {m1} {what} and the {m2} {what} should be the same, "
                        f"but the {what} of {m1} is {a} while the {what} of {m2} is {b}")
 
     def multiple(a, b, m1, m2, what):
-        ia, ib = dims.as_int(a), dims.as_int(b)
+        ia, ib = arith.as_int(a), arith.as_int(b)
         if ia is not None and ib is not None and ib != 0 and ia % ib != 0:
             fail(call, f"the {m1} {what} should be a multiple of the {m2} {what}, "
                        f"but the {what} of {m1} is {a} while the {what} of {m2} is {b}")
@@ -244,7 +243,7 @@ def infer_attention(call: Call):
         if bs is not None:
             for qd, bd, what in ((qs[0], bs[0], "batch size"), (qs[2], bs[1], "number of heads"),
                                  (qs[1], bs[2], "sequence length")):
-                if dims.provably_different(qd, bd) and not (dims.is_int(bd) and bd == 1):
+                if arith.provably_different(qd, bd) and not (arith.is_static(bd) and bd == 1):
                     fail(call, f"the query {what} and the bias {what} should be the same or broadcastable, "
                                f"but they are {qd} and {bd}")
             same(ks[1], bs[3], "key", "bias", "sequence length")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call
+from byocc.ir import Call, arith
 
-from . import dims
 from .common import fail, tensor_args, with_dtype
 from .registry import AttrField, define
 
@@ -20,14 +19,14 @@ def _check_params(call: Call, data, scale, zp):
     def scalar_like(t):
         if t.ndim == 0:
             return True
-        return t.shape is not None and len(t.shape) > 0 and all(dims.equal(d, 1) for d in t.shape)
+        return t.shape is not None and len(t.shape) > 0 and all(arith.provably_equal(d, 1) for d in t.shape)
 
     for t, name in ((scale, "scale"), (zp, "zero_point")):
         if data.ndim == 0:
             if not scalar_like(t):
                 fail(call, "scale and zero_point must be scalars or singleton tensors for a rank-0 input")
         elif not scalar_like(t) and t.shape is not None and data.shape is not None:
-            if not dims.equal(t.shape[0], data.shape[a]):
+            if not arith.provably_equal(t.shape[0], data.shape[a]):
                 fail(call, f"the input shape at dim {axis} is {data.shape[a]}, but the size of "
                            f"{name} is {t.shape[0]}")
 

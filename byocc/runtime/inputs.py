@@ -124,9 +124,8 @@ def check_memory(needed: int, what: str) -> None:
 
 
 def _value_bytes(si, chosen: dict, name: str) -> int:
+    from byocc.ir.arith import eval_dim
     from byocc.ops.reference import np_dtype
-
-    from .symbolic import eval_dim
 
     if isinstance(si, TensorStructInfo) and si.shape is not None and si.dtype is not None:
         size = 1
@@ -144,7 +143,7 @@ _CHUNK = 1 << 20
 
 
 def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
-    from .symbolic import eval_dim
+    from byocc.ir.arith import eval_dim
 
     if isinstance(si, TensorStructInfo):
         if si.shape is None or si.dtype is None:

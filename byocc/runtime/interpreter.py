@@ -52,9 +52,10 @@ from byocc.ir import (
     UnsupportedError,
     Var,
 )
+from byocc.ir.arith import eval_dim
 
 from .plan import Plan, free_vars, plan_of
-from .symbolic import eval_dim, match_struct_info
+from .symbolic import match_struct_info
 from .values import Closure, PackedFunc, ShapeValue, describe
 
 

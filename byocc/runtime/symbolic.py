@@ -14,8 +14,6 @@ from byocc.ir import (
     FuncStructInfo,
     InterpretError,
     ObjectStructInfo,
-    PrimBinary,
-    PrimMinMax,
     PrimStructInfo,
     ShapeStructInfo,
     Span,
@@ -24,43 +22,10 @@ from byocc.ir import (
     TirVar,
     TupleStructInfo,
 )
+from byocc.ir.arith import eval_dim
 from byocc.ir.prim import dim_text
 
 from .values import Closure, PackedFunc, ShapeValue, describe
-
-
-def eval_dim(dim: Any, scope: dict, span: Span | None = None) -> int:
-    """The integer value of a dimension under ``scope``."""
-    if isinstance(dim, bool):
-        return int(dim)
-    if isinstance(dim, (int, float)):
-        return dim  # type: ignore[return-value]
-    if isinstance(dim, TirVar):
-        try:
-            return scope[dim]
-        except KeyError:
-            raise InterpretError(f"symbolic dimension {dim.name!r} is not bound to a value here", span) from None
-    if isinstance(dim, PrimBinary):
-        a, b = eval_dim(dim.a, scope, span), eval_dim(dim.b, scope, span)
-        op = dim.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if b == 0:
-            raise InterpretError(f"division by zero while evaluating a dimension ({a} {op} 0)", span)
-        if op == "//":
-            return a // b
-        if op == "%":
-            return a % b
-        if op == "/":
-            return a // b
-    if isinstance(dim, PrimMinMax):
-        a, b = eval_dim(dim.a, scope, span), eval_dim(dim.b, scope, span)
-        return max(a, b) if dim.op == "max" else min(a, b)
-    raise InterpretError(f"cannot evaluate the dimension {dim!r}", span)
 
 
 class Matcher:
@@ -159,4 +124,4 @@ def _dtype_name(dt) -> str:
 
 
 
-__all__ = ["Matcher", "eval_dim", "match_struct_info"]
+__all__ = ["Matcher", "match_struct_info"]

@@ -28,7 +28,7 @@ from byocc.ir import (
     substitute_dim,
 )
 from byocc.ir.prim import dim_text
-from byocc.ops.dims import provably_different
+from byocc.ir.arith import provably_different
 
 from .syntax import Attr, BinOp, CallExpr, ListExpr, Literal, Name, Neg, Node, TensorType, TupleExpr
 

@@ -90,8 +90,8 @@ from byocc.ir import (
     VarBinding,
 )
 from byocc.ir.analysis import analyze_var2value
+from byocc.ir.arith import simplify_struct_info_dims
 from byocc.ir.functor import map_operands, rebuild_seq, retype_rebound_var
-from byocc.ir.prim_simplify import simplify_struct_info_dims
 from byocc.ops.registry import infer_struct_info
 
 from .function_table import FunctionTable
