@@ -639,8 +639,7 @@ def count_bindings(mod: IRModule) -> int:
 
 def print_with_constants(mod: IRModule) -> tuple[str, dict]:
     """The module's text and the values of its ``metadata[...]`` constants (sidecar keys)."""
-    import byocc.cli  # noqa: F401  (byocc.cli_runtime cannot be imported first: import cycle)
-    from byocc.cli_runtime import print_with_constants as printer
+    from byocc.cli.import_ import print_with_constants as printer
 
     return printer(mod)
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import run_cli as run
 
 from byocc.cli import cli
-from byocc.cli_options import MAX_DIM
+from byocc.cli.options import MAX_DIM
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"

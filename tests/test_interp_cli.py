@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from byocc.cli.import_ import import_
 from byocc.cli.main import ByoccGroup
-from byocc.cli_runtime import register
+from byocc.cli.run import run
+from byocc.cli.verify import verify
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -22,7 +24,9 @@ def cli():
     def group(debug):
         pass
 
-    register(group)
+    for command in (run, verify):
+        group.add_command(command)
+    group.add_command(import_, name="import")
     return group
 
 
@@ -90,9 +94,9 @@ def test_verify_ok(cli, path):
 
 def test_verify_reports_a_mismatch(cli, monkeypatch):
     """A pass that changes the computation must be caught (exit 1, the worst error shown)."""
-    import byocc.cli_runtime as cr
+    import byocc.transform
 
-    real = cr._partition_fn()
+    real = byocc.transform.partition
 
     def broken_partition(mod, patterns, **kw):
         from byocc.text import parse_module, print_module
@@ -100,7 +104,7 @@ def test_verify_reports_a_mismatch(cli, monkeypatch):
         text = print_module(real(mod, patterns, **kw)).replace("R.multiply(x_1, y_1)", "R.add(x_1, y_1)")
         return parse_module(text)
 
-    monkeypatch.setattr(cr, "_partition_fn", lambda: broken_partition)
+    monkeypatch.setattr(byocc.transform, "partition", broken_partition)
     r = invoke(cli, "verify", SAMPLES / "seed.relax", "--patterns", SAMPLES / "seed_patterns.py")
     assert r.exit_code == 1
     rows = [line.split() for line in r.stdout.splitlines()[2:]]

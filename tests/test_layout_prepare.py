@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from byocc.backends import get_patterns_with_prefix
+from byocc.backends import get_patterns_with_prefix, prepare_for_backend, prepare_passes
 from byocc.frontend import from_onnx
 from byocc.ir import Call, DataflowBlock, Function, PassError, SeqExpr, Var, VarBinding
 from byocc.ir.well_formed import well_formed
 from byocc.runtime import Interpreter
 from byocc.transform import partition
-from byocc.transform.prepare import prepare_for_backend, prepare_passes
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "small_cnn.onnx"
 

@@ -83,7 +83,7 @@ def test_cnn_text_uses_tvm_ops_and_sanitised_names():
 
 @pytest.mark.parametrize("name,feeds,n_consts", [("small_cnn", cnn_feeds, 15), ("small_encoder", encoder_feeds, 19)])
 def test_text_round_trip_with_sidecar(tmp_path, name, feeds, n_consts):
-    from byocc.cli_runtime import print_with_constants
+    from byocc.cli.import_ import print_with_constants
     from byocc.text import read_file
 
     mod = from_onnx(str(SAMPLES / f"{name}.onnx"))

@@ -78,13 +78,13 @@ def test_random_graphs_keep_their_meaning_under_both_paths_and_every_table(mod, 
 # ----------------------------------------------------------------------------- the CLI
 def _cli():
     from byocc.cli.main import ByoccGroup
-    from byocc.cli_runtime import register
+    from byocc.cli.verify import verify
 
     @click.group(cls=ByoccGroup)
     def group():
         pass
 
-    register(group)
+    group.add_command(verify)
     return group
 
 

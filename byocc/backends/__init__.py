@@ -1,12 +1,23 @@
-"""byocc.backends: the pattern registry, pattern helpers, check rules, the ``--patterns``
-file loader, and one sub-package per backend (``cutlass``, ``cublas``).
+"""byocc.backends: backend records (:class:`Backend`: pattern table, preferred layout,
+rewrites before and steps after fusion, codegen; looked up by name), the drivers that read
+them (``--prepare``, ``partition_for_<backend>``), the pattern registry, pattern helpers,
+check rules, the ``--patterns`` file loader, and one sub-package per backend (``cutlass``,
+``cublas``), each with its record in ``backend.py``.
 
-Importing this package is cheap: the backend tables are built on the first use of the
-registry (:func:`get_patterns_with_prefix`), cutlass first, then cublas (TVM's order).
+Importing this package is cheap: it registers the built-in records (cutlass, then cublas:
+TVM's order) and their codegens, whose code is imported on first use; the pattern tables
+are built on the first use of the registry (:func:`get_patterns_with_prefix`).
 """
 
 from byocc.dpl import CheckResult, FusionPattern, PatternCheckContext, backend_of, explain_no_match
 
+from .driver import (
+    PREFERRED,
+    backend_steps,
+    partition_for_backend,
+    prepare_for_backend,
+    prepare_passes,
+)
 from .pattern_file import load_pattern_file, pattern_file_namespace, user_code_span
 from .patterns import (
     make_attention_pattern,
@@ -20,11 +31,23 @@ from .patterns import (
     make_rms_norm_pattern,
     make_stacked_attention_pattern,
 )
+from .record import (
+    BUILTIN_BACKENDS,
+    Backend,
+    FunctionRewrite,
+    Lazy,
+    ModuleStep,
+    get_backend,
+    lazy,
+    load_builtin_backends,
+    register_backend,
+    registered_backends,
+    unregister_backend,
+)
 from .registry import (
     get_pattern,
     get_patterns_with_prefix,
     register_patterns,
-    registered_backends,
     remove_patterns,
 )
 from .utils import (
@@ -33,21 +56,12 @@ from .utils import (
     leak_reason,
 )
 
-
-def _register_builtin_codegens() -> None:
-    """The cutlass and cublas codegens, imported on first use (RunCodegen's registry)."""
-    from byocc.transform.run_codegen import register_codegen, registered_codegens
-
-    present = set(registered_codegens())
-    for backend, target in (("cutlass", "byocc.backends.cutlass.codegen:codegen"),
-                            ("cublas", "byocc.backends.cublas.codegen:codegen")):
-        if backend not in present:
-            register_codegen(backend, target)
-
-
-_register_builtin_codegens()
+load_builtin_backends()  # the built-in records and their (lazy) codegens
 
 __all__ = [
+    "BUILTIN_BACKENDS", "Backend", "FunctionRewrite", "Lazy", "ModuleStep", "PREFERRED",
+    "backend_steps", "get_backend", "lazy", "partition_for_backend", "prepare_for_backend", "prepare_passes",
+    "load_builtin_backends", "register_backend", "unregister_backend",
     "CheckResult", "FusionPattern", "PatternCheckContext", "backend_of", "explain_no_match",
     "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",
     "is_shape_valid_for_cutlass_matmul", "leak_reason", "load_pattern_file",

@@ -2,20 +2,17 @@
 
 One process-wide table in registration order. :func:`get_patterns_with_prefix` returns the
 entries whose name starts with the prefix, **last registered first** (= priority order for
-FuseOpsByPattern, spec/partitioning.md section 4). The built-in tables are registered
-lazily, on the first use of the registry, in the order TVM's conformance runner imports
-them: cutlass, then cublas. Importing this module is cheap.
+FuseOpsByPattern, spec/partitioning.md section 4). The built-in backends' tables
+(:data:`byocc.backends.record.BUILTIN_BACKENDS`) are registered lazily, on the first use of
+the registry, in the order TVM's conformance runner imports them: cutlass, then cublas.
+Importing this module is cheap.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
-from byocc.dpl import FusionPattern, as_fusion_pattern
-
-# Modules defining ``registration_entries()``, registered in this order.
-BUILTIN_TABLES = ("byocc.backends.cutlass.patterns", "byocc.backends.cublas.patterns")
+from byocc.dpl import FusionPattern, as_fusion_pattern, backend_of
 
 _TABLE: list = []
 _builtins_loaded = False
@@ -26,9 +23,10 @@ def _ensure_builtins() -> None:
     if _builtins_loaded:
         return
     _builtins_loaded = True
-    for module_name in BUILTIN_TABLES:
-        module = importlib.import_module(module_name)
-        _TABLE.extend(as_fusion_pattern(e) for e in module.registration_entries())
+    from .record import builtin_tables
+
+    for table in builtin_tables():
+        _TABLE.extend(as_fusion_pattern(e) for e in table())
 
 
 def register_patterns(patterns: Sequence) -> None:
@@ -59,13 +57,14 @@ def get_pattern(name: str) -> FusionPattern | None:
     return None
 
 
-def registered_backends() -> list:
-    """Backend names (text before the first ``.``) with at least one entry, sorted."""
+def pattern_prefixes() -> list[str]:
+    """Backend names (text before the first ``.``) with at least one entry, sorted (the
+    records' names are :func:`byocc.backends.registered_backends`)."""
     _ensure_builtins()
-    return sorted({e.name.split(".", 1)[0] for e in _TABLE if "." in e.name})
+    return sorted({b for b in (backend_of(e.name) for e in _TABLE) if b is not None})
 
 
 __all__ = [
-    "BUILTIN_TABLES", "FusionPattern", "get_pattern", "get_patterns_with_prefix",
-    "register_patterns", "registered_backends", "remove_patterns",
+    "FusionPattern", "get_pattern", "get_patterns_with_prefix", "pattern_prefixes",
+    "register_patterns", "remove_patterns",
 ]

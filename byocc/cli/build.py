@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from .output import stderr_is_terminal
+from .output import console, stderr_is_terminal
 
 
 @click.command()
@@ -72,7 +72,6 @@ class _PlainReporter:
 
 class _RichReporter:
     def __init__(self) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -83,7 +82,7 @@ class _RichReporter:
 
         self._progress = Progress(TextColumn("building", markup=False), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
-                                  console=Console(stderr=True, markup=False, highlight=False),
+                                  console=console(stderr=True, tty=True),
                                   transient=True)
         self._task = self._progress.add_task("", total=None)
         self._progress.start()

@@ -17,9 +17,9 @@ from typing import Any
 
 import click
 
-from byocc import __version__, cli_runtime
+from byocc import __version__
 
-from . import build, check, partition, show
+from . import build, check, import_, partition, run, show, verify
 from .output import StdoutClosed
 
 EXIT_INTERNAL = 70
@@ -78,7 +78,9 @@ cli.add_command(show.show)
 cli.add_command(check.check)
 cli.add_command(partition.partition)
 cli.add_command(build.build)
-cli_runtime.register(cli)  # run, verify, import
+cli.add_command(run.run)
+cli.add_command(verify.verify)
+cli.add_command(import_.import_, name="import")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,9 +21,7 @@ def load_model(path: str, params_as_inputs: bool = False):
     (``params_as_inputs``: its float initializers become parameters)."""
     from byocc.ir import InputError
 
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.find_root().meta["byocc.source"] = STDIN_NAME if path == "-" else path
+    set_source(path)
     note_model_input(path)
     if path == "-":
         from byocc.text import decode_source, parse_module
@@ -48,6 +46,13 @@ def load_model(path: str, params_as_inputs: bool = False):
         raise InputError(f"cannot read: {err.strerror or err}") from None
 
 
+def set_source(path: str) -> None:
+    """Name ``path`` (``-``: stdin) as the file that errors without a span are located at."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().meta["byocc.source"] = STDIN_NAME if path == "-" else path
+
+
 def _read_stdin() -> bytes:
     from byocc.ir import InputError
 
@@ -70,4 +75,4 @@ def model_argument():
     return click.argument("model", metavar="MODEL", type=str)
 
 
-__all__ = ["STDIN_NAME", "load_model", "model_argument"]
+__all__ = ["STDIN_NAME", "load_model", "model_argument", "set_source"]

@@ -1,5 +1,8 @@
-"""Options shared by several commands (``partition``, ``verify``), in a module of its own so
-that ``byocc.cli_runtime`` can use them without importing the ``byocc.cli`` package."""
+"""Options and parameter types shared by several commands (``partition``, ``verify``,
+``run``): ``--dim``, ``--backend``, the ``--prepare`` family and ``--backend-steps``.
+
+The backend options read the backend records (:mod:`byocc.backends.record`): the CLI never
+names a backend itself."""
 
 from __future__ import annotations
 
@@ -62,26 +65,56 @@ DIM = DimType()
 BACKEND = BackendType()
 
 
+def backend_steps_option(command):
+    """``--backend-steps``: each backend's rewrites before fusion and steps after it."""
+    return click.option(
+        "--backend-steps/--no-backend-steps", "backend_steps", default=False, show_default=True,
+        help="Run each --backend's own steps around FuseOpsByPattern, as its TVM partition "
+             "driver does (cutlass: attention chains rewritten to R.nn.attention before, a "
+             "workspace for attention functions after; with --no-bind-constants and the "
+             "annotate path this is partition_for_cutlass).")(command)
+
+
 def prepare_options(command):
-    """The options that run :func:`byocc.transform.prepare_for_backend` first."""
+    """The options that run :func:`byocc.backends.prepare_for_backend` first."""
     command = click.option(
         "--fold-batch-norm/--no-fold-batch-norm", "fold_bn", default=None,
         help="Fold inference BatchNorm into the preceding convolution (implies --prepare).")(command)
     command = click.option(
         "--layout", type=click.Choice(["NHWC", "none"]), default=None,
-        help="Convert conv2d to this layout first (cutlass needs NHWC/OHWI). Implies "
-             "--prepare; 'none' keeps the layout.")(command)
+        help="Convert conv2d to this layout first, for backends that prefer a layout (cutlass "
+             "needs NHWC/OHWI). Implies --prepare; 'none' keeps the layout.")(command)
     return click.option(
         "--prepare", is_flag=True,
         help="Before partitioning, apply what the backends need: constant folding, BatchNorm "
-             "folding into convolutions and (for cutlass) the NHWC/OHWI layout.")(command)
+             "folding into convolutions and the layout a backend prefers (cutlass: "
+             "NHWC/OHWI).")(command)
 
 
 def apply_prepare(mod, backends, prepare: bool, layout: str | None, fold_bn: bool | None):
-    """``mod`` prepared for ``backends`` when any of the prepare options was given."""
+    """``mod`` prepared for ``backends`` when any of the prepare options was given: the
+    backends' preferred layout unless ``--layout`` names one (``none``: kept)."""
     if not (prepare or layout is not None or fold_bn is not None):
         return mod
-    from byocc.transform import prepare_for_backend
+    from byocc.backends import PREFERRED, prepare_for_backend
 
-    return prepare_for_backend(mod, list(backends), layout=None if layout == "none" else "NHWC",
+    chosen = PREFERRED if layout is None else (None if layout == "none" else layout)
+    return prepare_for_backend(mod, list(backends), layout=chosen,
                                fold_batch_norm=True if fold_bn is None else fold_bn)
+
+
+def steps_of(backends, enabled: bool) -> dict:
+    """``transform.partition``'s ``rewrites`` and ``post_fusion`` for ``--backend-steps``
+    (empty without it)."""
+    if not enabled or not backends:
+        return {"rewrites": (), "post_fusion": ()}
+    from byocc.backends import backend_steps
+
+    rewrites, post = backend_steps(list(backends))
+    return {"rewrites": rewrites, "post_fusion": post}
+
+
+__all__ = [
+    "BACKEND", "DIM", "MAX_DIM", "BackendType", "DimType", "apply_prepare", "backend_steps_option",
+    "prepare_options", "steps_of",
+]

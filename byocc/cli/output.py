@@ -71,12 +71,52 @@ def stderr_is_terminal() -> bool:
 
 
 def use_colour(stream_is_tty: bool) -> bool:
-    """Colour when writing to a terminal, unless NO_COLOR is set; FORCE_COLOR forces it."""
+    """Colour when writing to a terminal, unless NO_COLOR is set; FORCE_COLOR forces it.
+    The one colour rule: every console (:func:`console`) and diagnostic follows it."""
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
     return stream_is_tty
+
+
+def console(stderr: bool = False, tty: bool | None = None, **options):
+    """A rich console on stdout (or stderr) with colour by :func:`use_colour` (``tty``: whether
+    the stream is a terminal, found out when None); markup and highlighting are off, so IR's
+    ``[...]`` is never read as markup (style.md section 9). ``options`` go to
+    ``rich.console.Console`` (``soft_wrap``, ``width``, ...)."""
+    from rich.console import Console
+
+    if tty is None:
+        tty = stderr_is_terminal() if stderr else stdout_is_terminal()
+    colour = use_colour(tty)
+    return Console(stderr=stderr, markup=False, highlight=False, no_color=not colour,
+                   force_terminal=colour or None, **options)
+
+
+def render_table(title: str, columns: list[str], rows: list[list[str]], stderr: bool = False,
+                 left: frozenset[str] = frozenset({"output", "dtype", "status", "shape"})) -> None:
+    """A table with a title: drawn by rich on a terminal (or off one when FORCE_COLOR asks
+    for colour), else plain columns padded with spaces. ``left``: left-justified columns
+    (the others are numbers, right-justified)."""
+    tty = stderr_is_terminal() if stderr else stdout_is_terminal()
+    if tty or use_colour(tty):
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for c in columns:
+            table.add_column(c, justify="left" if c in left else "right")
+        for r in rows:
+            table.add_row(*r)
+        console(stderr, tty).print(table)
+        return
+    import click
+
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    lines = [title, "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    click.echo("\n".join(lines), err=stderr)
 
 
 def warn_dropped_constants(count: int, keep: str = "-o DIR") -> None:
@@ -238,12 +278,6 @@ def _resolve(path: str) -> tuple[str, bool]:
 
 
 # --------------------------------------------------------------------------- writing
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
     """Write ``content`` (text as UTF-8 with ``\n`` line ends) to ``path`` (``-``: stdout),
     by the rules in this module's docstring. OSErrors name ``path``."""
@@ -285,9 +319,15 @@ def _replace_atomically(target: str, data: bytes) -> None:
     atomic_write(target, data)
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path``: :func:`write_file` (kept for its callers)."""
-    write_file(path, text)
+def write_npz(path: str, arrays: Mapping) -> None:
+    """Write ``arrays`` (name -> array) as an ``.npz`` to ``path`` through :func:`write_file`."""
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_file(path, buffer.getvalue())
 
 
 def write_stdout_bytes(data: bytes) -> None:
@@ -365,20 +405,14 @@ def write_tree_atomic(out_dir: Path, files: Mapping[str, str | bytes]) -> list[P
 
 def _chmod_tree(root: Path) -> None:
     """Folders made by mkdtemp are 0700: give the staged folder the umask's permissions."""
-    mode = 0o777 & ~_umask()
-    os.chmod(root, mode)
+    from byocc.runtime.objcache import current_umask
 
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    os.chmod(root, 0o777 & ~current_umask())
 
 
 __all__ = [
-    "OutputRefused", "StdoutClosed", "check_output_dir", "check_output_file", "note_input", "note_model_input",
-    "stderr_is_terminal", "stdout_closed", "stdout_is_terminal", "use_colour", "warn_dropped_constants",
-    "write_file", "write_stdout",
-    "write_stdout_bytes", "write_text_atomic", "write_tree_atomic",
+    "OutputRefused", "StdoutClosed", "check_output_dir", "check_output_file", "console", "note_input",
+    "note_model_input", "render_table", "stderr_is_terminal", "stdout_closed", "stdout_is_terminal",
+    "use_colour", "warn_dropped_constants", "write_file", "write_npz", "write_stdout",
+    "write_stdout_bytes", "write_tree_atomic",
 ]

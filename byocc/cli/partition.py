@@ -17,9 +17,8 @@ from pathlib import Path
 
 import click
 
-from byocc.cli_options import BACKEND, apply_prepare, prepare_options
-
 from .model import load_model, model_argument
+from .options import BACKEND, apply_prepare, backend_steps_option, prepare_options, steps_of
 from .output import (
     check_output_dir,
     check_output_file,
@@ -58,6 +57,7 @@ from .output import (
 @click.option("--verify-each", is_flag=True,
               help="Check well-formedness after every pass.")
 @prepare_options
+@backend_steps_option
 @click.option("--explain", is_flag=True,
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
@@ -66,7 +66,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
               dump_dir: str | None, verify_each: bool, prepare: bool, layout: str | None,
-              fold_bn: bool | None, explain: bool, explain_json: str | None) -> None:
+              fold_bn: bool | None, backend_steps: bool, explain: bool, explain_json: str | None) -> None:
     """Partition MODEL for the given backends or pattern file.
 
     \b
@@ -104,7 +104,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
             mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
             partitioned = run_partition(
                 mod, patterns, path=path_, bind_constants=bind_constants,
-                entry_functions=list(entries) or None,
+                entry_functions=list(entries) or None, **steps_of(backends, backend_steps),
             )
             codegen = None
             if out_dir is not None:
@@ -169,14 +169,11 @@ def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
         patterns += load_pattern_file(patterns_file)
         meta["byocc.source"] = model_source
     if backends:
-        from byocc.backends import get_patterns_with_prefix, registered_backends
+        from byocc.backends import get_backend
 
-        known = registered_backends()
         for name in backends:
-            if name not in known:
-                raise InputError(f"unknown backend {name!r} (known: {', '.join(known)})")
-            # TVM's get_patterns_with_prefix: highest priority first.
-            patterns += get_patterns_with_prefix(name)
+            # the record's table, as TVM's get_patterns_with_prefix: highest priority first
+            patterns += get_backend(name).patterns()
     return patterns
 
 

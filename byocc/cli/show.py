@@ -12,9 +12,9 @@ import click
 
 from .model import load_model, model_argument
 from .output import (
+    console,
     stdout_closed,
     stdout_is_terminal,
-    use_colour,
     warn_dropped_constants,
     write_stdout,
 )
@@ -49,26 +49,22 @@ def show(model: str, pep695: bool, summary: bool | None) -> None:
 
 
 def _show_rich(mod, text: str, highlight: bool, with_summary: bool) -> None:
-    from rich.console import Console
     from rich.syntax import Syntax
 
     from .summary import summarize
 
-    colour = use_colour(highlight)
     # Off a terminal (--summary into a pipe) tables get room instead of wrapped cells.
-    console = Console(markup=False, highlight=False, no_color=not colour,
-                      force_terminal=colour or None, soft_wrap=True,
-                      width=None if highlight else 200)
+    out = console(tty=highlight, soft_wrap=True, width=None if highlight else 200)
     try:
-        if colour:
-            console.print(Syntax(text, "python", theme="ansi_dark", background_color="default"))
+        if not out.no_color:
+            out.print(Syntax(text, "python", theme="ansi_dark", background_color="default"))
         else:
-            console.print(text, soft_wrap=True)
+            out.print(text, soft_wrap=True)
         if with_summary:
-            console.print()
+            out.print()
             for table in summary_tables(summarize(mod)):
-                console.print(table)
-        console.file.flush()
+                out.print(table)
+        out.file.flush()
     except BrokenPipeError:
         stdout_closed()
 

@@ -30,7 +30,7 @@ from .pass_manager import (
     pass_instrument,
 )
 from .pipeline import partition, partition_passes
-from .prepare import prepare_for_backend, prepare_passes
+from .prepare import RewriteFunctions, preparation_passes, prepare_module, rewrite_functions
 from .rewrite_call import rewrite_call
 from .run_codegen import (
     CodegenModule,
@@ -48,11 +48,11 @@ __all__ = [
     "AllocateWorkspace", "allocate_workspace",
     "CanonicalizeBindings", "CodegenModule", "EliminateCommonSubexpr", "eliminate_common_subexpr",
     "rewrite_call", "map_functions", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
-    "convert_layout", "fold_batch_norm", "fold_constant", "prepare_for_backend", "prepare_passes", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
+    "convert_layout", "fold_batch_norm", "fold_constant", "preparation_passes", "prepare_module", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
-    "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RunCodegen", "Sequential",
+    "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RewriteFunctions", "RunCodegen", "Sequential",
     "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",
     "get_codegen", "merge_composite_functions", "partition", "partition_passes",
-    "pass_instrument", "register_codegen", "registered_codegens", "run_codegen", "stub_codegen",
+    "pass_instrument", "register_codegen", "registered_codegens", "rewrite_functions", "run_codegen", "stub_codegen",
     "unregister_codegen",
 ]

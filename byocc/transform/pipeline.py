@@ -5,7 +5,11 @@
 * ``path="merge"``: FuseOpsByPattern(patterns, bind_constants, annotate_codegen=False)
   -> MergeCompositeFunctions [-> RunCodegen]
 
-With ``canonicalize=True`` CanonicalizeBindings runs first (the spec's seed example E01 does;
+A backend's own steps come as parameters, never as its name: ``rewrites`` (functions
+``Function -> Function``) run first as one :class:`RewriteFunctions` pass, ``post_fusion``
+(``IRModule -> IRModule`` callables or passes) right after FuseOpsByPattern, before
+MergeCompositeFunctions (as TVM's ``partition_for_cutlass(annotate_codegen=False)`` followed
+by MergeCompositeFunctions does). With ``canonicalize=True`` CanonicalizeBindings runs first (the spec's seed example E01 does;
 the conformance oracle does not, so it is off by default). The passes run as one
 :class:`Sequential` named ``partition`` under a :class:`PassContext` carrying
 ``instruments`` (plus a :class:`WellFormedInstrument` with ``verify_each``); without
@@ -15,21 +19,23 @@ instruments the current context is used.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from byocc.ir import IRModule, PassError
+from byocc.ir import Function, IRModule, PassError
 
 from .canonicalize_bindings import CanonicalizeBindings
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions
 from .pass_manager import (
+    ModulePass,
     Pass,
     PassContext,
     PassInstrument,
     Sequential,
     WellFormedInstrument,
 )
+from .prepare import RewriteFunctions
 from .run_codegen import CodegenFn, RunCodegen
 
 PathName = Literal["annotate", "merge"]
@@ -39,16 +45,22 @@ def partition_passes(patterns: Sequence, path: PathName = "annotate", bind_const
                      entry_functions: Sequence[str] | None = None, run_codegen: bool = False,
                      canonicalize: bool = False,
                      target_options: Mapping[str, Mapping] | None = None,
-                     codegens: Mapping[str, CodegenFn] | None = None) -> list[Pass]:
+                     codegens: Mapping[str, CodegenFn] | None = None,
+                     rewrites: Sequence[Callable[..., Function]] = (),
+                     post_fusion: Sequence[Callable[[IRModule], IRModule]] = ()) -> list[Pass]:
     """The pass list of one path (see :func:`partition`)."""
     if path not in ("annotate", "merge"):
         raise PassError(f"unknown partitioning path '{path}' (expected 'annotate' or 'merge')")
     passes: list[Pass] = []
     if canonicalize:
         passes.append(CanonicalizeBindings())
+    if rewrites:
+        passes.append(RewriteFunctions(tuple(rewrites)))
     passes.append(FuseOpsByPattern(patterns, bind_constants=bind_constants,
                                    annotate_codegen=(path == "annotate"),
                                    entry_functions=entry_functions))
+    passes += [step if isinstance(step, Pass) else ModulePass(step, getattr(step, "__name__", "step"))
+               for step in post_fusion]
     if path == "merge":
         passes.append(MergeCompositeFunctions())
     if run_codegen:
@@ -61,15 +73,18 @@ def partition(mod: IRModule, patterns: Sequence, path: PathName = "annotate",
               run_codegen: bool = False, instruments: Sequence[PassInstrument] = (), *,
               canonicalize: bool = False, verify_each: bool = False,
               target_options: Mapping[str, Mapping] | None = None,
-              codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
+              codegens: Mapping[str, CodegenFn] | None = None,
+              rewrites: Sequence[Callable[..., Function]] = (),
+              post_fusion: Sequence[Callable[[IRModule], IRModule]] = ()) -> IRModule:
     """Partition ``mod`` for the backends named by ``patterns`` along ``path``.
 
     ``patterns``: FusionPattern entries or TVM-style tuples, highest priority first.
     ``run_codegen`` appends RunCodegen (``target_options`` / ``codegens`` are passed to it).
     ``verify_each`` checks well-formedness after every pass (raising a WellFormedError).
+    ``rewrites`` and ``post_fusion``: a backend's steps around fusion (module docstring).
     """
     passes = partition_passes(patterns, path, bind_constants, entry_functions, run_codegen,
-                              canonicalize, target_options, codegens)
+                              canonicalize, target_options, codegens, rewrites, post_fusion)
     insts = list(instruments)
     if verify_each:
         insts.append(WellFormedInstrument())

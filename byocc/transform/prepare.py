@@ -1,8 +1,9 @@
-"""Preparing a module for a backend before partitioning (the CLI's ``--prepare``).
+"""Preparing a module before partitioning: the layout and folding steps of the CLI's
+``--prepare``, and the pass that runs a backend's rewrites of every function.
 
 Models imported from ONNX are NCHW with batch normalisation and bias adds around every
-convolution, while CUTLASS's conv2d patterns want NHWC data, OHWI kernels and a plain bias
-add. :func:`prepare_for_backend` runs, in order:
+convolution, while some backends' conv2d patterns want NHWC data, OHWI kernels and a plain
+bias add. :func:`preparation_passes` lists, in order:
 
 1. FoldConstant -- what the model computes on weights alone;
 2. FoldBatchNorm -- inference batch_norm folded into the convolution weights and bias;
@@ -11,34 +12,37 @@ add. :func:`prepare_for_backend` runs, in order:
 4. FoldConstant -- transposes/reshapes of constants the layout change left;
 5. DeadCodeElimination, then CanonicalizeBindings (no leftover aliases).
 
-``layout=None`` skips step 3; a backend without layout preferences (``cublas``, user
-patterns) gets only the folding and clean-up steps.
+``layout=None`` skips steps 3-4. Which layout a backend wants is the backend's business
+(its record's ``preferred_layout``, :func:`byocc.backends.prepare_for_backend`); this
+module takes the layout as a parameter and knows no backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from byocc.ir import IRModule, PassError
+from byocc.ir import Function, IRModule, PassError
 
 from .canonicalize_bindings import CanonicalizeBindings
 from .convert_layout import ConvertLayout, is_plain_layout
 from .dead_code_elimination import DeadCodeElimination
 from .fold_batch_norm import FoldBatchNorm
 from .fold_constant import FoldConstant
-from .pass_manager import Pass, Sequential
+from .pass_manager import Pass, Sequential, map_functions
 
-# data layout -> kernel layout wanted by backends that take convolutions in that layout
+# data layout -> the kernel layout that goes with it
 _KERNEL_FOR = {"NHWC": "OHWI", "NCHW": "OIHW"}
-LAYOUT_BACKENDS = frozenset(("cutlass",))
 
 
-def prepare_passes(backend: str, layout: str | None = "NHWC", fold_batch_norm: bool = True) -> list[Pass]:
-    """The pass list :func:`prepare_for_backend` runs for ``backend``."""
+def preparation_passes(layout: str | None = "NHWC", fold_batch_norm: bool = True) -> list[Pass]:
+    """The passes that prepare a module: folding, convolutions to ``layout`` (None: kept),
+    clean-up (module docstring)."""
     passes: list[Pass] = [FoldConstant()]
     if fold_batch_norm:
         passes.append(FoldBatchNorm())
-    if layout is not None and backend in LAYOUT_BACKENDS:
+    if layout is not None:
         if not is_plain_layout(layout) or layout not in _KERNEL_FOR:
             raise PassError(f"--prepare: unsupported layout {layout!r} (supported: {', '.join(sorted(_KERNEL_FOR))})")
         passes.append(ConvertLayout({"relax.nn.conv2d": [layout, _KERNEL_FOR[layout]]}))
@@ -47,16 +51,36 @@ def prepare_passes(backend: str, layout: str | None = "NHWC", fold_batch_norm: b
     return passes
 
 
-def prepare_for_backend(mod: IRModule, backend: str | Sequence[str], layout: str | None = "NHWC",
-                        fold_batch_norm: bool = True) -> IRModule:
-    """``mod`` made ready for partitioning for ``backend`` (module docstring).
-
-    ``backend`` may name several backends (the CLI's repeated ``--backend``); the layout
-    step runs when any of them wants it.
-    """
-    names = [backend] if isinstance(backend, str) else list(backend)
-    chosen = next((b for b in names if b in LAYOUT_BACKENDS), names[0] if names else "")
-    return Sequential(prepare_passes(chosen, layout, fold_batch_norm), name="prepare")(mod)
+def prepare_module(mod: IRModule, layout: str | None = "NHWC", fold_batch_norm: bool = True) -> IRModule:
+    """``mod`` after :func:`preparation_passes`, run as one ``Sequential`` named ``prepare``."""
+    return Sequential(preparation_passes(layout, fold_batch_norm), name="prepare")(mod)
 
 
-__all__ = ["LAYOUT_BACKENDS", "prepare_for_backend", "prepare_passes"]
+def rewrite_functions(mod: IRModule, rewrites: Sequence[Callable[..., Function]],
+                      **options: Any) -> IRModule:
+    """``mod`` with every Relax function passed through ``rewrites`` in order, each called
+    as ``rewrite(func, **options)``; the same module when nothing changed."""
+    if not rewrites:
+        return mod
+
+    def chain(func: Function) -> Function:
+        for rewrite in rewrites:
+            func = rewrite(func, **options)
+        return func
+
+    return map_functions(mod, chain)
+
+
+@dataclass(frozen=True)
+class RewriteFunctions(Pass):
+    """:func:`rewrite_functions` as a pass (a backend's rewrites before fusion, given by the
+    caller, e.g. ``byocc partition --backend-steps``)."""
+
+    name: ClassVar[str] = "RewriteFunctions"
+    rewrites: tuple[Callable[..., Function], ...] = ()
+
+    def run(self, mod: IRModule) -> IRModule:
+        return rewrite_functions(mod, self.rewrites)
+
+
+__all__ = ["RewriteFunctions", "prepare_module", "preparation_passes", "rewrite_functions"]

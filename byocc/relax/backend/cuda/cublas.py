@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from byocc.backends import get_patterns_with_prefix
+from byocc.backends import partition_for_backend
 from byocc.ir import IRModule
-from byocc.transform import FuseOpsByPattern
 
 
 def partition_for_cublas(mod: IRModule, bind_constants: bool = False) -> IRModule:
     """Partition ``mod`` into cuBLAS-supported subgraphs: one pass,
-    ``FuseOpsByPattern(get_patterns_with_prefix("cublas"), bind_constants, annotate_codegen=True)``."""
-    patterns = get_patterns_with_prefix("cublas")
-    return FuseOpsByPattern(patterns, bind_constants=bind_constants, annotate_codegen=True)(mod)
+    ``FuseOpsByPattern(get_patterns_with_prefix("cublas"), bind_constants, annotate_codegen=True)``
+    (the cublas record has no rewrites and no steps after fusion)."""
+    return partition_for_backend(mod, "cublas", annotate_codegen=True, bind_constants=bind_constants)
 
 
 __all__ = ["partition_for_cublas"]
