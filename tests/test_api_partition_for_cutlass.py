@@ -76,3 +76,32 @@ class Module:
     assert AllocateWorkspace()(fused) is fused
     assert partition_for_cutlass(mod).script() == fused.script()
     assert AllocateWorkspace().info.name == "AllocateWorkspace"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_cli_reaches_the_same_steps(case):
+    """``byocc partition --backend cutlass --backend-steps --no-bind-constants`` runs the
+    cutlass record's rewrites and steps as partition_for_cutlass does: TVM's golden text."""
+    from click.testing import CliRunner
+
+    from byocc.cli import cli
+
+    args = ["partition", str(DATA / f"{case}.relax"), "--backend", "cutlass", "--backend-steps",
+            "--no-bind-constants"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (DATA / f"{case}.annotate.txt").read_text(encoding="utf-8")
+
+
+def test_without_backend_steps_the_cli_fuses_only():
+    """The default CLI path is FuseOpsByPattern alone (the conformance oracle's): no
+    rewrites and no workspace."""
+    from click.testing import CliRunner
+
+    from byocc.cli import cli
+
+    args = ["partition", str(DATA / "attention_fp16.relax"), "--backend", "cutlass", "--no-bind-constants"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == fuse(load("attention_fp16")).script() + "\n"
+    assert "workspace" not in result.stdout
