@@ -215,3 +215,24 @@ def test_the_scan_finds_a_substring_dispatch():
               'LAYOUT = frozenset(("cutlass",))\nTABLE = get("cublas.matmul")\n'
               'MESSAGE = "expected a name such as cutlass.matmul"\n')
     assert backend_names_in(source) == [(2, "cutlass"), (4, "cutlass"), (5, "cublas.matmul")]
+
+
+def test_verify_runs_the_record_steps_and_catches_a_wrong_rewrite(mine, tmp_path):
+    """``byocc verify --backend-steps`` compares the original with the module after the
+    record's rewrites: relu -> silu changes the values, so the check fails."""
+    model = tmp_path / "conv.relax"
+    model.write_text(NCHW_CONV)
+    base = ["verify", str(model), "--backend", "mine", "--trials", "1"]
+    result = CliRunner().invoke(cli, base, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, [*base, "--backend-steps"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == "error: 2 outputs differ beyond tolerance"
+
+
+def test_verify_with_cutlass_steps_keeps_attention_values():
+    model = ROOT / "tests" / "data" / "partition_for_cutlass" / "attention_fp16.relax"
+    result = CliRunner().invoke(cli, ["verify", str(model), "--backend", "cutlass", "--backend-steps",
+                                      "--trials", "1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == "ok: the partitioned module computes what the original does"
