@@ -76,6 +76,9 @@ CASES = [
      UnsupportedError, 8, 9, "if/else is not supported"),
     ("bad R.Tensor argument", 'gv: R.Tensor((10, 10), dtype="float32")', "gv: R.Tensor((10, 10), dtyp=1)",
      ParseError, 6, 36, "R.Tensor got an unexpected keyword argument 'dtyp'"),
+    # an annotated binding of a runtime-module reference (was an internal error)
+    ("annotated module reference", 'gv: R.Tensor((10, 10), dtype="float32") = R.multiply(x, y)',
+     'gv: R.Object = metadata["ffi.Module"][0]', ParseError, 6, 28, "this is not a value"),
 ]
 
 

@@ -132,6 +132,17 @@ def test_type_aliases():
             'c: R.Callable((R.Tensor,), R.Tensor, False)) -> R.Tensor(dtype="float32", ndim=2):') in out
 
 
+def test_tensor_shaped_by_a_shape_variable():
+    # spec/textual-ir.md section 3: R.Tensor(s, dtype=...) with s a parameter of Shape type
+    text = ('@R.function\ndef main(s: R.Shape(ndim=2), x: R.Tensor(s, dtype="float32")) '
+            '-> R.Tensor(s, dtype="float32"):\n    return x\n')
+    mod = parse_module(text)
+    s, x = mod["main"].params
+    assert x.struct_info.shape_var is s and x.struct_info.ndim == 2
+    assert 'def main(s: R.Shape(ndim=2), x: R.Tensor(s, dtype="float32")) -> R.Tensor(s, dtype="float32"):' \
+        in print_module(mod)
+
+
 def test_return_bare_tuple_and_missing_annotations_are_inferred():
     text = """\
 @R.function

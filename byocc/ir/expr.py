@@ -194,7 +194,7 @@ class ShapeExpr(Expr):
 class PrimValue(Expr):
     """A primitive scalar value (``R.clip(x, 0, 6)`` bounds, ``T.float64(0.5)``)."""
 
-    value: Any  # int, float, bool or a symbolic Dim
+    value: Dim | float  # an int, float or bool, or a symbolic Dim
     dtype: str = "int64"
     span: Span | None = None
 

@@ -30,7 +30,7 @@ class PrimStructInfo(StructInfo):
     """A primitive scalar: ``T.int64``, ``T.float32``... ``value`` is a known value, if any."""
 
     dtype: str
-    value: object = None
+    value: Dim | float | None = None
 
 
 @dataclass(frozen=True, slots=True)

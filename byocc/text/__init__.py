@@ -7,6 +7,18 @@ importing this package costs nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what __getattr__ loads on first use
+    from .parser import decode_source, parse_module, read_file
+    from .printer import (
+        constant_arrays,
+        print_expr,
+        print_function,
+        print_module,
+        print_module_with_metadata,
+    )
+
 __all__ = ["constant_arrays", "decode_source", "parse_module", "print_expr", "print_function", "print_module",
            "print_module_with_metadata", "read_file"]
 
@@ -22,7 +34,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module 'byocc.text' has no attribute {name!r}")
@@ -33,5 +45,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + __all__)

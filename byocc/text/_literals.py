@@ -54,7 +54,7 @@ def _is_hex(s: str) -> bool:
     return len(s) >= 2 and all(c in "0123456789abcdefABCDEF" for c in s)
 
 
-def parse_number(raw: str):
+def parse_number(raw: str) -> int | float:
     """An int, or a float if the literal has a point or an exponent."""
     if "." in raw or "e" in raw or "E" in raw:
         return float(raw)

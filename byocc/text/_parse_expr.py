@@ -13,10 +13,15 @@ to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
 from byocc.ir import (
+    ByoccError,
     Call,
     Constant,
     DataTypeImm,
+    Dim,
     Expr,
     ExternFunc,
     FuncStructInfo,
@@ -24,6 +29,7 @@ from byocc.ir import (
     PrimExpr,
     PrimValue,
     ShapeExpr,
+    Span,
     StringImm,
     StructInfo,
     TensorStructInfo,
@@ -58,6 +64,20 @@ from .syntax import (
     TupleExpr,
 )
 
+if TYPE_CHECKING:
+    from typing import TypeAlias, TypeGuard
+
+    from byocc.ir import TirVar, Var
+
+    from ._parse_metadata import MetadataTable, RuntimeModuleRef
+    from .parser import ModuleReader
+    from .syntax import LiteralValue
+
+    #: What :meth:`ExprReader.evaluate` gives (see the module docstring).
+    Raw: TypeAlias = (Expr | LiteralValue | PrimExpr | StructInfo | RuntimeModuleRef | "_Module" | "_Metadata"
+                      | tuple["Raw", ...] | list["Raw"] | list[StructInfo]
+                      | dict["str | int | bool | None", "Raw"])
+
 TYPE_KEYWORDS = ("out_ty", "out_sinfo", "ty_args", "sinfo_args")
 NAMESPACES = ("R", "T", "I")
 STATEMENT_CALLS = ("R.func_attr", "R.output", "R.dataflow", "I.module_attrs")
@@ -79,27 +99,42 @@ class _Metadata:
 METADATA = _Metadata()
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def tuple_of(fields, span=None) -> Tuple:
+def tuple_of(fields: Sequence[Expr], span: Span | None = None) -> Tuple:
     return Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)), span)
 
 
 class ExprReader:
     """Mixin: expressions. See the module docstring."""
 
+    if TYPE_CHECKING:  # from the host (FunctionReader) and its other mixin (TypeReader)
+        metadata: MetadataTable
+        module: ModuleReader
+
+        def span(self, node: Node) -> Span: ...
+        def error(self, message: str, node: Node | None, cls: type[ByoccError] = ...) -> NoReturn: ...
+        def emit_temp(self, expr: Expr, node: Node) -> Expr: ...
+        def lookup_value(self, name: str) -> Var | _Module | None: ...
+        def find_dim(self, name: str, create: bool = True) -> TirVar | None: ...
+        def read_type(self, node: Node, in_signature: bool = False) -> StructInfo: ...
+        def read_types(self, node: Node, in_signature: bool = False) -> StructInfo | list[StructInfo]: ...
+        def read_dim(self, node: Node, in_signature: bool = False, quoted: bool = False) -> Dim: ...
+        def read_dtype(self, node: Node) -> str | None: ...
+        def _args(self, node: CallExpr, names: tuple[str, ...], what: str) -> dict[str, Node]: ...
+
     # ------------------------------------------------------------------ entry points
     def read_value(self, node: Node, hint: StructInfo | None = None) -> Expr:
         """A binding's right-hand side, a return value, ...: an Expr."""
         if hint is not None and isinstance(node, Subscript):
             ref = self._metadata_ref(node)
-            if ref is not None:
-                return self.metadata.lookup(ref[0], ref[1], self.span(node), hint)
+            if ref is not None:  # the annotation types a constant without its sidecar array
+                return self.to_expr(self.metadata.lookup(ref[0], ref[1], self.span(node), hint), node)
         return self.to_expr(self.evaluate(node), node)
 
-    def to_expr(self, raw, node: Node) -> Expr:
+    def to_expr(self, raw: Raw, node: Node) -> Expr:
         if isinstance(raw, Expr):
             return raw
         if isinstance(raw, (tuple, list)):
@@ -130,26 +165,25 @@ class ExprReader:
         return self.emit_temp(expr, node)
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, node: Node):
+    def evaluate(self, node: Node) -> Raw:
         """The raw value of an expression (see the module docstring)."""
-        t = type(node)
-        if t is Name:
+        if type(node) is Name:
             return self._name(node)
-        if t is CallExpr:
+        if type(node) is CallExpr:
             return self._call(node)
-        if t is Literal:
+        if type(node) is Literal:
             return node.value
-        if t is TensorType:
+        if type(node) is TensorType:
             return self.read_type(node)
-        if t is TupleExpr:
+        if type(node) is TupleExpr:
             return tuple(self.evaluate(e) for e in node.elts)
-        if t is ListExpr:
+        if type(node) is ListExpr:
             return [self.evaluate(e) for e in node.elts]
-        if t is Attr:
+        if type(node) is Attr:
             return self._attr(node)
-        if t is Subscript:
+        if type(node) is Subscript:
             return self._subscript(node)
-        if t is Neg:
+        if type(node) is Neg:
             inner = node.operand
             if isinstance(inner, Literal) and _is_number(inner.value):
                 return -inner.value
@@ -157,19 +191,19 @@ class ExprReader:
             if _is_number(v):
                 return -v
             return self.read_dim(node)
-        if t is BinOp:
+        if type(node) is BinOp:
             return self.read_dim(node)
-        if t is DictExpr:
+        if type(node) is DictExpr:
             return {self._dict_key(k): self.evaluate(v) for k, v in node.pairs}
         self.error("unsupported expression", node)
 
-    def _dict_key(self, node: Node):
+    def _dict_key(self, node: Node) -> str | int | bool | None:
         v = self.evaluate(node)
         if isinstance(v, (str, int, bool)) or v is None:
             return v
         self.error("dictionary keys must be strings or numbers", node)
 
-    def _name(self, node: Name):
+    def _name(self, node: Name) -> Raw:
         name = node.id
         v = self.lookup_value(name)
         if v is not None:
@@ -183,9 +217,9 @@ class ExprReader:
             return METADATA
         self.error(f"undefined variable '{name}'", node)
 
-    def _attr(self, node: Attr):
+    def _attr(self, node: Attr) -> Raw:
         name = dotted_name(node)
-        root = node
+        root: Node = node
         while isinstance(root, Attr):
             root = root.value
         if isinstance(root, Name) and root.id in NAMESPACES and self.lookup_value(root.id) is None:
@@ -198,7 +232,7 @@ class ExprReader:
         self.error(f"'{dotted_name(node.value) or 'this value'}' has no attribute '{node.attr}'", node)
 
     # ------------------------------------------------------------------ subscripts
-    def _metadata_ref(self, node: Subscript):
+    def _metadata_ref(self, node: Subscript) -> tuple[str, int] | None:
         """(key, index) of ``metadata["KEY"][i]``, or None if ``node`` is something else."""
         inner = node.value
         if not (isinstance(inner, Subscript) and isinstance(inner.value, Name) and inner.value.id == "metadata"):
@@ -211,7 +245,7 @@ class ExprReader:
             self.error('expected metadata["KEY"][INDEX] with an integer index', node)
         return inner.indices[0].value, node.indices[0].value
 
-    def _subscript(self, node: Subscript):
+    def _subscript(self, node: Subscript) -> Raw:
         ref = self._metadata_ref(node)
         if ref is not None:
             return self.metadata.lookup(ref[0], ref[1], self.span(node))
@@ -242,7 +276,7 @@ class ExprReader:
         return TupleGetItem(base, index, field_si, self.span(node))
 
     # ------------------------------------------------------------------ calls
-    def _call(self, node: CallExpr):
+    def _call(self, node: CallExpr) -> Raw:
         func = node.func
         name = dotted_name(func)
         if name is None:
@@ -254,7 +288,7 @@ class ExprReader:
         if bound is MODULE:
             if name.count(".") != 1:
                 self.error(f"'{name}' is not a function of the module", func)
-            return self._function_call(self.module.global_var(func.attr, func), node)
+            return self._function_call(self.module.global_var(name.split(".", 1)[1], func), node)
         if bound is None:
             if root == "TypeVar":
                 self.error("TypeVar(...) declares a symbolic dimension: NAME = TypeVar(\"NAME\")", node)
@@ -270,20 +304,20 @@ class ExprReader:
             self.error("functions take positional arguments only", node.kwargs[0])
         args = [self.leaf(self.to_expr(self.evaluate(a), a), a) for a in node.args]
         fsi = callee.struct_info
-        ret = ObjectStructInfo()
+        ret: StructInfo = ObjectStructInfo()
         if isinstance(fsi, FuncStructInfo):
             ret = fsi.ret
             if fsi.params is not None:
                 if len(fsi.params) != len(args):
                     self.error(f"'{_callee_name(callee)}' takes {len(fsi.params)} arguments, "
                                f"but {len(args)} were given", node, TypeInferenceError)
-                mapping: dict = {}
+                mapping: dict[TirVar, Dim] = {}
                 for p, a in zip(fsi.params, args):
                     match_sinfo_vars(p, a.struct_info, mapping)
                 ret = substitute_sinfo(ret, mapping)
         return Call(callee, tuple(args), None, (), ret, self.span(node))
 
-    def _namespace_call(self, name: str, node: CallExpr):
+    def _namespace_call(self, name: str, node: CallExpr) -> Raw:
         handler = _SPECIAL_CALLS.get(name)
         if handler is not None:
             return handler(self, node)
@@ -302,7 +336,7 @@ class ExprReader:
 
     def _op_call(self, dotted: str, node: CallExpr) -> Expr:
         positional = [self.evaluate(a) for a in node.args]
-        keywords = {}
+        keywords: dict[str, Raw] = {}
         for kw in node.kwargs:
             if kw.name in keywords:
                 self.error(f"keyword argument '{kw.name}' repeated", kw)
@@ -319,7 +353,7 @@ class ExprReader:
         return make_call(opdef, args, attrs, span=span)
 
     # ------------------------------------------------------------------ R.* constructors
-    def _const(self, value, dtype: str | None, node: Node) -> Constant:
+    def _const(self, value: Raw, dtype: str | None, node: Node) -> Constant:
         import numpy as np
 
         if dtype is None:
@@ -390,10 +424,10 @@ class ExprReader:
         dtype = self.read_dtype(node.args[0])
         return DataTypeImm(dtype or "void", self.span(node))
 
-    def _r_match_cast(self, node: CallExpr):
+    def _r_match_cast(self, node: CallExpr) -> NoReturn:
         self.error("R.match_cast must be the whole right-hand side of a binding", node)
 
-    def _t_minmax(self, node: CallExpr):
+    def _t_minmax(self, node: CallExpr) -> Dim:
         return self.read_dim(node)
 
 
@@ -407,7 +441,7 @@ def _callee_name(callee: Expr) -> str:
     return getattr(callee, "name_hint", None) or type(callee).__name__
 
 
-_SPECIAL_CALLS = {
+_SPECIAL_CALLS: dict[str, Callable[[Any, CallExpr], Raw]] = {
     "R.const": ExprReader._r_const,
     "R.shape": ExprReader._r_shape,
     "R.tuple": ExprReader._r_tuple,

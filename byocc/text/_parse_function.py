@@ -11,18 +11,24 @@ function gets its own :class:`~byocc.ir.TirVar` objects even when two functions 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from byocc.ir import (
+    Binding,
     BindingBlock,
     ByoccError,
     Call,
     DataflowBlock,
     DataflowVar,
+    Expr,
+    FuncStructInfo,
     Function,
     MatchCast,
     NameSupply,
     PrimStructInfo,
     PrimValue,
     SeqExpr,
+    StructInfo,
     TirVar,
     TypeInferenceError,
     UnsupportedError,
@@ -31,7 +37,7 @@ from byocc.ir import (
     structural_equal,
 )
 
-from ._parse_expr import MODULE, ExprReader
+from ._parse_expr import MODULE, ExprReader, _Module
 from ._parse_retype import retype_dataflow
 from ._parse_types import TypeReader, dotted_name, incompatible
 from .syntax import (
@@ -54,15 +60,20 @@ from .syntax import (
     With,
 )
 
-_ABSENT = object()
+if TYPE_CHECKING:
+    from .parser import ModuleReader
+
+    #: ``R.output`` names -> the Name node of the binding that defines each.
+    Outputs = dict[str, Name]
+
 DIM_DECLARATIONS = ("T.int64", "T.int32")
 
 
 class FunctionReader(TypeReader, ExprReader):
     """Reads one function. ``module`` is the :class:`byocc.text.parser.ModuleReader`."""
 
-    def __init__(self, module, node: FuncDef, parent: FunctionReader | None = None,
-                 member: bool = False):
+    def __init__(self, module: ModuleReader, node: FuncDef, parent: FunctionReader | None = None,
+                 member: bool = False) -> None:
         self.module = module
         self.node = node
         self.parent = parent
@@ -70,12 +81,12 @@ class FunctionReader(TypeReader, ExprReader):
         self.source = module.source
         self.metadata = module.metadata
         self._static_tensor_cache = module.static_tensor_cache
-        self.values: dict[str, object] = {}
+        self.values: dict[str, Var | _Module] = {}
         self.tirvars: dict[str, TirVar] = {}
         self.declared: set[str] = set()
-        self.attrs: dict = {}
+        self.attrs: dict[str, Any] = {}
         self.temp_names = NameSupply()
-        self._bindings: list | None = None  # where emit_temp appends
+        self._bindings: list[Binding] | None = None  # where emit_temp appends
         self._in_dataflow = False
         self.poisoned: set[str] = set()  # names bound by statements that failed
         self.pure, self.private = self._read_decorators(node)
@@ -113,7 +124,7 @@ class FunctionReader(TypeReader, ExprReader):
         return pure, private
 
     def _read_params(self, node: FuncDef) -> list[Var]:
-        params = []
+        params: list[Var] = []
         seen: set[str] = set()
         for p in node.params:
             name = p.name.id
@@ -128,17 +139,15 @@ class FunctionReader(TypeReader, ExprReader):
             self.values[name] = var
         return params
 
-    def signature(self):
+    def signature(self) -> FuncStructInfo | None:
         """The function's struct info, when its return type is annotated."""
-        from byocc.ir import FuncStructInfo
-
         if self.ret_sinfo is None:
             return None
         return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_sinfo, self.pure)
 
     # ------------------------------------------------------------------ names
-    def lookup_value(self, name: str):
-        f = self
+    def lookup_value(self, name: str) -> Var | _Module | None:
+        f: FunctionReader | None = self
         while f is not None:
             v = f.values.get(name)
             if v is not None:
@@ -148,8 +157,8 @@ class FunctionReader(TypeReader, ExprReader):
             return MODULE
         return None
 
-    def find_dim(self, name: str, create: bool = True):
-        f = self
+    def find_dim(self, name: str, create: bool = True) -> TirVar | None:
+        f: FunctionReader | None = self
         while f is not None:
             v = f.tirvars.get(name)
             if v is not None:
@@ -161,14 +170,14 @@ class FunctionReader(TypeReader, ExprReader):
         return None
 
     def _is_declared(self, name: str) -> bool:
-        f = self
+        f: FunctionReader | None = self
         while f is not None:
             if name in f.declared:
                 return True
             f = f.parent
         return name in self.module.typevars
 
-    def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False):
+    def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> TirVar:
         v = self.find_dim(node.id)
         if v is not None:
             return v
@@ -178,10 +187,10 @@ class FunctionReader(TypeReader, ExprReader):
         self.error(f"undefined symbolic dimension '{node.id}' (declare it: {node.id} = TypeVar(\"{node.id}\") "
                    f"or {node.id} = T.int64())", node)
 
-    def parse_dim_text(self, text: str, node: Node):
+    def parse_dim_text(self, text: str, node: Node) -> Node:
         return self.module.parse_dim_text(text, node)
 
-    def emit_temp(self, expr, node: Node):
+    def emit_temp(self, expr: Expr, node: Node) -> Expr:
         if self._bindings is None:
             self.error("this expression must be bound to a variable first", node)
         hint = "lv" if self._in_dataflow else "gv"
@@ -215,22 +224,21 @@ class FunctionReader(TypeReader, ExprReader):
         seq = SeqExpr(tuple(blocks), body, self.span(self.node))
         return Function(tuple(self.params), seq, ret, self.pure, attrs, self.span(self.node))
 
-    def _read_statements(self, stmts: list):
+    def _read_statements(self, stmts: list[Node]) -> tuple[list[BindingBlock], Expr | None, Return | None]:
         """Blocks, return value and return statement of a body."""
-        blocks: list = []
-        current: list = []
-        body = None
-        ret_node = None
+        blocks: list[BindingBlock] = []
+        current: list[Binding] = []
+        body: Expr | None = None
+        ret_node: Return | None = None
         for stmt in stmts:
             self.module.where = stmt
             if body is not None:
                 self.error("statement after return", stmt)
-            t = type(stmt)
-            if t is With:
+            if type(stmt) is With:
                 blocks.append(BindingBlock(tuple(current)))
                 current = []
                 blocks.append(DataflowBlock(tuple(self._read_dataflow(stmt))))
-            elif t is Return:
+            elif type(stmt) is Return:
                 if stmt.value is None:
                     self.error("a function must return a value", stmt)
                 self._bindings = current
@@ -251,7 +259,7 @@ class FunctionReader(TypeReader, ExprReader):
         self._bindings = None
         return _normalize_blocks(blocks), body, ret_node
 
-    def _statement(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
+    def _statement(self, stmt: Node, bindings: list[Binding], in_dataflow: bool, outputs: Outputs | None) -> None:
         """One statement of a body or dataflow block; bindings go to ``bindings``.
 
         A statement that fails is recorded (``module.record``) and reading goes on: its
@@ -272,42 +280,42 @@ class FunctionReader(TypeReader, ExprReader):
             self._bindings = bindings
             self._in_dataflow = in_dataflow
 
-    def _statement_unguarded(self, stmt: Node, bindings: list, in_dataflow: bool, outputs) -> None:
+    def _statement_unguarded(self, stmt: Node, bindings: list[Binding], in_dataflow: bool,
+                             outputs: Outputs | None) -> None:
         self._bindings = bindings
         self._in_dataflow = in_dataflow
-        t = type(stmt)
-        if t is Assign:
+        if type(stmt) is Assign:
             self._assign(stmt, bindings, in_dataflow, outputs)
-        elif t is ExprStmt:
+        elif type(stmt) is ExprStmt:
             self._expr_statement(stmt, bindings, in_dataflow)
-        elif t is FuncDef:
+        elif type(stmt) is FuncDef:
             self._local_function(stmt, bindings, in_dataflow, outputs)
-        elif t is Pass:
+        elif type(stmt) is Pass:
             pass
-        elif t is Declare:
+        elif type(stmt) is Declare:
             name = stmt.target.id
             self.values[name] = Var(name, self.read_type(stmt.annotation), self.span(stmt.target))
-        elif t is With:
+        elif type(stmt) is With:
             self.error("dataflow blocks cannot be nested", stmt)
-        elif t is Return:
+        elif type(stmt) is Return:
             self.error("return inside a dataflow block", stmt)
-        elif t is IfStmt:
+        elif type(stmt) is IfStmt:
             self.error("if/else is not supported by byocc", stmt, UnsupportedError)
-        elif t is ClassDef:
+        elif type(stmt) is ClassDef:
             self.error("a class cannot be defined inside a function", stmt)
-        elif t is Import:
+        elif type(stmt) is Import:
             self.error("imports belong at the top of the file", stmt)
         else:
             self.error("unsupported statement", stmt)
 
-    def _new_var(self, name_node: Name, sinfo, in_dataflow: bool, outputs) -> Var:
+    def _new_var(self, name_node: Name, sinfo: StructInfo | None, in_dataflow: bool, outputs: Outputs | None) -> Var:
         is_output = outputs is not None and outputs.get(name_node.id) is name_node
         cls = DataflowVar if in_dataflow and not is_output else Var
         var = cls(name_node.id, sinfo, self.span(name_node))
         self.values[name_node.id] = var
         return var
 
-    def _assign(self, stmt: Assign, bindings: list, in_dataflow: bool, outputs) -> None:
+    def _assign(self, stmt: Assign, bindings: list[Binding], in_dataflow: bool, outputs: Outputs | None) -> None:
         target = stmt.target
         value = stmt.value
         if type(value) is CallExpr:
@@ -324,17 +332,17 @@ class FunctionReader(TypeReader, ExprReader):
                     self.tirvars[target.id] = TirVar(target.id, "int64", self.span(target))
                 return
             if special == "TypeVar" and self.lookup_value("TypeVar") is None:
-                self._typevar(stmt)
+                self._typevar(stmt, value)
                 return
             if special == "R.match_cast" and self.lookup_value("R") is None:
-                self._match_cast(stmt, bindings, in_dataflow, outputs)
+                self._match_cast(stmt, value, bindings, in_dataflow, outputs)
                 return
         elif type(value) is Name and self.lookup_value(value.id) is MODULE:
             self.values[target.id] = MODULE  # cls = Module
             return
         ann = self.read_type(stmt.annotation) if stmt.annotation is not None else None
         mark = len(bindings)
-        expr = self._prim_literal_value(value, ann) if type(ann) is PrimStructInfo else None
+        expr: Expr | None = self._prim_literal_value(value, ann) if type(ann) is PrimStructInfo else None
         if expr is None:
             expr = self.read_value(value, ann)
         sinfo = expr.struct_info
@@ -354,7 +362,7 @@ class FunctionReader(TypeReader, ExprReader):
         var = self._new_var(target, sinfo, in_dataflow, outputs)
         bindings.append(VarBinding(var, expr, self.span(stmt)))
 
-    def _prim_literal_value(self, node: Node, ann: PrimStructInfo):
+    def _prim_literal_value(self, node: Node, ann: PrimStructInfo) -> PrimValue | None:
         """TVM: a Python number bound under an ``R.Prim`` annotation is a PrimValue of the
         annotation's dtype (``p: R.Prim("int64") = 3``), not a constant tensor; None if
         ``node`` is not a number."""
@@ -378,15 +386,14 @@ class FunctionReader(TypeReader, ExprReader):
         it; temporaries of nested calls are numbered after those drawn names."""
         self.temp_names.fresh("lv" if in_dataflow else "gv")
 
-    def _typevar(self, stmt: Assign) -> None:
-        call = stmt.value
+    def _typevar(self, stmt: Assign, call: CallExpr) -> None:
         if (len(call.args) != 1 or not isinstance(call.args[0], Literal)
                 or not isinstance(call.args[0].value, str)):
             self.error('expected NAME = TypeVar("NAME")', call)
         self.declared.add(stmt.target.id)
 
-    def _match_cast(self, stmt: Assign, bindings: list, in_dataflow: bool, outputs) -> None:
-        call = stmt.value
+    def _match_cast(self, stmt: Assign, call: CallExpr, bindings: list[Binding], in_dataflow: bool,
+                    outputs: Outputs | None) -> None:
         a = self._args(call, ("value", "struct_info"), "R.match_cast")
         if "value" not in a or "struct_info" not in a:
             self.error("R.match_cast takes a value and a type", call)
@@ -404,7 +411,7 @@ class FunctionReader(TypeReader, ExprReader):
         var = self._new_var(stmt.target, cast, in_dataflow, outputs)
         bindings.append(MatchCast(var, value, cast, self.span(stmt)))
 
-    def _expr_statement(self, stmt: ExprStmt, bindings: list, in_dataflow: bool) -> None:
+    def _expr_statement(self, stmt: ExprStmt, bindings: list[Binding], in_dataflow: bool) -> None:
         value = stmt.value
         if type(value) is Literal and isinstance(value.value, str):
             return  # a docstring
@@ -425,13 +432,14 @@ class FunctionReader(TypeReader, ExprReader):
     def _func_attr(self, call: CallExpr) -> None:
         if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], DictExpr):
             self.error("R.func_attr takes one dictionary", call)
-        attrs = self.module.read_attr_value(call.args[0], self)
+        attrs = self.module.read_attr_dict(call.args[0], self)
         for key in attrs:
             if not isinstance(key, str):
                 self.error("function attribute names must be strings", call.args[0])
         self.attrs.update(attrs)
 
-    def _local_function(self, stmt: FuncDef, bindings: list, in_dataflow: bool, outputs) -> None:
+    def _local_function(self, stmt: FuncDef, bindings: list[Binding], in_dataflow: bool,
+                        outputs: Outputs | None) -> None:
         reader = FunctionReader(self.module, stmt, parent=self)
         func = reader.read()
         self.module.where = stmt
@@ -442,7 +450,7 @@ class FunctionReader(TypeReader, ExprReader):
         bindings.append(VarBinding(var, func, self.span(stmt)))
 
     # ------------------------------------------------------------------ dataflow blocks
-    def _read_dataflow(self, stmt: With) -> list:
+    def _read_dataflow(self, stmt: With) -> list[Binding]:
         ctx = stmt.context
         if not (isinstance(ctx, CallExpr) and dotted_name(ctx.func) == "R.dataflow"):
             self.error("only `with R.dataflow():` blocks are supported", ctx)
@@ -450,31 +458,31 @@ class FunctionReader(TypeReader, ExprReader):
             self.error("R.dataflow() takes no arguments", ctx)
         body = stmt.body
         outputs, output_call = self._outputs(body)
-        bindings: list = []
-        saved: dict = {}
+        bindings: list[Binding] = []
+        saved: dict[str, Var | _Module | None] = {}  # None: not bound before the block
         for s in body:
             self.module.where = s
             if s is output_call:
                 continue
             name = _bound_name(s)
             if name is not None and name not in saved:
-                saved[name] = self.values.get(name, _ABSENT)
+                saved[name] = self.values.get(name)
             self._statement(s, bindings, True, outputs)
         # names bound in the block that are not outputs leave scope
         for name, prev in saved.items():
             if isinstance(self.values.get(name), DataflowVar):
-                if prev is _ABSENT:
+                if prev is None:
                     del self.values[name]
                 else:
                     self.values[name] = prev
         self._in_dataflow = False
         return retype_dataflow(bindings)
 
-    def _outputs(self, body: list):
+    def _outputs(self, body: list[Node]) -> tuple[Outputs, ExprStmt | None]:
         """``{name: the Name node of its last binding}`` for the names in ``R.output``."""
         last = body[-1] if body else None
         output_call = None
-        names: list = []
+        names: list[Name] = []
         if (isinstance(last, ExprStmt) and isinstance(last.value, CallExpr)
                 and dotted_name(last.value.func) == "R.output"):
             output_call = last
@@ -485,7 +493,7 @@ class FunctionReader(TypeReader, ExprReader):
                 if not isinstance(arg, Name):
                     self.error("R.output takes variable names only", arg)
                 names.append(arg)
-        last_binding: dict = {}
+        last_binding: dict[str, Name] = {}
         for s in body:
             if s is output_call:
                 continue
@@ -493,7 +501,7 @@ class FunctionReader(TypeReader, ExprReader):
                 last_binding[s.target.id] = s.target
             elif isinstance(s, FuncDef):
                 last_binding[s.name.id] = s.name
-        outputs = {}
+        outputs: Outputs = {}
         for n in names:
             target = last_binding.get(n.id)
             if target is None:
@@ -510,10 +518,10 @@ def _bound_name(stmt: Node) -> str | None:
     return None
 
 
-def _normalize_blocks(blocks: list) -> list:
+def _normalize_blocks(blocks: list[BindingBlock]) -> list[BindingBlock]:
     """Drop empty blocks and merge neighbours of the same kind (TVM's block normalisation:
     two adjacent dataflow blocks become one)."""
-    out: list = []
+    out: list[BindingBlock] = []
     for b in blocks:
         if not b.bindings:
             continue
@@ -528,7 +536,7 @@ def _normalize_blocks(blocks: list) -> list:
 __all__ = ["FunctionReader"]
 
 
-def _is_return_leaf(expr) -> bool:
+def _is_return_leaf(expr: Expr) -> bool:
     """A return value that stays in the ``return`` statement: a variable, a constant, or a
     tuple of such leaves (``return (h, e)``)."""
     from byocc.ir import is_leaf
@@ -536,10 +544,10 @@ def _is_return_leaf(expr) -> bool:
     return is_leaf(expr)
 
 
-def _names_in(node) -> set[str]:
+def _names_in(node: Node) -> set[str]:
     """Every name a syntax subtree reads (``Name.id``), found with an explicit stack."""
     found: set[str] = set()
-    stack = [node]
+    stack: list[object] = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, Name):

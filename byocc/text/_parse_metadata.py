@@ -15,6 +15,9 @@ the binding's own annotation gives the result type.
 
 from __future__ import annotations
 
+from os import PathLike
+from typing import Any
+
 from byocc.ir import Constant, ParseError, Span, StructInfo, TensorStructInfo
 
 TENSOR_KEYS = ("ir.GenericConst", "relax.expr.Constant", "ffi.Tensor")
@@ -29,7 +32,7 @@ class RuntimeModuleRef:
     is_runtime_module = True
     __slots__ = ("index",)
 
-    def __init__(self, index: int):
+    def __init__(self, index: int) -> None:
         self.index = index
 
     def __repr__(self) -> str:
@@ -39,15 +42,15 @@ class RuntimeModuleRef:
 class MetadataTable:
     """Resolves metadata references of one parse, sharing one object per ``(key, index)``."""
 
-    def __init__(self, constants: dict | None, sidecar: str | None = None):
+    def __init__(self, constants: dict[str, Any] | None, sidecar: str | None = None) -> None:
         self.constants = constants or {}
         #: the sidecar's name when the values come from one: then every referenced tensor
         #: constant must have its array, of the annotated type, and no array may be unused
         self.sidecar = sidecar if constants is not None else None
-        self.objects: dict[tuple[str, int], object] = {}
+        self.objects: dict[tuple[str, int], MetadataObject] = {}
 
-    def lookup(self, key: str, index: int, span: Span | None, hint: StructInfo | None = None):
-        obj = self.objects.get((key, index))
+    def lookup(self, key: str, index: int, span: Span | None, hint: StructInfo | None = None) -> MetadataObject:
+        obj: MetadataObject | None = self.objects.get((key, index))
         if obj is not None:
             return obj
         if key in TENSOR_KEYS:
@@ -62,7 +65,7 @@ class MetadataTable:
         self.objects[(key, index)] = obj
         return obj
 
-    def _value(self, key: str, index: int):
+    def _value(self, key: str, index: int) -> Any:
         for k in (key, "ir.GenericConst" if key == "relax.expr.Constant" else "relax.expr.Constant"):
             v = self.constants.get(f"{k}/{index}")
             if v is not None:
@@ -75,7 +78,7 @@ class MetadataTable:
                 return f"{k}/{index}"
         return f"{key}/{index}"
 
-    def _constant(self, key: str, index: int, span: Span | None, hint) -> Constant:
+    def _constant(self, key: str, index: int, span: Span | None, hint: StructInfo | None) -> Constant:
         data = self._value(key, index)
         if data is None:
             if self.sidecar is not None:
@@ -102,7 +105,7 @@ class MetadataTable:
         """Every tensor array of the sidecar is referenced by the text (else ParseError)."""
         if self.sidecar is None:
             return
-        used = set()
+        used: set[str] = set()
         for key, index in self.objects:
             if key in TENSOR_KEYS:
                 used.add(self._sidecar_key(key, index))
@@ -123,6 +126,10 @@ class MetadataTable:
         return f"<ffi.String {index}>\n"
 
 
+#: What a metadata reference stands for.
+MetadataObject = Constant | RuntimeModuleRef | str
+
+
 def _mismatch(annotated: TensorStructInfo, actual: TensorStructInfo) -> str:
     """What differs between an annotation and an array's type ("" if they agree)."""
     if annotated.dtype is not None and annotated.dtype != actual.dtype:
@@ -140,12 +147,12 @@ def _mismatch(annotated: TensorStructInfo, actual: TensorStructInfo) -> str:
     return ""
 
 
-def _key_order(key: str):
+def _key_order(key: str) -> tuple[str, int]:
     head, _, tail = key.rpartition("/")
     return (head, int(tail)) if tail.isdigit() else (key, -1)
 
 
-def load_sidecar(path) -> dict | None:
+def load_sidecar(path: str | PathLike[str]) -> dict[str, Any] | None:
     """The arrays of ``path`` (an ``.npz``), or None if there is no such file."""
     import os
 

@@ -24,13 +24,17 @@ it. byocc reports that as a located error.
 from __future__ import annotations
 
 from byocc.ir import (
+    Binding,
     Call,
     DataflowVar,
+    Dim,
     Expr,
     FuncStructInfo,
     MatchCast,
     ObjectStructInfo,
     Op,
+    StructInfo,
+    TirVar,
     Tuple,
     TupleGetItem,
     TupleStructInfo,
@@ -46,12 +50,12 @@ from ._parse_types import match_sinfo_vars, substitute_sinfo
 __all__ = ["retype_dataflow"]
 
 
-def retype_dataflow(bindings: list) -> list:
+def retype_dataflow(bindings: list[Binding]) -> list[Binding]:
     """The bindings of a dataflow block as TVM's parser leaves them (see the module
     docstring); ``bindings`` itself is returned when nothing changes."""
-    outputs_seen: set = set()
-    retyped: dict = {}  # old DataflowVar -> new DataflowVar
-    out = None
+    outputs_seen: set[Var] = set()
+    retyped: dict[Var, Var] = {}  # old DataflowVar -> new DataflowVar
+    out: list[Binding] | None = None
     for i, b in enumerate(bindings):
         var = b.var
         if outputs_seen or retyped:
@@ -68,7 +72,7 @@ def retype_dataflow(bindings: list) -> list:
     return bindings if out is None else out
 
 
-def _rebind(b, value: Expr, retyped: dict):
+def _rebind(b: Binding, value: Expr, retyped: dict[Var, Var]) -> Binding:
     """``b`` with its rebuilt ``value``; its variable re-typed if the type changed."""
     var = b.var
     if isinstance(b, MatchCast):  # the variable keeps the cast type
@@ -83,7 +87,7 @@ def _rebind(b, value: Expr, retyped: dict):
     return VarBinding(new_var, value, b.span)
 
 
-def _output_message(var: Var, new_si) -> str:
+def _output_message(var: Var, new_si: StructInfo | None) -> str:
     from .printer import print_expr
 
     name, new = var.name_hint, print_expr(new_si)
@@ -94,46 +98,44 @@ def _output_message(var: Var, new_si) -> str:
 
 
 # --------------------------------------------------------------------------- values
-def _touches(e: Expr, outputs: set, retyped: dict) -> bool:
+def _touches(e: Expr, outputs: set[Var], retyped: dict[Var, Var]) -> bool:
     """Whether the value ``e`` (in normal form: leaves below one call, tuple or item) uses an
     output or a re-typed variable."""
     stack = [e]
     while stack:
         x = stack.pop()
-        t = type(x)
-        if t is Var or t is DataflowVar:
+        if type(x) is Var or type(x) is DataflowVar:
             if x in outputs or x in retyped:
                 return True
-        elif t is Call:
+        elif type(x) is Call:
             if not isinstance(x.op, Op):
                 stack.append(x.op)
             stack.extend(x.args)
-        elif t is Tuple:
+        elif type(x) is Tuple:
             stack.extend(x.fields)
-        elif t is TupleGetItem:
+        elif type(x) is TupleGetItem:
             stack.append(x.tuple_value)
     return False
 
 
-def _rebuild(e: Expr, retyped: dict) -> Expr:
+def _rebuild(e: Expr, retyped: dict[Var, Var]) -> Expr:
     """``e`` with re-typed variables replaced and its type derived again (recursing only
     through the leaves of normal form)."""
-    t = type(e)
-    if t is DataflowVar:
+    if type(e) is DataflowVar:
         return retyped.get(e, e)
-    if t is Tuple:
+    if type(e) is Tuple:
         fields = tuple(_rebuild(f, retyped) for f in e.fields)
         if all(a is b for a, b in zip(fields, e.fields)):
             return e
         return Tuple(fields, TupleStructInfo(tuple(f.struct_info for f in fields)), e.span)
-    if t is TupleGetItem:
+    if type(e) is TupleGetItem:
         base = _rebuild(e.tuple_value, retyped)
         if base is e.tuple_value:
             return e
         si = base.struct_info
         field = si.fields[e.index] if isinstance(si, TupleStructInfo) else ObjectStructInfo()
         return TupleGetItem(base, e.index, field, e.span)
-    if t is Call:
+    if type(e) is Call:
         op = e.op if isinstance(e.op, Op) else _rebuild(e.op, retyped)
         args = tuple(_rebuild(a, retyped) for a in e.args)
         if op is e.op and all(a is b for a, b in zip(args, e.args)):
@@ -143,14 +145,14 @@ def _rebuild(e: Expr, retyped: dict) -> Expr:
     return e
 
 
-def _infer(call: Call):
+def _infer(call: Call) -> StructInfo:
     """The type of a rebuilt call: the operator's inference, or the callee's return type
     with its symbolic dimensions bound from the arguments (as the parser types calls)."""
     callee = call.op
     fsi = getattr(callee, "struct_info", None)
     if isinstance(callee, Op) or not isinstance(fsi, FuncStructInfo) or fsi.params is None:
         return infer_struct_info(call)
-    mapping: dict = {}
+    mapping: dict[TirVar, Dim] = {}
     for p, a in zip(fsi.params, call.args):
         match_sinfo_vars(p, a.struct_info, mapping)
     return substitute_sinfo(fsi.ret, mapping)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING, NoReturn, TypeVar, cast
 
 from byocc.ir import (
+    ByoccError,
+    Dim,
     FuncStructInfo,
     ObjectStructInfo,
     ParseError,
@@ -27,10 +30,17 @@ from byocc.ir import (
     simplify_binary,
     substitute_dim,
 )
-from byocc.ir.prim import dim_text
 from byocc.ir.arith import provably_different
+from byocc.ir.prim import dim_text
 
 from .syntax import Attr, BinOp, CallExpr, ListExpr, Literal, Name, Neg, Node, TensorType, TupleExpr
+
+if TYPE_CHECKING:
+    from byocc.ir import TirVar as _TirVar
+
+    from ._parse_expr import _Module
+
+_N = TypeVar("_N", bound=Node)
 
 _DTYPE_RE = re.compile(
     r"(bool|handle|u?int(1|4|8|16|32|64)|float(16|32|64)|bfloat16"
@@ -45,9 +55,9 @@ def is_valid_dtype(dtype: str) -> bool:
     return bool(_DTYPE_RE.match(dtype))
 
 
-def dotted_name(node) -> str | None:
+def dotted_name(node: Node | None) -> str | None:
     """``R.nn.conv2d`` for an attribute chain of names, else None."""
-    parts = []
+    parts: list[str] = []
     while isinstance(node, Attr):
         parts.append(node.attr)
         node = node.value
@@ -61,7 +71,7 @@ _TENSOR_TOKEN_RE = re.compile(r'R\.Tensor\(\(([^()]*)\)(?:, dtype="(\w*)")?\)\Z'
 
 
 @lru_cache(maxsize=4096)
-def split_tensor_token(text: str) -> tuple[tuple, str | None, int]:
+def split_tensor_token(text: str) -> tuple[tuple[int | str, ...], str | None, int]:
     """``R.Tensor((2, n), dtype="f32")`` -> ((2, "n"), "f32", column offset of the dtype)."""
     m = _TENSOR_TOKEN_RE.match(text)
     assert m is not None, text  # the grammar's TENSOR_TYPE only matches this form
@@ -70,17 +80,22 @@ def split_tensor_token(text: str) -> tuple[tuple, str | None, int]:
 
 
 class TypeReader:
-    """Mixin: needs ``source``, ``dim_name(name_node, in_signature)``, ``lookup_var(name)``
+    """Mixin: needs ``source``, ``dim_name(name_node, in_signature)``, ``lookup_value(name)``
     and ``parse_dim_text(text, node)`` from the host."""
 
     source: str
-    _static_tensor_cache: dict
+    _static_tensor_cache: dict[str, TensorStructInfo]
+
+    if TYPE_CHECKING:  # from the host (FunctionReader)
+        def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> _TirVar: ...
+        def lookup_value(self, name: str) -> Var | _Module | None: ...
+        def parse_dim_text(self, text: str, node: Node) -> Node: ...
 
     # ------------------------------------------------------------------ errors
-    def span(self, node) -> Span:
+    def span(self, node: Node) -> Span:
         return Span(self.source, node.line, node.col, node.end_line, node.end_col)
 
-    def error(self, message: str, node, cls=ParseError):
+    def error(self, message: str, node: Node | None, cls: type[ByoccError] = ParseError) -> NoReturn:
         raise cls(message, self.span(node) if node is not None else None)
 
     # ------------------------------------------------------------------ types
@@ -125,7 +140,7 @@ class TypeReader:
             self.error(f"expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...), found '{name}'", node)
         self.error("expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...)", node)
 
-    def read_types(self, node: Node, in_signature: bool = False):
+    def read_types(self, node: Node, in_signature: bool = False) -> StructInfo | list[StructInfo]:
         """A type, or a list/tuple of types (``out_ty=[...]``, ``ty_args=(...)``)."""
         if isinstance(node, (ListExpr, TupleExpr)):
             return [self.read_type(e, in_signature) for e in node.elts]
@@ -153,9 +168,9 @@ class TypeReader:
             self.error(f"{what} must be an integer", node)
         return sign * value.value
 
-    def _args(self, node: CallExpr, names: tuple, what: str) -> dict:
+    def _args(self, node: CallExpr, names: tuple[str, ...], what: str) -> dict[str, Node]:
         """Positional and keyword arguments of a type constructor, by parameter name."""
-        out: dict = {}
+        out: dict[str, Node] = {}
         if len(node.args) > len(names):
             self.error(f"{what} takes at most {len(names)} positional arguments", node.args[len(names)])
         for name, arg in zip(names, node.args):
@@ -179,12 +194,12 @@ class TypeReader:
             bad = Literal(dtype, dtype, _FakeToken(node, dtype_col, len(dtype)))
             self.error(f"unknown data type \"{dtype}\"", bad)
         if all(type(d) is int for d in dims):
-            si = TensorStructInfo(dims, dtype)
+            si = TensorStructInfo(cast("tuple[int, ...]", dims), dtype)
             self._static_tensor_cache[node.text] = si
             return si
-        shape = []
+        shape: list[Dim] = []
         for d in dims:
-            if type(d) is int:
+            if isinstance(d, int):
                 shape.append(d)
             else:
                 found = re.search(rf"\b{d}\b", node.text[10:])
@@ -213,7 +228,7 @@ class TypeReader:
                 self.error(f"ndim={ndim} does not match the shape's {len(shape)} dimensions", a["ndim"])
             return TensorStructInfo(shape, dtype)
         if isinstance(shape_node, Name):
-            var = self.lookup_var(shape_node.id)
+            var = self.lookup_value(shape_node.id)
             if isinstance(var, Var) and isinstance(var.struct_info, ShapeStructInfo):
                 return TensorStructInfo(None, dtype, var.struct_info.ndim if ndim == -1 else ndim, shape_var=var)
         self.error("the shape of R.Tensor must be a tuple or list of dimensions", shape_node)
@@ -256,7 +271,7 @@ class TypeReader:
             if not isinstance(p, (TupleExpr, ListExpr)):
                 self.error("R.Callable's parameters must be a tuple of types", p)
             params = tuple(self.read_type(x, in_signature) for x in p.elts)
-        ret = ObjectStructInfo()
+        ret: StructInfo = ObjectStructInfo()
         if "ret" in a and not (isinstance(a["ret"], Literal) and a["ret"].value is None):
             ret = self.read_type(a["ret"], in_signature)
         purity = True
@@ -268,7 +283,7 @@ class TypeReader:
         return FuncStructInfo(params, ret, purity)
 
     # ------------------------------------------------------------------ dimensions
-    def read_dim(self, node: Node, in_signature: bool = False, quoted: bool = False):
+    def read_dim(self, node: Node, in_signature: bool = False, quoted: bool = False) -> Dim:
         """A dimension: an int, a symbolic variable or an expression of them."""
         if isinstance(node, Literal):
             v = node.value
@@ -289,8 +304,8 @@ class TypeReader:
             b = self.read_dim(node.b, in_signature, quoted)
             return simplify_binary(node.op, a, b)
         if isinstance(node, Neg):
-            v = self.read_dim(node.operand, in_signature, quoted)
-            return -v if type(v) is int else simplify_binary("-", 0, v)
+            d = self.read_dim(node.operand, in_signature, quoted)
+            return -d if isinstance(d, int) else simplify_binary("-", 0, d)
         if isinstance(node, CallExpr):
             name = dotted_name(node.func)
             if name in ("T.max", "T.min") and len(node.args) == 2 and not node.kwargs:
@@ -306,7 +321,7 @@ class _FakeToken:
 
     __slots__ = ("line", "column", "end_line", "end_column", "text")
 
-    def __init__(self, node: Node, offset: int, length: int, text: str = ""):
+    def __init__(self, node: Node, offset: int, length: int, text: str = "") -> None:
         self.line = node.line
         self.column = node.col + offset
         self.end_line = node.line
@@ -317,7 +332,7 @@ class _FakeToken:
         return self.text
 
 
-def _relocate(inner: Node, outer: Node) -> Node:
+def _relocate(inner: _N, outer: Node) -> _N:
     """Move a node parsed from a quoted string to the string's position in the file."""
     if outer.line == outer.end_line:
         col = outer.col + 1 + (inner.col - 1)
@@ -330,7 +345,7 @@ def _relocate(inner: Node, outer: Node) -> Node:
 
 
 def _relocate_tree(inner: Node, outer: Node) -> Node:
-    stack = [inner]
+    stack: list[Node] = [inner]
     while stack:
         n = stack.pop()
         if isinstance(n, Node):
@@ -345,7 +360,7 @@ def _relocate_tree(inner: Node, outer: Node) -> Node:
 
 
 # --------------------------------------------------------------------------- struct info helpers
-def substitute_sinfo(si, mapping: dict):
+def substitute_sinfo(si: StructInfo, mapping: dict[_TirVar, Dim]) -> StructInfo:
     """``si`` with TirVars replaced per ``mapping`` (TirVar -> dim)."""
     if not mapping or si is None:
         return si
@@ -365,7 +380,7 @@ def substitute_sinfo(si, mapping: dict):
     return si
 
 
-def match_sinfo_vars(param, arg, mapping: dict) -> None:
+def match_sinfo_vars(param: StructInfo | None, arg: StructInfo | None, mapping: dict[_TirVar, Dim]) -> None:
     """Bind the TirVars of a callee's parameter type to the argument's dims (first wins)."""
     stack = [(param, arg)]
     while stack:
@@ -384,7 +399,7 @@ def match_sinfo_vars(param, arg, mapping: dict) -> None:
             stack.extend(zip(p.fields, a.fields))
 
 
-def incompatible(annotated, inferred) -> str | None:
+def incompatible(annotated: StructInfo | None, inferred: StructInfo | None) -> str | None:
     """Why a value of type ``inferred`` can provably not have type ``annotated``, or None."""
 
     if annotated is inferred or annotated is None or inferred is None or annotated == inferred:
@@ -393,7 +408,7 @@ def incompatible(annotated, inferred) -> str | None:
         return None  # TVM: R.Any may hold a value of any type (at most a run-time check)
     if type(annotated) is not type(inferred):
         return "the value is a different kind of value"
-    if isinstance(annotated, TensorStructInfo):
+    if isinstance(annotated, TensorStructInfo) and isinstance(inferred, TensorStructInfo):  # same type (above)
         if annotated.dtype and inferred.dtype and annotated.dtype != inferred.dtype:
             return f"dtype {annotated.dtype} does not match the value's {inferred.dtype}"
         if annotated.ndim != -1 and inferred.ndim != -1 and annotated.ndim != inferred.ndim:
@@ -403,15 +418,15 @@ def incompatible(annotated, inferred) -> str | None:
                 if provably_different(a, b):
                     return f"dimension {i} ({dim_text(a)}) does not match the value's {dim_text(b)}"
         return None
-    if isinstance(annotated, TupleStructInfo):
+    if isinstance(annotated, TupleStructInfo) and isinstance(inferred, TupleStructInfo):  # same type (above)
         if len(annotated.fields) != len(inferred.fields):
             return f"{len(annotated.fields)} fields do not match the value's {len(inferred.fields)}"
-        for i, (a, b) in enumerate(zip(annotated.fields, inferred.fields)):
-            why = incompatible(a, b)
+        for i, (fa, fb) in enumerate(zip(annotated.fields, inferred.fields)):
+            why = incompatible(fa, fb)
             if why:
                 return f"field {i}: {why}"
         return None
-    if isinstance(annotated, ShapeStructInfo):
+    if isinstance(annotated, ShapeStructInfo) and isinstance(inferred, ShapeStructInfo):  # same type (above)
         if annotated.ndim != -1 and inferred.ndim != -1 and annotated.ndim != inferred.ndim:
             return f"{annotated.ndim} dimensions do not match the value's {inferred.ndim}"
         if annotated.values is not None and inferred.values is not None:
@@ -419,19 +434,25 @@ def incompatible(annotated, inferred) -> str | None:
                 if provably_different(a, b):
                     return f"dimension {i} ({dim_text(a)}) does not match the value's {dim_text(b)}"
         return None
-    if isinstance(annotated, PrimStructInfo):
+    if isinstance(annotated, PrimStructInfo) and isinstance(inferred, PrimStructInfo):  # same type (above)
         if annotated.dtype != inferred.dtype:
             return f"T.{annotated.dtype} does not match the value's T.{inferred.dtype}"
         if annotated.value is not None and inferred.value is not None and _values_differ(
                 annotated.value, inferred.value):
-            return f"{dim_text(annotated.value)} does not match the value's {dim_text(inferred.value)}"
+            return f"{_value_text(annotated.value)} does not match the value's {_value_text(inferred.value)}"
     return None
 
 
-def _values_differ(a, b) -> bool:
+def _values_differ(a: Dim | float, b: Dim | float) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a != b
+    if isinstance(a, float) or isinstance(b, float):
+        return False  # a float against a symbolic value: nothing is provable
     return provably_different(a, b)
+
+
+def _value_text(v: Dim | float) -> str:
+    return str(v) if isinstance(v, float) else dim_text(v)
 
 
 __all__ = [

@@ -7,11 +7,16 @@ of :class:`byocc.text.printer._Printer`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from byocc.ir import (
     Call,
     Constant,
     DataflowVar,
     DataTypeImm,
+    Dim,
+    Expr,
     ExternFunc,
     FuncStructInfo,
     Function,
@@ -24,6 +29,7 @@ from byocc.ir import (
     SeqExpr,
     ShapeExpr,
     StringImm,
+    StructInfo,
     TensorStructInfo,
     Tuple,
     TupleGetItem,
@@ -32,6 +38,9 @@ from byocc.ir import (
 )
 
 from ._print_format import format_float, quote_string
+
+if TYPE_CHECKING:
+    from .printer import _Frame
 
 # rank-0 constants of these dtypes print inline as R.const (section 5.4)
 _SCALAR_DTYPES = frozenset(["int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool"])
@@ -54,7 +63,7 @@ def op_callee(op: Op) -> str:
     return "R." + name[6:] if name.startswith("relax.") else name
 
 
-def dps_out_sinfo(call: Call):
+def dps_out_sinfo(call: Call) -> StructInfo | None:
     """The ``out_ty`` of a call_tir / call_dps_packed (one type; several mean a tuple)."""
     sargs = call.sinfo_args
     if len(sargs) == 1:
@@ -67,8 +76,23 @@ def dps_out_sinfo(call: Call):
 class ExprPrinterMixin:
     """Expression spelling; dispatch by exact node type."""
 
+    if TYPE_CHECKING:  # the printer's state and the type printer (printer._Printer)
+        usage: set[str]
+        names: dict[object, str]
+        frames: list[_Frame]
+        module_names: set[str] | None
+
+        def define(self, obj: object, frame: _Frame, hint: str) -> str: ...
+        def func_frame(self) -> _Frame | None: ...
+        def metadata_ref(self, key: str, obj: object, by_value: bool = False) -> str: ...
+        def sinfo(self, si: StructInfo | None) -> str: ...
+        def dim(self, d: Dim | float) -> tuple[str, int]: ...
+        def shape_dim(self, d: Dim) -> str: ...
+        def value(self, v: object, module_attrs: bool = False) -> str: ...
+        def dict_doc(self, d: Mapping[Any, object], module_attrs: bool = False) -> str: ...
+
     def _init_expr_table(self) -> None:
-        self._expr_table = {
+        self._expr_table: dict[type[Expr], Callable[[Any], str]] = {
             Var: self._var,
             DataflowVar: self._var,
             GlobalVar: self._global_var,
@@ -84,7 +108,7 @@ class ExprPrinterMixin:
             Op: self._op_value,
         }
 
-    def expr(self, e) -> str:
+    def expr(self, e: Expr) -> str:
         fn = self._expr_table.get(type(e))
         if fn is None:
             for klass, method in self._expr_table.items():
@@ -97,7 +121,7 @@ class ExprPrinterMixin:
                 raise InternalError(f"cannot print {type(e).__name__} as a Relax expression")
         return fn(e)
 
-    def rhs(self, e) -> str:
+    def rhs(self, e: Expr) -> str:
         """An assignment's right-hand side: a tuple of two or more fields drops its parentheses."""
         if type(e) is Tuple and len(e.fields) > 1:
             return ", ".join([self.expr(f) for f in e.fields])
@@ -135,7 +159,7 @@ class ExprPrinterMixin:
             return text
         return self.metadata_ref("ir.GenericConst", c)
 
-    def _scalar_const(self, c: Constant):
+    def _scalar_const(self, c: Constant) -> str | None:
         data = c.data
         if data is None:
             return None
@@ -197,7 +221,7 @@ class ExprPrinterMixin:
     def _tuple_get_item(self, e: TupleGetItem) -> str:
         return f"{self.expr(e.tuple_value)}[{e.index}]"
 
-    def _callee_arg(self, a) -> str:
+    def _callee_arg(self, a: Expr) -> str:
         """The first argument of a call: an extern function prints as its symbol string."""
         if type(a) is ExternFunc:
             return quote_string(a.global_symbol)
@@ -211,7 +235,7 @@ class ExprPrinterMixin:
                 return self._dps_call(c, dps)
             self.usage.add("relax")
             callee = op_callee(op)
-            args = []
+            args: list[str] = []
         elif type(op) is ExternFunc:
             callee = self._relax("call_packed")
             args = [quote_string(op.global_symbol)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 __all__ = ["NameTable", "format_float", "quote_string", "sanitize_name"]
 
@@ -85,7 +86,7 @@ class NameTable:
 
     __slots__ = ("_next", "taken")
 
-    def __init__(self, reserved=()):
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
         self.taken: set[str] = set(reserved)
         # invariant: for every base b, all of b_1 .. b_(next[b]-1) are taken
         self._next: dict[str, int] = {}

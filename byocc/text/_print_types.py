@@ -8,10 +8,13 @@ metadata) lives in :class:`byocc.text.printer._Printer`.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from byocc.ir import (
     Attrs,
     Constant,
+    Dim,
     Expr,
     FuncStructInfo,
     ObjectStructInfo,
@@ -28,12 +31,15 @@ from byocc.ir import (
 
 from ._print_format import escape_string, format_float, quote_string
 
+if TYPE_CHECKING:
+    from .printer import _Frame
+
 _ATOM = 100  # precedence of literals, names, calls
 _PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
 _TIR_NAME = {"+": "Add", "-": "Sub", "*": "Mul", "//": "FloorDiv", "%": "FloorMod"}
 
 
-def _tvm_would_fold(op: str, a, b) -> bool:
+def _tvm_would_fold(op: str, a: Dim, b: Dim) -> bool:
     """Whether TVM's ``tvm::add`` & co. would constant-fold ``a op b`` (then the printer
     spells the node ``T.Add(a, b)`` instead of using the operator)."""
     ai = isinstance(a, int)
@@ -56,8 +62,18 @@ def _tvm_would_fold(op: str, a, b) -> bool:
 class TypePrinterMixin:
     """Struct info, dims and attribute-value spelling."""
 
+    if TYPE_CHECKING:  # the printer's state and the expression printer (printer._Printer)
+        usage: set[str]
+        pep695: bool
+        sig_frame: _Frame | None
+        _static_sinfo: dict[TensorStructInfo, str]
+
+        def tir_var(self, v: TirVar) -> str: ...
+        def metadata_ref(self, key: str, obj: object, by_value: bool = False) -> str: ...
+        def expr(self, e: Expr) -> str: ...
+
     # ------------------------------------------------------------------ dimensions
-    def dim(self, d) -> tuple[str, int]:
+    def dim(self, d: Dim | float) -> tuple[str, int]:
         """``(text, precedence)`` of a dimension, in body spelling (never quoted)."""
         if isinstance(d, bool):
             return ("True" if d else "False"), _ATOM
@@ -86,7 +102,7 @@ class TypePrinterMixin:
             return format_float(d), _ATOM
         return str(d), _ATOM
 
-    def shape_dim(self, d) -> str:
+    def shape_dim(self, d: Dim) -> str:
         """A dimension inside a type or ``R.shape``: quoted in a TypeVar-mode signature when
         it is an expression over the signature's own variables (section 1.5)."""
         if type(d) is int:
@@ -96,6 +112,7 @@ class TypePrinterMixin:
         if f is None or self.pep695:
             return text
         func_vars = f.func_vars
+        assert func_vars is not None  # set while its signature is printed (sig_frame)
         if not any(v in func_vars for v in dim_vars(d)):
             return text
         if isinstance(d, TirVar) and d in f.type_var_set:
@@ -103,28 +120,27 @@ class TypePrinterMixin:
         return '"' + escape_string(text) + '"'
 
     # ------------------------------------------------------------------ struct info
-    def sinfo(self, si) -> str:
+    def sinfo(self, si: StructInfo | None) -> str:
         """The annotation text of a struct info (section 3)."""
-        t = type(si)
-        if t is TensorStructInfo:
+        if type(si) is TensorStructInfo:
             return self._tensor_sinfo(si)
-        if t is TupleStructInfo:
+        if type(si) is TupleStructInfo:
             self.usage.add("relax")
             if not si.fields:
                 return "R.Tuple"
             return "R.Tuple(" + ", ".join([self.sinfo(f) for f in si.fields]) + ")"
-        if t is ShapeStructInfo:
+        if type(si) is ShapeStructInfo:
             self.usage.add("relax")
             if si.values is not None:
                 return "R.Shape([" + ", ".join([self.shape_dim(v) for v in si.values]) + "])"
             return f"R.Shape(ndim={si.ndim})"
-        if t is ObjectStructInfo:
+        if type(si) is ObjectStructInfo:
             self.usage.add("relax")
             return "R.Any"
-        if t is PrimStructInfo:
+        if type(si) is PrimStructInfo:
             self.usage.add("tirx")
             return "T." + (si.dtype or "void")
-        if t is FuncStructInfo:
+        if type(si) is FuncStructInfo:
             return self._func_sinfo(si)
         if si is None:
             self.usage.add("relax")
@@ -146,7 +162,7 @@ class TypePrinterMixin:
 
     def _tensor_sinfo_text(self, si: TensorStructInfo) -> str:
         self.usage.add("relax")
-        parts = []
+        parts: list[str] = []
         if si.shape is not None:
             dims = [self.shape_dim(d) for d in si.shape]
             if len(dims) == 1:
@@ -168,7 +184,7 @@ class TypePrinterMixin:
         ret = self.sinfo(si.ret)  # TVM prints the return type before the parameters
         purity = "True" if si.purity else "False"
         if si.params is None:
-            kws = []
+            kws: list[str] = []
             if not isinstance(si.ret, ObjectStructInfo):
                 kws.append("ret=" + ret)
             if si.purity:
@@ -182,7 +198,7 @@ class TypePrinterMixin:
         return f"R.Callable({ptext}, {ret}, {purity})"
 
     # ------------------------------------------------------------------ attribute values
-    def value(self, v, module_attrs: bool = False) -> str:
+    def value(self, v: object, module_attrs: bool = False) -> str:
         """An attribute / dictionary value by its Python type (sections 2.3, 5.2)."""
         if v is None:
             return "None"
@@ -221,7 +237,7 @@ class TypePrinterMixin:
             return self.metadata_ref("ffi.Tensor", v)
         return self.metadata_ref(type(v).__name__, v)
 
-    def dict_doc(self, d: dict, module_attrs: bool = False) -> str:
+    def dict_doc(self, d: Mapping[Any, object], module_attrs: bool = False) -> str:
         """``{k: v, ...}``; all-string keys are sorted bytewise, as TVM does."""
         items = list(d.items())
         if all(isinstance(k, str) for k, _ in items):

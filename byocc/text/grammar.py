@@ -13,16 +13,26 @@ Input normalisation (section 7.1): CRLF and CR become LF, and a final newline is
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark, Token
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.indenter import PythonIndenter
 from lark.lexer import Lexer
 
 from byocc.ir import ParseError, Span
+
+if TYPE_CHECKING:
+    from lark.common import LexerConf
+    from lark.grammar import Rule
+
+#: The plain-data tables of :func:`parser_tables` (ints, strings, tuples, lists, dicts).
+Tables = dict[str, Any]
+#: A reduction callback: the rule's children -> its value.
+Callback = Callable[[list[Any]], Any]
 
 GRAMMAR_RESOURCE = "grammars/relax.lark"
 
@@ -98,13 +108,13 @@ class RelaxIndenter(PythonIndenter):
         col = len(indent_str) + 1
         return Token(ttype, indent_str, nl.end_pos, line, col, line, col + 1, nl.end_pos)
 
-    def process(self, stream):
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         self.paren_level = 0
         self.indent_level = [0]
         self.open_brackets: list[Token] = []
         return self._process(stream)
 
-    def _process(self, stream):
+    def _process(self, stream: Iterator[Token]) -> Iterator[Token]:
         token = None
         open_types = self.OPEN_PAREN_types
         close_types = self.CLOSE_PAREN_types
@@ -134,7 +144,7 @@ class RelaxIndenter(PythonIndenter):
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _master_regexp(regexps: dict, ignore, punct: dict) -> re.Pattern:
+def _master_regexp(regexps: Mapping[str, str], ignore: Sequence[str], punct: Mapping[str, str]) -> re.Pattern[str]:
     """One regular expression for every token, built from the grammar's terminals: optional
     blanks (the first ``%ignore``), then a line continuation (the second ``%ignore``), a
     newline run ``_NL``, NAME, NUMBER, STRING, any punctuation, or the end of the text."""
@@ -146,7 +156,7 @@ def _master_regexp(regexps: dict, ignore, punct: dict) -> re.Pattern:
     )
 
 
-def lexer_tables(lexer_conf) -> dict:
+def lexer_tables(lexer_conf: LexerConf) -> Tables:
     """What :class:`RelaxLexer` reads from Lark's lexer configuration, as plain data:
     keyword and punctuation terminals by their text, the regular expressions of the others,
     and the ``%ignore`` terminal names."""
@@ -169,24 +179,26 @@ class RelaxLexer(Lexer):
 
     __future_interface__ = 2
 
-    def __init__(self, lexer_conf) -> None:
+    def __init__(self, lexer_conf: LexerConf) -> None:
         self._setup(lexer_tables(lexer_conf))
 
     @classmethod
-    def from_tables(cls, tables: dict) -> RelaxLexer:
+    def from_tables(cls, tables: Tables) -> RelaxLexer:
         """The lexer for :func:`lexer_tables`' output (no Lark lexer configuration needed)."""
         lexer = cls.__new__(cls)
         lexer._setup(tables)
         return lexer
 
-    def _setup(self, tables: dict) -> None:
+    def _setup(self, tables: Tables) -> None:
         self.keywords: dict[str, str] = dict(tables["keywords"])
         self.punct: dict[str, str] = dict(tables["punct"])
         regexps: dict[str, str] = tables["regexps"]
         self.tensor_re = re.compile(regexps["TENSOR_TYPE"]) if "TENSOR_TYPE" in regexps else None
         self.token_re = _master_regexp(regexps, tables["ignore"], self.punct)
 
-    def lex(self, lexer_state, parser_state) -> Iterator[Token]:
+    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
+        """Tokens of ``lexer_state.text``; ``parser_state`` (Lark's, or the driver's
+        :class:`_ParserState`) tells which keywords the parser accepts at each point."""
         text = lexer_state.text
         if not isinstance(text, str):  # a lark TextSlice
             text = text.text
@@ -207,7 +219,7 @@ class RelaxLexer(Lexer):
             if m is None:
                 pos = len(text) - len(text[pos:].lstrip(" \t\f"))
                 raise UnexpectedCharacters(text, pos, line, pos - line_start + 1)
-            kind = m.lastgroup
+            kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
             if kind == "EOF":
                 break
             pos = m.start(kind)
@@ -218,6 +230,7 @@ class RelaxLexer(Lexer):
                 line_start = end
                 pos = end
                 continue
+            ttype: str | None
             if kind == "NAME":
                 ttype = "NAME"
                 if value == "R" and tensor_match is not None and startswith(".Tensor((", end):
@@ -265,7 +278,7 @@ class _ParserState:
 
     __slots__ = ("parse_conf", "states", "state_stack")
 
-    def __init__(self, states, state_stack):
+    def __init__(self, states: dict[int, dict[str, Any]], state_stack: list[int]) -> None:
         self.parse_conf = self
         self.states = states
         self.state_stack = state_stack
@@ -274,7 +287,7 @@ class _ParserState:
 class _LexerState:
     __slots__ = ("text",)
 
-    def __init__(self, text: str):
+    def __init__(self, text: str) -> None:
         self.text = text
 
 
@@ -290,14 +303,14 @@ class LalrDriver:
     tables of ``_lalr_tables.py`` start the parser without analysing the grammar.
     """
 
-    def __init__(self, lark: Lark):
+    def __init__(self, lark: Lark) -> None:
         tables, rules = _export(lark)
         callbacks = lark.parser.parser.parser.callbacks
-        self.lark = lark
+        self.lark: Lark | None = lark
         self._setup(tables, [callbacks[rule] for rule in rules], RelaxLexer(lark.parser.lexer_conf))
 
     @classmethod
-    def from_tables(cls, tables: dict, transformer) -> LalrDriver:
+    def from_tables(cls, tables: Tables, transformer: Transformer) -> LalrDriver:
         """A driver for :func:`parser_tables`' output whose values come from the inline
         ``transformer`` (callbacks made exactly as Lark's ``ParseTreeBuilder`` makes them)."""
         driver = cls.__new__(cls)
@@ -306,7 +319,7 @@ class LalrDriver:
                       RelaxLexer.from_tables(tables["lexer"]))
         return driver
 
-    def _setup(self, tables: dict, callbacks: list, lexer: RelaxLexer) -> None:
+    def _setup(self, tables: Tables, callbacks: list[Callback], lexer: RelaxLexer) -> None:
         self.lexer = lexer
         self.start_states = dict(tables["start_states"])
         self.end_states = dict(tables["end_states"])
@@ -315,28 +328,30 @@ class LalrDriver:
         # child through unchanged.
         infos = [(size, None if unit else cb, origin)
                  for (_, origin, size, unit, _, _), cb in zip(tables["rules"], callbacks)]
-        self.states: dict[int, dict] = {
+        self.states: dict[int, dict[str, Any]] = {
             state: {sym: arg if arg >= 0 else infos[-1 - arg] for sym, arg in actions.items()}
             for state, actions in tables["states"].items()
         }
 
-    def parse(self, text: str, start: str = "start"):
+    def parse(self, text: str, start: str = "start") -> Any:
+        """The value the transformer builds for ``text`` from the rule ``start``."""
         states = self.states
         state = self.start_states[start]
         state_stack = [state]
         end_state = self.end_states[start]
-        value_stack: list = []
+        value_stack: list[Any] = []
         pstate = _ParserState(states, state_stack)
         indenter = RelaxIndenter()  # per parse: it holds state
         tokens = indenter.process(self.lexer.lex(_LexerState(text), pstate))
         try:
             return self._run(tokens, states, state, state_stack, value_stack, end_state)
         except UnexpectedInput as err:
-            err.open_brackets = list(indenter.open_brackets)  # for the error message
+            err.open_brackets = list(indenter.open_brackets)  # type: ignore[attr-defined]  # for the message
             raise
 
     @staticmethod
-    def _run(tokens, states, state, state_stack, value_stack, end_state):
+    def _run(tokens: Iterator[Token], states: dict[int, dict[str, Any]], state: int, state_stack: list[int],
+             value_stack: list[Any], end_state: int) -> Any:
         push_state = state_stack.append
         push_value = value_stack.append
         token = None
@@ -389,11 +404,11 @@ class LalrDriver:
                 return value_stack[-1]
 
 
-def _expected(row: dict) -> set:
+def _expected(row: Mapping[str, object]) -> set[str]:
     return {k for k in row if k.isupper() or k.startswith("_") or k == "$END"}
 
 
-def _cache_path():
+def _cache_path() -> str | bool:
     """Where Lark keeps the analysed grammar between runs (it checks a hash of the grammar
     before use): the user's cache folder; False (no cache) if that is not writable."""
     import os
@@ -419,7 +434,7 @@ TABLES_FORMAT = 1
 """Version of the :func:`parser_tables` layout (bump it when the layout changes)."""
 
 
-def parser_tables(lark: Lark) -> dict:
+def parser_tables(lark: Lark) -> Tables:
     """The LALR tables, rule callbacks and lexer terminals of ``lark`` as plain data
     (ints, strings, tuples, lists, dicts), enough to build a :class:`LalrDriver`:
 
@@ -434,7 +449,7 @@ def parser_tables(lark: Lark) -> dict:
     return _export(lark)[0]
 
 
-def _export(lark: Lark) -> tuple[dict, list]:
+def _export(lark: Lark) -> tuple[Tables, list[Rule]]:
     """:func:`parser_tables` and the Lark rules in the order of ``tables["rules"]``.
 
     Lark numbers states differently from one process to the next (its analysis iterates
@@ -448,10 +463,10 @@ def _export(lark: Lark) -> tuple[dict, list]:
     callbacks = frontend.parser.parser.callbacks
     lark_states = {state: {str(key): act for key, act in actions.items()}
                    for state, actions in table.states.items()}
-    number: dict = {}
-    order: list = []
+    number: dict[Any, int] = {}
+    order: list[Any] = []
 
-    def visit(state) -> int:
+    def visit(state: Any) -> int:
         n = number.get(state)
         if n is None:
             n = number[state] = len(order)
@@ -460,15 +475,15 @@ def _export(lark: Lark) -> tuple[dict, list]:
 
     for name in sorted(table.start_states):
         visit(table.start_states[name])
-    index: dict = {}
-    rules: list = []
-    specs: list = []
-    states: dict = {}
+    index: dict[Rule, int] = {}
+    rules: list[Rule] = []
+    specs: list[tuple[Any, ...]] = []
+    states: dict[int, dict[str, int]] = {}
     i = 0
     while i < len(order):
         state = order[i]
         i += 1
-        row = {}
+        row: dict[str, int] = {}
         for key in sorted(lark_states[state]):
             action, arg = lark_states[state][key]
             if action.name == "Shift":
@@ -497,7 +512,8 @@ def _export(lark: Lark) -> tuple[dict, list]:
     return tables, rules
 
 
-def _rule_spec(rule, callback, expand_single_child, maybe_create_child_filter) -> tuple:
+def _rule_spec(rule: Rule, callback: Callback, expand_single_child: type,
+               maybe_create_child_filter: Callable[..., Any]) -> tuple[Any, ...]:
     options = rule.options
     name = rule.alias or options.template_source or rule.origin.name
     size = len(rule.expansion)
@@ -505,7 +521,7 @@ def _rule_spec(rule, callback, expand_single_child, maybe_create_child_filter) -
             and not getattr(rule.expansion[0], "filter_out", False))
     expand1 = bool(options.expand1 and not rule.alias)
     made = maybe_create_child_filter(rule.expansion, options.keep_all_tokens, False, options.empty_indices)
-    child_filter = None
+    child_filter: tuple[Any, ...] | None = None
     if made is not None:
         child_filter = tuple(tuple(x) for x in made.args[0]),
         if len(made.args) > 1:
@@ -513,7 +529,7 @@ def _rule_spec(rule, callback, expand_single_child, maybe_create_child_filter) -
     return (str(name), str(rule.origin.name), size, unit, expand1, child_filter)
 
 
-def build_callbacks(specs, transformer) -> list:
+def build_callbacks(specs: Iterable[Sequence[Any]], transformer: Transformer) -> list[Callback]:
     """The reduction callbacks for ``specs`` (:func:`parser_tables`' ``rules``), made as
     Lark's ``ParseTreeBuilder.create_callback`` makes them for an inline transformer
     without ``propagate_positions``: the transformer's method of the rule's name (or a tree
@@ -532,12 +548,13 @@ def build_callbacks(specs, transformer) -> list:
     from lark.visitors import Transformer_InPlace
 
     default_handler = getattr(transformer, "__default__", None)
+    default_callback: Callable[[str, list[Any]], Any]
     if default_handler:
-        def default_callback(data, children):
+        def default_callback(data: str, children: list[Any]) -> Any:
             return default_handler(data, children, None)
     else:
         default_callback = Tree
-    out = []
+    out: list[Callback] = []
     for name, _origin, _size, _unit, expand1, child_filter in specs:
         try:
             f = getattr(transformer, name)
@@ -565,7 +582,7 @@ def grammar_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def prebuilt_tables() -> dict | None:
+def prebuilt_tables() -> Tables | None:
     """The tables of ``_lalr_tables.py`` when they were made from the grammar in use (same
     digest, same layout); None otherwise (then the grammar is analysed by Lark)."""
     try:
@@ -592,7 +609,7 @@ def write_tables(path: str | Path | None = None) -> Path:
 
 
 @cache
-def get_driver(transformer_factory) -> LalrDriver:
+def get_driver(transformer_factory: Callable[[], Transformer]) -> LalrDriver:
     """The process-wide :class:`LalrDriver` for ``transformer_factory``'s inline transformer:
     from the prebuilt tables when they are current, else from Lark's analysis."""
     tables = prebuilt_tables()
@@ -602,13 +619,13 @@ def get_driver(transformer_factory) -> LalrDriver:
 
 
 @cache
-def get_lark(transformer_factory=None) -> Lark:
+def get_lark(transformer_factory: Callable[[], Transformer] | None = None) -> Lark:
     """The process-wide Lark LALR parser (start symbols ``start`` and ``expr``).
 
     With ``transformer_factory`` the parser builds values through that inline transformer
     instead of a parse tree.
     """
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if transformer_factory is not None:
         kwargs["transformer"] = transformer_factory()
     return Lark(

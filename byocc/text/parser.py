@@ -19,7 +19,9 @@ from __future__ import annotations
 import gc
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from lark.exceptions import (
     LarkError,
@@ -32,12 +34,14 @@ from lark.exceptions import (
 from byocc.ir import (
     ByoccError,
     ExternFunc,
+    Function,
     GlobalVar,
     InputError,
     IRModule,
     MultipleErrors,
     ParseError,
     Span,
+    TensorStructInfo,
     UnsupportedError,
 )
 
@@ -48,6 +52,7 @@ from ._parse_types import dotted_name
 from .grammar import get_driver, get_lark, normalize_source
 from .syntax import (
     Assign,
+    CallExpr,
     ClassDef,
     DictExpr,
     ExprStmt,
@@ -64,11 +69,18 @@ from .syntax import (
     TupleExpr,
 )
 
+if TYPE_CHECKING:
+    from lark import Lark
+
+    from ._parse_expr import Raw
+
+_N = TypeVar("_N", bound=Node)
+
 __all__ = ["decode_source", "parse_module", "read_file"]
 
 
 # --------------------------------------------------------------------------- public API
-def parse_module(text: str, source: str = "<string>", constants: dict | None = None,
+def parse_module(text: str, source: str = "<string>", constants: dict[str, Any] | None = None,
                  sidecar: str | None = None) -> IRModule:
     """Parse a module (``@I.ir_module class ...``) or one stand-alone ``@R.function``.
 
@@ -134,7 +146,7 @@ def decode_source(data: bytes) -> str:
 _METADATA_REF = re.compile(r'metadata\["([^"]+)"\]\[(\d+)\]')
 
 
-def _blame_sidecar(err: InputError, text: str, source: str, constants: dict, sidecar: str) -> InputError:
+def _blame_sidecar(err: InputError, text: str, source: str, constants: dict[str, Any], sidecar: str) -> InputError:
     """``err`` raised with the sidecar's values: if the text alone is fine, the array that
     breaks it (one of those referenced where ``err`` is located) is named."""
     if err.span is None or err.span.source != source or "sidecar" in err.message:
@@ -144,7 +156,7 @@ def _blame_sidecar(err: InputError, text: str, source: str, constants: dict, sid
     except ByoccError:
         return err  # the text itself is wrong
     lines = text.split("\n")[err.span.line - 1: max(err.span.end_line, err.span.line)]
-    candidates = []
+    candidates: list[str] = []
     for key, index in _METADATA_REF.findall("\n".join(lines)):
         for k in (f"{key}/{index}", f"ir.GenericConst/{index}", f"relax.expr.Constant/{index}"):
             if k in constants and k not in candidates:
@@ -163,7 +175,7 @@ def _blame_sidecar(err: InputError, text: str, source: str, constants: dict, sid
                                                          "the module reads without it",))
 
 
-def _where(reader, source: str) -> Span:
+def _where(reader: ModuleReader | None, source: str) -> Span:
     node = getattr(reader, "where", None)
     if node is not None:
         return Span(source, node.line, node.col, node.end_line, node.end_col)
@@ -171,8 +183,9 @@ def _where(reader, source: str) -> Span:
 
 
 # --------------------------------------------------------------------------- syntax
-def parse_syntax(text: str, source: str = "<string>", start: str = "start"):
-    """Syntax tree of ``text``; Lark's errors become one-line located ParseErrors."""
+def parse_syntax(text: str, source: str = "<string>", start: str = "start") -> Any:
+    """Syntax tree of ``text`` (the statement list for ``start``, the expression node for
+    ``expr``); Lark's errors become one-line located ParseErrors."""
     driver = get_driver(SyntaxBuilder)
     src = normalize_source(text) if start == "start" else text
     try:
@@ -221,9 +234,9 @@ _TOKEN_NAMES = {
 }
 
 
-def _describe_expected(names, lark) -> list[str]:
+def _describe_expected(names: Iterable[str], lark: Lark) -> list[str]:
     patterns = {t.name: t.pattern for t in lark.terminals}
-    out = []
+    out: list[str] = []
     for n in sorted(names):
         if n in _TOKEN_NAMES:
             out.append(_TOKEN_NAMES[n])
@@ -236,7 +249,8 @@ def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
     line = getattr(err, "line", None) or 1
     column = getattr(err, "column", None) or 1
     if isinstance(err, UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        pos = err.pos_in_stream
+        ch = text[pos] if pos is not None and 0 <= pos < len(text) else "?"
         what = "an unclosed string" if ch in "\"'" else f"unexpected character {ch!r}"
         return ParseError(what, Span(source, line, column, line, column + 1))
     if isinstance(err, UnexpectedEOF):
@@ -275,31 +289,31 @@ def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
 class ModuleReader:
     """Reads a file's top-level statements: the module (or the one function)."""
 
-    def __init__(self, source: str, constants: dict | None, sidecar: str | None = None):
+    def __init__(self, source: str, constants: dict[str, Any] | None, sidecar: str | None = None) -> None:
         self.source = source
         self.metadata = MetadataTable(constants, sidecar)
-        self.static_tensor_cache: dict = {}
+        self.static_tensor_cache: dict[str, TensorStructInfo] = {}
         self.class_names: set[str] = set()
         self.typevars: set[str] = set()
-        self.members: dict[str, FunctionReader] = {}
+        self.members: dict[str, FunctionReader | None] = {}  # None: reserved, signature not read yet
         self.externs: dict[str, ExternFunc] = {}
         self.gvars: dict[str, GlobalVar] = {}
-        self.funcs: dict = {}
+        self.funcs: dict[str, Function] = {}
         self.in_progress: set[str] = set()
-        self.attrs: dict = {}
+        self.attrs: dict[str, Any] = {}
         self.where: Node | None = None
         self._dim_cache: dict[str, Node] = {}
         #: independent problems found so far (a failed statement or member is recorded and
         #: reading goes on, so ``byocc check`` reports every problem, in file order)
         self.errors: list[ByoccError] = []
-        self._error_keys: set = set()
+        self._error_keys: set[tuple[str, str]] = set()
         self.failed: dict[str, ByoccError] = {}
 
     # ------------------------------------------------------------------ errors
-    def span(self, node) -> Span:
+    def span(self, node: Node) -> Span:
         return Span(self.source, node.line, node.col, node.end_line, node.end_col)
 
-    def error(self, message: str, node, cls=ParseError):
+    def error(self, message: str, node: Node | None, cls: type[ByoccError] = ParseError) -> NoReturn:
         raise cls(message, self.span(node) if node is not None else Span(self.source, 1, 1))
 
     def record(self, err: ByoccError) -> None:
@@ -327,8 +341,8 @@ class ModuleReader:
         raise error
 
     # ------------------------------------------------------------------ top level
-    def read(self, stmts: list) -> IRModule:
-        main = None
+    def read(self, stmts: list[Node]) -> IRModule:
+        main: ClassDef | FuncDef | None = None
         for stmt in stmts:
             self.where = stmt
             if isinstance(stmt, (Import, Pass)) or _is_docstring(stmt):
@@ -383,7 +397,8 @@ class ModuleReader:
                 self.gvars[stmt.target.id] = GlobalVar(stmt.target.id, ext.struct_info, ext.span)
                 order.append(stmt.target.id)
                 continue
-            if isinstance(stmt, ExprStmt) and dotted_name(getattr(stmt.value, "func", None)) == "I.module_attrs":
+            if (isinstance(stmt, ExprStmt) and isinstance(stmt.value, CallExpr)
+                    and dotted_name(stmt.value.func) == "I.module_attrs"):
                 self._module_attrs(stmt.value)
                 continue
             self.error("unexpected statement in the module (expected functions, NAME = R.ExternFunc(...) "
@@ -402,7 +417,7 @@ class ModuleReader:
             except ByoccError as err:
                 self.record(err)  # the next member is independent of this one
         self.raise_errors()
-        functions = {}
+        functions: dict[GlobalVar, Function | ExternFunc] = {}
         for name in order:
             functions[self.gvars[name]] = self.funcs[name] if name in self.funcs else self.externs[name]
         return IRModule(functions, attrs=self.attrs)
@@ -413,18 +428,17 @@ class ModuleReader:
 
     def _extern_member(self, stmt: Assign) -> ExternFunc:
         value = stmt.value
-        call_name = dotted_name(getattr(value, "func", None))
-        if call_name != "R.ExternFunc":
+        if not isinstance(value, CallExpr) or dotted_name(value.func) != "R.ExternFunc":
             self.error("expected NAME = R.ExternFunc(\"symbol\") in the module", value)
         if (len(value.args) != 1 or value.kwargs or not isinstance(value.args[0], Literal)
                 or not isinstance(value.args[0].value, str)):
             self.error("R.ExternFunc takes the symbol name as a string", value)
         return ExternFunc(value.args[0].value, span=self.span(value))
 
-    def _module_attrs(self, call) -> None:
+    def _module_attrs(self, call: CallExpr) -> None:
         if len(call.args) != 1 or call.kwargs or not isinstance(call.args[0], DictExpr):
             self.error("I.module_attrs takes one dictionary", call)
-        attrs = self.read_attr_value(call.args[0], None)
+        attrs = self.read_attr_dict(call.args[0], None)
         for key in attrs:
             if not isinstance(key, str):
                 self.error("module attribute names must be strings", call.args[0])
@@ -437,6 +451,7 @@ class ModuleReader:
         if name in self.failed:
             raise self.failed[name]
         reader = self.members[name]
+        assert reader is not None, name  # callers read members whose signature is known
         self.in_progress.add(name)
         saved = self.where
         try:
@@ -481,28 +496,21 @@ class ModuleReader:
         self._dim_cache[text] = tree
         return _copy_tree(tree)
 
-    def read_attr_value(self, node: Node, func_reader):
+    def read_attr_value(self, node: Node, func_reader: FunctionReader | None) -> Raw:
         """A dictionary/attribute value: Python literals, lists (as tuples), dictionaries and
         metadata references."""
-        t = type(node)
-        if t is Literal:
+        if type(node) is Literal:
             return node.value
-        if t is Neg:
+        if type(node) is Neg:
             v = self.read_attr_value(node.operand, func_reader)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v
             self.error("expected a number after '-'", node)
-        if t is ListExpr or t is TupleExpr:
+        if type(node) is ListExpr or type(node) is TupleExpr:
             return tuple(self.read_attr_value(e, func_reader) for e in node.elts)
-        if t is DictExpr:
-            out = {}
-            for k, v in node.pairs:
-                key = self.read_attr_value(k, func_reader)
-                if isinstance(key, (tuple, dict)):
-                    self.error("dictionary keys must be strings or numbers", k)
-                out[key] = self.read_attr_value(v, func_reader)
-            return out
-        if t is Subscript:
+        if type(node) is DictExpr:
+            return self.read_attr_dict(node, func_reader)
+        if type(node) is Subscript:
             inner = node.value
             if (isinstance(inner, Subscript) and isinstance(inner.value, Name) and inner.value.id == "metadata"
                     and len(inner.indices) == 1 and isinstance(inner.indices[0], Literal)
@@ -515,6 +523,16 @@ class ModuleReader:
                 return v
         self.error("expected a literal value (string, number, True/False, None, list or dictionary)", node)
 
+    def read_attr_dict(self, node: DictExpr, func_reader: FunctionReader | None) -> dict[Any, Raw]:
+        """A dictionary of attribute values (see :meth:`read_attr_value`)."""
+        out: dict[Any, Raw] = {}
+        for k, v in node.pairs:
+            key = self.read_attr_value(k, func_reader)
+            if isinstance(key, (tuple, dict)):
+                self.error("dictionary keys must be strings or numbers", k)
+            out[key] = self.read_attr_value(v, func_reader)
+        return out
+
 
 #: ``byocc check`` reports at most this many problems of one file.
 MAX_ERRORS = 20
@@ -523,31 +541,31 @@ MAX_ERRORS = 20
 class _Stop(Exception):
     """Reading stopped at :data:`MAX_ERRORS`; ``error`` is what :func:`parse_module` raises."""
 
-    def __init__(self, error: ByoccError):
+    def __init__(self, error: ByoccError) -> None:
         super().__init__(error.message)
         self.error = error
 
 
-def _span_order(err: ByoccError):
+def _span_order(err: ByoccError) -> tuple[int, int]:
     span = err.span
     return (0, 0) if span is None else (span.line, span.column)
 
 
-def _is_docstring(stmt) -> bool:
+def _is_docstring(stmt: Node) -> bool:
     return isinstance(stmt, ExprStmt) and isinstance(stmt.value, Literal) and isinstance(stmt.value.value, str)
 
 
 def _is_typevar(stmt: Assign) -> bool:
     v = stmt.value
-    return (getattr(v, "func", None) is not None and isinstance(v.func, Name) and v.func.id == "TypeVar"
+    return (isinstance(v, CallExpr) and isinstance(v.func, Name) and v.func.id == "TypeVar"
             and stmt.annotation is None)
 
 
-def _decorator_callee(node):
-    return getattr(node, "func", node) if type(node).__name__ == "CallExpr" else node
+def _decorator_callee(node: Node) -> Node:
+    return node.func if isinstance(node, CallExpr) else node
 
 
-def _copy_tree(node):
+def _copy_tree(node: _N) -> _N:
     """A deep copy of a small syntax tree (quoted dims are relocated in place)."""
     import copy
 

@@ -16,7 +16,12 @@ Public API::
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
 from byocc.ir import (
+    Binding,
+    BindingBlock,
     Call,
     DataflowBlock,
     DataflowVar,
@@ -30,12 +35,19 @@ from byocc.ir import (
     PrimStructInfo,
     SeqExpr,
     StructInfo,
+    TensorStructInfo,
+    TirVar,
     TupleStructInfo,
+    Var,
 )
 
 from ._print_expr import ExprPrinterMixin, dps_out_sinfo
 from ._print_format import NameTable, quote_string, sanitize_name
 from ._print_types import TypePrinterMixin
+
+if TYPE_CHECKING:
+    from byocc.ir import Expr
+    from byocc.ir.module import BaseFunc
 
 __all__ = ["print_expr", "print_function", "print_module"]
 
@@ -59,34 +71,35 @@ class _Frame:
         "type_vars",
     )
 
-    def __init__(self, kind: int, indent: str):
+    def __init__(self, kind: int, indent: str) -> None:
         self.kind = kind
         self.indent = indent
         self.stmts: list[str] = []
-        self.owned: list = []
-        self.func_vars = None  # set of TirVars first seen in the signature, while printing it
-        self.type_vars: list = []
-        self.type_var_set: set = set()
+        self.owned: list[object] = []
+        # the TirVars first seen in the signature, while printing it
+        self.func_vars: set[TirVar] | None = None
+        self.type_vars: list[TirVar] = []
+        self.type_var_set: set[TirVar] = set()
         self.cls_printed = False
 
 
-def _is_void(e) -> bool:
+def _is_void(e: Expr) -> bool:
     si = getattr(e, "struct_info", None)
     return type(si) is TupleStructInfo and not si.fields
 
 
 class _Printer(TypePrinterMixin, ExprPrinterMixin):
-    def __init__(self, pep695: bool = False, module: IRModule | None = None):
+    def __init__(self, pep695: bool = False, module: IRModule | None = None) -> None:
         self.pep695 = pep695
         self.usage: set[str] = set()  # "type_var", "ir", "tirx", "relax", "future"
         self.table = NameTable(_RESERVED)
-        self.names: dict = {}  # Var / TirVar -> printed name (identity keys)
+        self.names: dict[object, str] = {}  # Var / TirVar -> printed name (identity keys)
         self.frames: list[_Frame] = []
         self.sig_frame: _Frame | None = None  # the function whose signature is being printed
         self.module_names = set(module.names()) if module is not None else None
-        self.meta: dict[str, dict] = {}  # key -> {identity or value: index}
-        self._meta_keep: list = []
-        self._static_sinfo: dict = {}
+        self.meta: dict[str, dict[object, int]] = {}  # key -> {identity or value: index}
+        self._meta_keep: list[object] = []
+        self._static_sinfo: dict[TensorStructInfo, str] = {}
         self._init_expr_table()
 
     # ------------------------------------------------------------------ frames and names
@@ -102,7 +115,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
             table.release(names.pop(obj))
         return f
 
-    def define(self, obj, frame: _Frame, hint: str) -> str:
+    def define(self, obj: object, frame: _Frame, hint: str) -> str:
         name = self.names.get(obj)
         if name is not None:  # defined twice (ill-formed input): TVM reuses the first name
             return name
@@ -118,25 +131,25 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
                 return f
         return self.frames[-1] if self.frames else None
 
-    def tir_var(self, v) -> str:
+    def tir_var(self, v: TirVar) -> str:
         name = self.names.get(v)
         if name is not None:
             return name
         f = self.func_frame()
         if f is None:
             f = self.push(_SEQ, "")
-        in_signature = f.func_vars is not None
-        if in_signature:
-            f.func_vars.add(v)
+        func_vars = f.func_vars  # not None while the signature is printed
+        if func_vars is not None:
+            func_vars.add(v)
             f.type_vars.append(v)
             f.type_var_set.add(v)
         name = self.define(v, f, v.name)
-        if not in_signature:
+        if func_vars is None:
             self.usage.add("tirx")
             f.stmts.append(f"{f.indent}{name} = T.{v.dtype}()")
         return name
 
-    def metadata_ref(self, key: str, obj, by_value: bool = False) -> str:
+    def metadata_ref(self, key: str, obj: object, by_value: bool = False) -> str:
         table = self.meta.setdefault(key, {})
         ident = obj if by_value else id(obj)
         index = table.get(ident)
@@ -148,7 +161,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
     def header(self, indent: str) -> list[str]:
         """The header comment block as it stands now, then the indentation-only line."""
         u = self.usage
-        out = []
+        out: list[str] = []
         if "type_var" in u:
             out.append(indent + "# from typing import TypeVar")
         if "ir" in u:
@@ -163,7 +176,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
         return out
 
     # ------------------------------------------------------------------ bindings
-    def type_ann(self, var, value) -> str | None:
+    def type_ann(self, var: Var, value: Expr) -> str | None:
         si = var.struct_info
         if si is None:
             return None
@@ -172,23 +185,22 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
                 return None
         return self.sinfo(si)
 
-    def bindings(self, bindings, indent: str, lines: list, outputs: list | None) -> None:
+    def bindings(self, bindings: Iterable[Binding], indent: str, lines: list[str], outputs: list[str] | None) -> None:
         expr, rhs, define, type_ann = self.expr, self.rhs, self.define, self.type_ann
         seq_frame = self.frames[-1]
         append = lines.append
         for b in bindings:
             var = b.var
             value = b.value
-            tv = type(value)
             if type(b) is MatchCast:
                 ann = type_ann(var, value)
                 text = self._relax("match_cast") + f"({expr(value)}, {self.sinfo(b.struct_info)})"
                 name = define(var, seq_frame, var.name_hint)
                 append(f"{indent}{name}: {ann} = {text}" if ann else f"{indent}{name} = {text}")
-            elif tv is Function or isinstance(value, Function):
+            elif type(value) is Function or isinstance(value, Function):
                 name = define(var, seq_frame, var.name_hint)
                 lines.extend(self.local_function(value, name, indent))
-            elif tv is If or isinstance(value, If):
+            elif type(value) is If or isinstance(value, If):
                 self._if_binding(var, value, indent, lines)
             else:
                 vsi = var.struct_info
@@ -204,7 +216,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
             if outputs is not None and not isinstance(var, DataflowVar):
                 outputs.append(expr(var))
 
-    def _if_binding(self, var, value: If, indent: str, lines: list) -> None:
+    def _if_binding(self, var: Var, value: If, indent: str, lines: list[str]) -> None:
         ann = self.type_ann(var, value)
         if ann is None and type(var.struct_info) is PrimStructInfo:
             ann = self.sinfo(var.struct_info)
@@ -219,14 +231,15 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
         lines.append(f"{indent}else:")
         lines.extend(else_lines)
 
-    def seq(self, body, indent: str, ret_prefix: str) -> list[str]:
+    def seq(self, body: Expr, indent: str, ret_prefix: str) -> list[str]:
         """A sequence expression's statements, ending ``return X`` (or ``lhs = X``)."""
         frame = self.push(_SEQ, indent)
         stmts = frame.stmts
+        blocks: tuple[BindingBlock, ...] = ()
         if isinstance(body, SeqExpr):
             blocks, result = body.blocks, body.body
         else:
-            blocks, result = (), body
+            result = body
         for block in blocks:
             if isinstance(block, DataflowBlock):
                 inner = indent + "    "
@@ -246,14 +259,15 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
         return stmts
 
     # ------------------------------------------------------------------ functions
-    def function(self, func: Function, name: str, indent: str, top_level: bool):
+    def function(self, func: Function, name: str, indent: str, top_level: bool
+                 ) -> tuple[list[str], list[str], list[str]]:
         """Print one function. Returns ``(type_var_names, type_var_lines, def_lines)``;
         ``def_lines`` end with the empty line TVM prints after a function body."""
         body_indent = indent + "    "
         frame = self.push(_FUNC, body_indent)
         frame.func_vars = set()
         self.sig_frame = frame
-        params = []
+        params: list[str] = []
         for p in func.params:
             ann = self.sinfo(p.struct_info) if p.struct_info is not None else None
             pname = self.define(p, frame, p.name_hint)
@@ -267,7 +281,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
         if attrs:
             frame.stmts.append(body_indent + self._relax("func_attr") + "(" + self.dict_doc(attrs) + ")")
         decorator = self._relax("function")
-        kws = []
+        kws: list[str] = []
         if not func.is_pure:
             kws.append("pure=False")
         if top_level and "global_symbol" not in func.attrs:
@@ -335,7 +349,7 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
         return text
 
 
-def _member_key(item):
+def _member_key(item: tuple[str, BaseFunc]) -> tuple[int, bytes]:
     name, func = item
     if name == "main":
         rank = 1000
@@ -349,30 +363,30 @@ def _member_key(item):
 
 
 # ---------------------------------------------------------------------- public API
-def print_module(mod: IRModule, *, pep695: bool = False, **_ignored) -> str:
+def print_module(mod: IRModule, *, pep695: bool = False, **_ignored: Any) -> str:
     """``mod.script()``: lines joined by ``\\n``, no final newline."""
     return _Printer(pep695, mod).module(mod)
 
 
-def print_module_with_metadata(mod: IRModule, *, pep695: bool = False) -> tuple[str, dict]:
+def print_module_with_metadata(mod: IRModule, *, pep695: bool = False) -> tuple[str, dict[str, list[object]]]:
     """``print_module`` plus what its ``metadata["KEY"][i]`` references stand for:
     ``{KEY: [object for index 0, 1, ...]}`` (constants, runtime modules, strings)."""
     p = _Printer(pep695, mod)
     text = p.module(mod)
     by_id = {id(o): o for o in p._meta_keep}
-    meta: dict = {}
+    meta: dict[str, list[object]] = {}
     for key, table in p.meta.items():
-        objs: list = [None] * len(table)
+        objs: list[object] = [None] * len(table)
         for ident, index in table.items():
             objs[index] = by_id.get(ident, ident) if isinstance(ident, int) else ident
         meta[key] = objs
     return text, meta
 
 
-def constant_arrays(meta: dict) -> dict:
+def constant_arrays(meta: Mapping[str, list[object]]) -> dict[str, Any]:
     """The sidecar ``.npz`` content for a ``print_module_with_metadata`` result:
     ``{"KEY/i": array}`` for every printed constant whose value is known."""
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for key, objs in meta.items():
         for index, obj in enumerate(objs):
             data = getattr(obj, "data", None)
@@ -394,7 +408,7 @@ def print_function(func: Function, name: str | None = None, *, pep695: bool = Fa
     return p.finish(p.header("") + tv_lines + lines)
 
 
-def print_expr(obj) -> str:
+def print_expr(obj: object) -> str:
     """Best-effort short text of any IR object (used by ``__str__``)."""
     if isinstance(obj, IRModule):
         return print_module(obj)
@@ -407,8 +421,8 @@ def print_expr(obj) -> str:
             return p.sinfo(obj)
         if isinstance(obj, (MatchCast,)) or hasattr(obj, "var") and hasattr(obj, "value"):
             lines: list[str] = []
-            p.bindings([obj], "", lines, None)
+            p.bindings([cast(Binding, obj)], "", lines, None)  # a binding, or shaped like one
             return "\n".join(lines)
-        return p.expr(obj)
+        return p.expr(obj)  # type: ignore[arg-type]  # not an Expr: InternalError, caught below
     except Exception as e:
         return f"<{type(obj).__name__}: unprintable ({e})>"

@@ -8,15 +8,38 @@ run by the LALR parser as it reduces (no Lark parse tree is built). Every node h
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from lark import Token, Transformer
 
 from ._literals import decode_string, parse_number
+
+if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
+    class Tok(Protocol):
+        """What the lexer gives a rule: a token (a ``str``) that knows its place."""
+
+        line: int
+        column: int
+        end_line: int
+        end_column: int
+
+    _N = TypeVar("_N", bound="Node")
+
+#: The Python value of a literal.
+LiteralValue = int | float | str | bool | None
 
 
 class Node:
     __slots__ = ("line", "col", "end_line", "end_col")
 
-    def place(self, first, last=None):
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    def place(self: _N, first: Node | Tok, last: Node | Tok | None = None) -> _N:
         """Take the position of ``first`` (a node or token) through ``last``."""
         self.line = first.line
         self.col = first.col if isinstance(first, Node) else first.column
@@ -30,7 +53,7 @@ class Node:
 class Name(Node):
     __slots__ = ("id",)
 
-    def __init__(self, tok):
+    def __init__(self, tok: Tok) -> None:
         self.id = str(tok)
         self.line = tok.line
         self.col = tok.column
@@ -43,7 +66,7 @@ class Literal(Node):
 
     __slots__ = ("value", "raw")
 
-    def __init__(self, value, raw: str, tok):
+    def __init__(self, value: LiteralValue, raw: str, tok: Tok) -> None:
         self.value = value
         self.raw = raw
         self.line = tok.line
@@ -57,7 +80,7 @@ class TensorType(Node):
 
     __slots__ = ("text",)
 
-    def __init__(self, tok):
+    def __init__(self, tok: Tok) -> None:
         self.text = str(tok)
         self.line = tok.line
         self.col = tok.column
@@ -68,7 +91,7 @@ class TensorType(Node):
 class Attr(Node):
     __slots__ = ("value", "attr")
 
-    def __init__(self, value, tok):
+    def __init__(self, value: Node, tok: Tok) -> None:
         self.value = value
         self.attr = str(tok)
         self.line = value.line
@@ -82,7 +105,7 @@ class Keyword(Node):
 
     __slots__ = ("name", "value")
 
-    def __init__(self, tok, value):
+    def __init__(self, tok: Tok, value: Node) -> None:
         self.name = str(tok)
         self.value = value
         self.place(tok, value)
@@ -91,7 +114,7 @@ class Keyword(Node):
 class CallExpr(Node):
     __slots__ = ("func", "args", "kwargs")
 
-    def __init__(self, func, args, kwargs):
+    def __init__(self, func: Node, args: list[Node], kwargs: list[Keyword]) -> None:
         self.func = func
         self.args = args
         self.kwargs = kwargs
@@ -100,7 +123,7 @@ class CallExpr(Node):
 class Subscript(Node):
     __slots__ = ("value", "indices")
 
-    def __init__(self, value, indices):
+    def __init__(self, value: Node, indices: list[Node]) -> None:
         self.value = value
         self.indices = indices
 
@@ -108,28 +131,28 @@ class Subscript(Node):
 class TupleExpr(Node):
     __slots__ = ("elts",)
 
-    def __init__(self, elts):
+    def __init__(self, elts: list[Node]) -> None:
         self.elts = elts
 
 
 class ListExpr(Node):
     __slots__ = ("elts",)
 
-    def __init__(self, elts):
+    def __init__(self, elts: list[Node]) -> None:
         self.elts = elts
 
 
 class DictExpr(Node):
     __slots__ = ("pairs",)
 
-    def __init__(self, pairs):
+    def __init__(self, pairs: list[tuple[Node, Node]]) -> None:
         self.pairs = pairs
 
 
 class BinOp(Node):
     __slots__ = ("op", "a", "b")
 
-    def __init__(self, op, a, b):
+    def __init__(self, op: str, a: Node, b: Node) -> None:
         self.op = op
         self.a = a
         self.b = b
@@ -139,7 +162,7 @@ class BinOp(Node):
 class Neg(Node):
     __slots__ = ("operand",)
 
-    def __init__(self, operand):
+    def __init__(self, operand: Node) -> None:
         self.operand = operand
 
 
@@ -147,7 +170,7 @@ class Neg(Node):
 class Assign(Node):
     __slots__ = ("target", "annotation", "value")
 
-    def __init__(self, tok, annotation, value):
+    def __init__(self, tok: Tok, annotation: Node | None, value: Node) -> None:
         self.target = Name(tok)
         self.annotation = annotation
         self.value = value
@@ -159,7 +182,7 @@ class Declare(Node):
 
     __slots__ = ("target", "annotation")
 
-    def __init__(self, tok, annotation):
+    def __init__(self, tok: Tok, annotation: Node) -> None:
         self.target = Name(tok)
         self.annotation = annotation
         self.place(tok, annotation)
@@ -168,13 +191,15 @@ class Declare(Node):
 class ExprStmt(Node):
     __slots__ = ("value",)
 
-    def __init__(self, value):
+    def __init__(self, value: Node) -> None:
         self.value = value
         self.place(value)
 
 
 class Return(Node):
     __slots__ = ("value",)
+
+    value: Node | None
 
 
 class Pass(Node):
@@ -188,7 +213,7 @@ class Import(Node):
 class Param(Node):
     __slots__ = ("name", "annotation")
 
-    def __init__(self, tok, annotation):
+    def __init__(self, tok: Tok, annotation: Node | None) -> None:
         self.name = Name(tok)
         self.annotation = annotation
         self.place(tok, annotation if annotation is not None else tok)
@@ -197,20 +222,38 @@ class Param(Node):
 class FuncDef(Node):
     __slots__ = ("decorators", "name", "type_params", "params", "ret", "body")
 
+    decorators: list[Node]
+    name: Name
+    type_params: list[Param]
+    params: list[Param]
+    ret: Node | None
+    body: list[Node]
+
 
 class ClassDef(Node):
     __slots__ = ("decorators", "name", "body")
+
+    decorators: list[Node]
+    name: Name
+    body: list[Node]
 
 
 class With(Node):
     __slots__ = ("context", "body")
 
+    context: Node
+    body: list[Node]
+
 
 class IfStmt(Node):
     __slots__ = ("cond", "then", "orelse")
 
+    cond: Node
+    then: list[Node]
+    orelse: list[Node]
 
-def _tok_pos(node: Node, tok) -> Node:
+
+def _tok_pos(node: _N, tok: Tok) -> _N:
     node.line = tok.line
     node.col = tok.column
     node.end_line = tok.end_line
@@ -218,7 +261,7 @@ def _tok_pos(node: Node, tok) -> Node:
     return node
 
 
-def _extend_end(node: Node, last) -> None:
+def _extend_end(node: Node, last: Node | Tok | None) -> None:
     if last is None:
         return
     if isinstance(last, Node):
@@ -233,53 +276,62 @@ def _extend_end(node: Node, last) -> None:
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
 
 
+if TYPE_CHECKING:  # the builder's methods list, tuple and dict hide the builtins in its body
+    _Children = list[Any]  # a rule's children: tokens, and what the rules below built
+    _Nodes = list[Node]
+    _Params = list[Param]
+    _Pair = tuple[Node, Node]
+    _Keywords = list[Keyword]
+    _Strs = list[str]
+
+
 class SyntaxBuilder(Transformer):
     """Inline transformer for ``relax.lark``: one method per rule or alias."""
 
     # ---- atoms
-    def name(self, c):
+    def name(self, c: _Children) -> Name:
         return Name(c[0])
 
-    def number(self, c):
+    def number(self, c: _Children) -> Literal:
         tok = c[0]
         return Literal(parse_number(tok), str(tok), tok)
 
-    def string(self, c):
+    def string(self, c: _Children) -> Literal:
         tok = c[0]
         return Literal(decode_string(tok), str(tok), tok)
 
-    def tensor_type(self, c):
+    def tensor_type(self, c: _Children) -> TensorType:
         return TensorType(c[0])
 
-    def true(self, c):
+    def true(self, c: _Children) -> Literal:
         return _literal_kw(True, c)
 
-    def false(self, c):
+    def false(self, c: _Children) -> Literal:
         return _literal_kw(False, c)
 
-    def none(self, c):
+    def none(self, c: _Children) -> Literal:
         return _literal_kw(None, c)
 
-    def tuple(self, c):
+    def tuple(self, c: _Children) -> Node:
         return _bracketed(TupleExpr(_items(c)), c)
 
-    def list(self, c):
+    def list(self, c: _Children) -> Node:
         return _bracketed(ListExpr(_items(c)), c)
 
-    def dict(self, c):
+    def dict(self, c: _Children) -> Node:
         return _bracketed(DictExpr(_items(c)), c)
 
-    def pair(self, c):
+    def pair(self, c: _Children) -> _Pair:
         return (c[0], c[1])
 
     # ---- comma-separated lists (left-recursive rules)
-    def list_first(self, c):
+    def list_first(self, c: _Children) -> _Children:
         return [c[0]]
 
-    def list_pair(self, c):
+    def list_pair(self, c: _Children) -> _Children:
         return [c[0], c[1]]
 
-    def list_more(self, c):
+    def list_more(self, c: _Children) -> _Children:
         items = c[0]
         items.append(c[1])
         return items
@@ -288,14 +340,14 @@ class SyntaxBuilder(Transformer):
     stmts_more = list_more
 
     # ---- postfix
-    def attr(self, c):
+    def attr(self, c: _Children) -> Attr:
         return Attr(c[0], c[1])
 
-    def call(self, c):
+    def call(self, c: _Children) -> CallExpr:
         func = c[0]
         close = c[-1]
-        pos = []
-        kws = []
+        pos: _Nodes = []
+        kws: _Keywords = []
         if len(c) > 2 and c[1] is not None:
             for a in c[1]:
                 if isinstance(a, Keyword):
@@ -306,10 +358,10 @@ class SyntaxBuilder(Transformer):
         node.place(func, close)
         return node
 
-    def kwarg(self, c):
+    def kwarg(self, c: _Children) -> Keyword:
         return Keyword(c[0], c[1])
 
-    def index(self, c):
+    def index(self, c: _Children) -> Subscript:
         value = c[0]
         close = c[-1]
         node = Subscript(value, c[1])
@@ -317,10 +369,10 @@ class SyntaxBuilder(Transformer):
         return node
 
     # ---- arithmetic
-    def arith(self, c):
+    def arith(self, c: _Children) -> Node:
         """``a op b op c ...`` with Python precedence (``* // / %`` over ``+ -``, left to right)."""
-        operands = [c[0]]
-        ops: list[str] = []
+        operands: _Nodes = [c[0]]
+        ops: _Strs = []
         for i in range(1, len(c), 2):
             op = str(c[i])
             while ops and _PRECEDENCE[ops[-1]] >= _PRECEDENCE[op]:
@@ -333,73 +385,73 @@ class SyntaxBuilder(Transformer):
             operands.append(BinOp(ops.pop(), operands.pop(), b))
         return operands[0]
 
-    def neg(self, c):
+    def neg(self, c: _Children) -> Neg:
         node = Neg(c[1])
         node.place(c[0], c[1])
         return node
 
-    def pos(self, c):
+    def pos(self, c: _Children) -> Node:
         return c[1]
 
     # ---- statements
-    def bare_tuple(self, c):
+    def bare_tuple(self, c: _Children) -> TupleExpr:
         items = c[0]
         node = TupleExpr(items)
         node.place(items[0], items[-1])
         return node
 
-    def bare_tuple1(self, c):
+    def bare_tuple1(self, c: _Children) -> TupleExpr:
         node = TupleExpr([c[0]])
         node.place(c[0])
         return node
 
-    def assign(self, c):
+    def assign(self, c: _Children) -> Assign:
         return Assign(c[0], c[1], c[2])
 
-    def declare(self, c):
+    def declare(self, c: _Children) -> Declare:
         return Declare(c[0], c[1])
 
-    def expr_stmt(self, c):
+    def expr_stmt(self, c: _Children) -> ExprStmt:
         return ExprStmt(c[0])
 
-    def return_stmt(self, c):
+    def return_stmt(self, c: _Children) -> Return:
         node = Return()
         node.value = c[1]
         _tok_pos(node, c[0])
         _extend_end(node, c[1])
         return node
 
-    def pass_stmt(self, c):
+    def pass_stmt(self, c: _Children) -> Pass:
         return _tok_pos(Pass(), c[0])
 
-    def import_stmt(self, c):
+    def import_stmt(self, c: _Children) -> Import:
         return _tok_pos(Import(), c[0])
 
-    def import_names(self, c):
+    def import_names(self, c: _Children) -> _Children:
         return c
 
-    def import_name(self, c):
+    def import_name(self, c: _Children) -> _Children:
         return c
 
-    def dotted(self, c):
+    def dotted(self, c: _Children) -> _Children:
         return c
 
-    def decorator(self, c):
+    def decorator(self, c: _Children) -> Node:
         return c[0]
 
-    def type_params(self, c):
+    def type_params(self, c: _Children) -> _Params:
         return c
 
-    def type_param(self, c):
+    def type_param(self, c: _Children) -> Param:
         return Param(c[0], c[1])
 
-    def params(self, c):
+    def params(self, c: _Children) -> _Params:
         return c
 
-    def param(self, c):
+    def param(self, c: _Children) -> Param:
         return Param(c[0], c[1])
 
-    def funcdef(self, c):
+    def funcdef(self, c: _Children) -> FuncDef:
         # decorator* DEF NAME [type_params] [params] [ret] suite
         node = FuncDef()
         decorators, _def, name_tok, tparams, params, ret, body = c
@@ -412,7 +464,7 @@ class SyntaxBuilder(Transformer):
         _tok_pos(node, name_tok)
         return node
 
-    def classdef(self, c):
+    def classdef(self, c: _Children) -> ClassDef:
         node = ClassDef()
         node.decorators = c[0] or []
         node.name = Name(c[2])
@@ -420,14 +472,14 @@ class SyntaxBuilder(Transformer):
         _tok_pos(node, c[2])
         return node
 
-    def with_stmt(self, c):
+    def with_stmt(self, c: _Children) -> With:
         node = With()
         node.context = c[1]
         node.body = c[2]
         _tok_pos(node, c[0])
         return node
 
-    def if_stmt(self, c):
+    def if_stmt(self, c: _Children) -> IfStmt:
         node = IfStmt()
         node.cond = c[1]
         node.then = c[2]
@@ -435,16 +487,17 @@ class SyntaxBuilder(Transformer):
         _tok_pos(node, c[0])
         return node
 
-    def suite(self, c):
+    def suite(self, c: _Children) -> _Nodes:
         return c[0]
 
-    def start(self, c):
+    def start(self, c: _Children) -> _Nodes:
         return c[0] if c and c[0] is not None else []
 
 
-def _items(c):
-    """Items of a bracketed rule: its children without the bracket tokens, lists flattened."""
-    out = []
+def _items(c: list[Any]) -> list[Any]:
+    """Items of a bracketed rule: its children without the bracket tokens, lists flattened
+    (expressions; ``(key, value)`` pairs for a dict)."""
+    out: list[Any] = []
     for x in c:
         if type(x) is list:
             out.extend(x)
@@ -453,11 +506,11 @@ def _items(c):
     return out
 
 
-def _literal_kw(value, c):
+def _literal_kw(value: LiteralValue, c: list[Any]) -> Literal:
     return Literal(value, str(c[0]), c[0])
 
 
-def _bracketed(node: Node, c) -> Node:
+def _bracketed(node: Node, c: list[Any]) -> Node:
     node.place(c[0], c[-1])
     return node
 
