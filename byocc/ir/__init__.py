@@ -43,6 +43,7 @@ from .expr import (
     Var,
     VarBinding,
     is_leaf,
+    sinfo_of,
 )
 from .functor import ExprMutator, ExprVisitor
 from .module import IRModule
@@ -79,6 +80,6 @@ __all__ = [
     "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr", "ShapeStructInfo", "Span", "StringImm",
     "StructInfo", "TensorStructInfo", "TirVar", "Tuple", "TupleGetItem", "TupleStructInfo",
     "TypeInferenceError", "UnsupportedError", "Var", "VarBinding", "WellFormedError", "dim_vars",
-    "arith", "canonical_form", "is_leaf", "simplify_binary", "struct_info_vars", "structural_equal",
+    "arith", "canonical_form", "is_leaf", "sinfo_of", "simplify_binary", "struct_info_vars", "structural_equal",
     "structural_hash", "substitute_dim", "tensor",
 ]

@@ -375,6 +375,13 @@ class Function(Expr):
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure, attrs, self.span)
 
 
+def sinfo_of(expr: Expr) -> StructInfo:
+    """``expr.struct_info`` of a normalized expression: what the parser, the builder and every
+    pass build has its struct info set (``well_formed`` reports one that lacks it). The
+    type checker's view of that invariant; nothing is checked at run time."""
+    return expr.struct_info  # type: ignore[return-value]
+
+
 def is_leaf(expr: Expr) -> bool:
     """Leaves of normal form: may appear as call arguments without being bound."""
     if isinstance(expr, (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Op)):
@@ -388,5 +395,5 @@ __all__ = [
     "Attrs", "Binding", "BindingBlock", "Call", "Constant", "DataTypeImm", "DataflowBlock",
     "DataflowVar", "Expr", "ExternFunc", "Function", "GlobalVar", "If", "MatchCast", "Op",
     "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple", "TupleGetItem", "Var",
-    "VarBinding", "is_leaf", "TupleStructInfo",
+    "VarBinding", "is_leaf", "sinfo_of", "TupleStructInfo",
 ]

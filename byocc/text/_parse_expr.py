@@ -39,6 +39,7 @@ from byocc.ir import (
     TypeInferenceError,
     UnsupportedError,
     is_leaf,
+    sinfo_of,
 )
 from byocc.ops import lookup_printed, make_call
 
@@ -104,7 +105,7 @@ def _is_number(v: object) -> TypeGuard[int | float]:
 
 
 def tuple_of(fields: Sequence[Expr], span: Span | None = None) -> Tuple:
-    return Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)), span)
+    return Tuple(tuple(fields), TupleStructInfo(tuple(sinfo_of(f) for f in fields)), span)
 
 
 class ExprReader:

@@ -34,6 +34,7 @@ from byocc.ir import (
     UnsupportedError,
     Var,
     VarBinding,
+    sinfo_of,
     structural_equal,
 )
 
@@ -143,7 +144,7 @@ class FunctionReader(TypeReader, ExprReader):
         """The function's struct info, when its return type is annotated."""
         if self.ret_sinfo is None:
             return None
-        return FuncStructInfo(tuple(p.struct_info for p in self.params), self.ret_sinfo, self.pure)
+        return FuncStructInfo(tuple(sinfo_of(p) for p in self.params), self.ret_sinfo, self.pure)
 
     # ------------------------------------------------------------------ names
     def lookup_value(self, name: str) -> Var | _Module | None:
@@ -209,7 +210,7 @@ class FunctionReader(TypeReader, ExprReader):
             raise self.module.errors[-1]
         if body is None:
             self.error(f"function '{self.node.name.id}' has no return statement", self.node)
-        body_si = body.struct_info
+        body_si = sinfo_of(body)
         ret = self.ret_sinfo
         if ret is None:
             ret = body_si

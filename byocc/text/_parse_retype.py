@@ -41,6 +41,7 @@ from byocc.ir import (
     TypeInferenceError,
     Var,
     VarBinding,
+    sinfo_of,
     structural_equal,
 )
 from byocc.ops import infer_struct_info
@@ -127,7 +128,7 @@ def _rebuild(e: Expr, retyped: dict[Var, Var]) -> Expr:
         fields = tuple(_rebuild(f, retyped) for f in e.fields)
         if all(a is b for a, b in zip(fields, e.fields)):
             return e
-        return Tuple(fields, TupleStructInfo(tuple(f.struct_info for f in fields)), e.span)
+        return Tuple(fields, TupleStructInfo(tuple(sinfo_of(f) for f in fields)), e.span)
     if type(e) is TupleGetItem:
         base = _rebuild(e.tuple_value, retyped)
         if base is e.tuple_value:
