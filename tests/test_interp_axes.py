@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 from byocc.ops import get_op_def
-from byocc.ops.reference import install_references
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "conformance" / "cases"
@@ -27,7 +26,6 @@ SHAPE = (2, 3, 4)
 
 
 def reference(name):
-    install_references()
     return get_op_def(name).reference
 
 

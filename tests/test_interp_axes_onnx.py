@@ -15,7 +15,6 @@ import pytest
 
 from byocc.ir import TensorStructInfo, Tuple, TupleStructInfo, Var, tensor
 from byocc.ops import get_op_def, make_call
-from byocc.ops.reference import install_references
 
 SHAPE = (2, 3, 4)
 ND = len(SHAPE)
@@ -38,7 +37,6 @@ def onnx_run(op_type, inputs: list, attrs: dict | None = None, n_out: int = 1, o
 
 def check(op: str, arrays: list, attrs: dict, expected):
     """The reference on ``arrays`` equals ``expected``, and its type is the inferred one."""
-    install_references()
     opdef = get_op_def(op)
     args = [Var(f"a{i}", tensor(a.shape, a.dtype.name)) for i, a in enumerate(arrays)]
     if op in ("relax.concat", "relax.stack"):

@@ -11,7 +11,7 @@ from byocc.runtime import Interpreter
 from byocc.text import parse_module
 from byocc.transform.dead_code_elimination import DeadCodeElimination
 from byocc.transform.fold_batch_norm import FoldBatchNorm
-from byocc.transform.fold_constant import FoldConstant, evaluate_call
+from byocc.transform.fold_constant import FoldConstant, fold_constant_call
 
 RNG = np.random.default_rng(11)
 
@@ -115,10 +115,10 @@ class Module:
     assert isinstance(values(new)["gv"].args[1], ShapeExpr)
 
 
-def test_evaluate_call_refuses_bad_results():
+def test_fold_constant_call_refuses_bad_results():
     mod = parse_module(FOLDABLE, constants=consts(np.zeros((4, 2), "float32")))
-    assert evaluate_call(values(mod)["big"]) is None
-    assert evaluate_call(values(mod)["f"]) is None  # x is not a constant
+    assert fold_constant_call(values(mod)["big"]) is None
+    assert fold_constant_call(values(mod)["f"]) is None  # x is not a constant
 
 
 # --------------------------------------------------------------------------- FoldBatchNorm

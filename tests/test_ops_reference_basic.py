@@ -4,16 +4,10 @@ registry's struct-info inference on shapes and dtypes."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from byocc.ir import Constant, ShapeExpr, TensorStructInfo, TupleStructInfo, Var, tensor
 from byocc.ops import get_op_def, make_call
-from byocc.ops.reference import dtype_name, install_references, np_dtype
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _install():
-    install_references()
+from byocc.ops.reference import dtype_name, np_dtype
 
 
 def run(name, arrays, attrs=None, extra_args=()):

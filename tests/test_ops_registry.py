@@ -370,3 +370,25 @@ def test_call_without_struct_info_can_be_inferred_later():
 def test_prim_operands_for_binary_ops():
     p = PrimValue(1, "int64")
     assert make_call("relax.add", [p, p]).struct_info == PrimStructInfo("int64")
+
+
+def test_op_defs_are_complete_and_immutable_once_registered():
+    import dataclasses
+    import subprocess
+    import sys
+
+    from byocc.ops import evaluate_call, reference_of
+
+    opdef = get_op_def("relax.add")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opdef.infer = None
+    assert opdef.reference is reference_of("relax.add") is not None
+    # evaluating a call needs nothing installed first; importing byocc.ops loads no reference
+    import numpy as np
+
+    ones = np.ones((4, 32), "float32")
+    out = evaluate_call(make_call("relax.add", [m, m]), [ones, ones])
+    assert out.dtype == np.float32 and (out == 2).all()
+    code = "import sys, byocc.ops; print(any(n.startswith('byocc.ops.reference') for n in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

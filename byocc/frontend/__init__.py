@@ -15,7 +15,8 @@ def from_onnx(model, *, params_as_inputs: bool = False):
 
 
 def supported_onnx_ops() -> list[str]:
-    """The ONNX operator types byocc converts (constant-only nodes of others still fold)."""
+    """The ONNX operator types byocc converts (a node on constants folds through its
+    converter, by byocc's own references, so it needs one too)."""
     from .onnx_ops import supported_op_types
 
     return supported_op_types()

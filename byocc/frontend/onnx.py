@@ -7,11 +7,12 @@ Steps (one pass over the nodes, in topological order; linear in the graph size):
    shared by name). Initializers become tensor constants, or with
    ``params_as_inputs=True`` parameters after the graph inputs (in initializer order,
    only those read as tensors).
-2. Each node is, in order of preference: *folded* when all its inputs are known values
-   (ONNX's own reference evaluator computes it, so shape computations on constants
-   vanish); folded *symbolically* when it computes on a shape with symbolic dimensions
-   (``Shape -> Gather -> Concat -> Reshape`` chains, :mod:`.onnx_fold`); or *converted*
-   into Relax operator calls by its converter (:mod:`.onnx_ops`, :mod:`.onnx_nn`).
+2. Each node is folded *symbolically* when it computes on a shape with symbolic
+   dimensions (``Shape -> Gather -> Concat -> Reshape`` chains, :mod:`.onnx_fold`), else
+   *converted* into Relax operator calls by its converter (:mod:`.onnx_ops`,
+   :mod:`.onnx_nn`). A call whose operands are constants is folded as it is made, by
+   byocc's own reference of the Relax op (:meth:`Importer.make`), so a node on known
+   values becomes a known value and shape computations on constants vanish.
 3. A node that cannot be imported is recorded and its outputs are poisoned; at the end
    one :class:`~byocc.ir.UnsupportedError` lists every such node (op type, name, opset).
 
@@ -38,6 +39,7 @@ from byocc.ir import (
     TensorStructInfo,
     TirVar,
     Tuple,
+    TupleGetItem,
     TupleStructInfo,
     UnsupportedError,
     Var,
@@ -240,9 +242,11 @@ class Importer:
 
     # ------------------------------------------------------------------ emitting
     def make(self, op: str, *args, **attrs) -> Expr:
-        """A normalised, typed call of ``op``; folded to a Constant when every operand is a
-        constant (so constant weights are transposed or reshaped at import time)."""
-        from byocc.ops import get_op_def, make_call
+        """A normalised, typed call of ``op``; folded by byocc's own reference of the op
+        (:func:`byocc.ops.fold_call`) to a Constant (a Tuple of them) when its operands are
+        constants, so constant weights are transposed or reshaped, and shape computations
+        on constants vanish, at import time."""
+        from byocc.ops import fold_call, get_op_def, make_call
         from byocc.ops.convert import OPERAND_KINDS
 
         try:
@@ -252,13 +256,24 @@ class Importer:
         conv = [OPERAND_KINDS[opdef.arg_kinds.get(n, "tensor")](a) for n, a in zip(opdef.arg_names, args)
                 if not (a is None and n in opdef.arg_defaults)]
         call = make_call(opdef, conv, attrs or None)
-        if _all_constant(call.args) and not isinstance(call.struct_info, TupleStructInfo):
-            return self.constant(_fold_call(call))
+        if any(isinstance(a, Constant) or (isinstance(a, Tuple) and any(isinstance(f, Constant) for f in a.fields))
+               for a in call.args):
+            folded = fold_call(call)  # None: an operand is not constant, or it cannot fold
+            if folded is not None:
+                return folded
         return call
+
+    def tuple_fields(self, expr: Expr) -> list[Expr]:
+        """The fields of a tuple-valued :meth:`make` result: the Constants of a folded
+        tuple, else ``t[i]`` of a new binding ``t``."""
+        if isinstance(expr, Tuple):
+            return list(expr.fields)
+        tup = self.emit(expr)
+        return [TupleGetItem(tup, i, f) for i, f in enumerate(tup.struct_info.fields)]
 
     def emit(self, expr: Expr, name: str | None = None) -> Expr:
         """Bind ``expr`` to a new variable (named ``name`` or ``lv...``); leaves pass through."""
-        if not isinstance(expr, (Call, Tuple)) and not _is_tuple_get(expr):
+        if not isinstance(expr, (Call, Tuple, TupleGetItem)):
             return expr
         is_output = name is not None and name in self.outputs
         var_name = self.unique(name) if name is not None else self.fresh()
@@ -442,62 +457,6 @@ def _tensor_sinfo(array) -> TensorStructInfo:
     from byocc.ops.reference import dtype_name
 
     return TensorStructInfo(tuple(int(d) for d in array.shape), dtype_name(array.dtype))
-
-
-def _is_tuple_get(expr) -> bool:
-    from byocc.ir import TupleGetItem
-
-    return isinstance(expr, TupleGetItem)
-
-
-def _all_constant(args) -> bool:
-    from byocc.ir import PrimValue, ShapeExpr
-
-    has_tensor = False
-    for a in args:
-        if isinstance(a, Constant):
-            if a.data is None:
-                return False
-            has_tensor = True
-        elif isinstance(a, Tuple):
-            if not all(isinstance(f, (Constant, PrimValue)) for f in a.fields):
-                return False
-            has_tensor = has_tensor or any(isinstance(f, Constant) for f in a.fields)
-        elif isinstance(a, PrimValue):
-            if not isinstance(a.value, (int, float, bool)):
-                return False
-        elif isinstance(a, ShapeExpr):
-            if not all(isinstance(d, int) for d in a.values):
-                return False
-        else:
-            return False
-    return has_tensor
-
-
-def _fold_call(call: Call):
-    from byocc.ir import PrimValue
-    from byocc.ops.reference import install_references
-
-    install_references()
-    fn = call.op.op_def.reference
-    operands = [_operand(a) for a in call.args]
-    kwargs = {k: (v.value if isinstance(v, PrimValue) else v)
-              for k, v in (call.attrs.items() if call.attrs is not None else [])}
-    return fn(*operands, **kwargs)
-
-
-def _operand(a):
-    from byocc.ir import PrimValue, ShapeExpr
-
-    if isinstance(a, Constant):
-        return a.data
-    if isinstance(a, PrimValue):
-        return a.value
-    if isinstance(a, ShapeExpr):
-        return tuple(a.values)
-    if isinstance(a, Tuple):
-        return [_operand(f) for f in a.fields]
-    raise AssertionError(a)
 
 
 def _topological(graph) -> list:

@@ -1,12 +1,11 @@
-"""Folding ONNX nodes at import time.
+"""Folding ONNX nodes on symbolic shapes at import time.
 
-* :func:`fold_numeric`: every input is a known numpy value; ONNX's own reference
-  evaluator computes the node, so the result follows the ONNX specification exactly.
-* :func:`fold_symbolic`: integer shape arithmetic where some values are symbolic
-  dimensions (numpy object arrays holding ints and :class:`~byocc.ir.PrimExpr` trees),
-  as exporters emit for dynamic batch sizes: ``Shape -> Gather -> Unsqueeze -> Concat ->
-  Reshape``. Only what such chains use is covered; anything else is left to the
-  converters (which then report a data-dependent shape).
+:func:`fold_symbolic`: integer shape arithmetic where some values are symbolic dimensions
+(numpy object arrays holding ints and :class:`~byocc.ir.PrimExpr` trees), as exporters emit
+for dynamic batch sizes: ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``. Only what
+such chains use is covered; anything else is left to the converters (which then report a
+data-dependent shape). Nodes on known numbers need nothing here: their converters' calls
+fold as they are made, by byocc's own references (``Importer.make``).
 """
 
 from __future__ import annotations
@@ -14,26 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from byocc.ir import arith
-
-#: ONNX operators never folded: random generators (a fresh value per run).
-NO_FOLD = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli",
-           "Multinomial"}
-
-
-def fold_numeric(node, values: list, opset: int) -> list | None:
-    """Evaluate ``node`` on known inputs with ``onnx.reference``; None if it cannot."""
-    if node.op_type in NO_FOLD:
-        return None
-    from onnx.reference import ReferenceEvaluator
-
-    feeds = {name: v for name, v in zip(node.input, values) if name}
-    try:
-        outs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
-    except Exception:  # noqa: BLE001  (onnx.reference lacks the op or rejects the inputs: convert)
-        return None
-    import numpy as np
-
-    return [np.asarray(o) if o is not None else None for o in outs]
 
 
 def normalize(array):
@@ -225,4 +204,4 @@ def _as_array(v):
     return out
 
 
-__all__ = ["NO_FOLD", "fold_numeric", "fold_symbolic", "is_symbolic", "normalize"]
+__all__ = ["fold_symbolic", "is_symbolic", "normalize"]

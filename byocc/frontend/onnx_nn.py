@@ -3,7 +3,7 @@ normalisation, softmax, Gemm/MatMul, activations with parameters, Pad."""
 
 from __future__ import annotations
 
-from byocc.ir import TupleGetItem, UnsupportedError, arith
+from byocc.ir import UnsupportedError, arith
 
 from .onnx_ops import converter, ints, opt
 
@@ -172,9 +172,9 @@ def _batch_norm(imp, node, inputs, attrs):
     if attrs.get("spatial", 1) == 0:
         raise UnsupportedError("spatial=0 (per-element statistics) is not supported")
     args = [imp.tensor(n) for n in inputs[:5]]
-    tup = imp.emit(imp.make("relax.nn.batch_norm", *args, axis=1, epsilon=float(attrs.get("epsilon", 1e-5)),
-                            training=False))
-    return [TupleGetItem(tup, 0, tup.struct_info.fields[0])]
+    made = imp.make("relax.nn.batch_norm", *args, axis=1, epsilon=float(attrs.get("epsilon", 1e-5)),
+                    training=False)
+    return imp.tuple_fields(made)[:1]
 
 
 @converter("InstanceNormalization")

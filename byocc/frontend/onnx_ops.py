@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from byocc.ir import UnsupportedError
 
-from .onnx_fold import fold_numeric, fold_symbolic, is_symbolic
+from .onnx_fold import fold_symbolic, is_symbolic
 
 Converter = Callable[..., list]
 CONVERTERS: dict[str, Converter] = {}
@@ -65,10 +65,9 @@ def import_node(imp, node) -> list:
         values = [imp.known(i) if i else None for i in inputs]
         if any(is_symbolic(v) for v in values if v is not None):
             folded = fold_symbolic(node, attrs, values)
-        else:
-            folded = fold_numeric(node, values, imp.opset)
-        if folded is not None:
-            return folded
+            if folded is not None:
+                return folded
+        # known numbers: the converter's calls fold as they are made (Importer.make)
     fn = CONVERTERS.get(node.op_type)
     if fn is None:
         for i in present:  # reading a poisoned input explains the failure better

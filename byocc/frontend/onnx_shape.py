@@ -5,7 +5,7 @@ symbolic (``PrimExpr``) wherever a shape flows from a graph input with ``dim_par
 
 from __future__ import annotations
 
-from byocc.ir import TupleGetItem, UnsupportedError, arith
+from byocc.ir import UnsupportedError, arith
 
 from .onnx_fold import is_symbolic
 from .onnx_ops import axis_list, converter, dim_list, ints, opt
@@ -175,9 +175,8 @@ def _split(imp, node, inputs, attrs):
         for s in sizes[:-1]:
             acc += s
             sections.append(acc)
-    tup = imp.emit(imp.make("relax.split", imp.tensor(inputs[0]), indices_or_sections=sections, axis=axis))
-    fields = tup.struct_info.fields
-    return [TupleGetItem(tup, i, fields[i]) for i in range(n_out)]
+    made = imp.make("relax.split", imp.tensor(inputs[0]), indices_or_sections=sections, axis=axis)
+    return imp.tuple_fields(made)[:n_out]
 
 
 def _slice_bound(v, dim, step: int, is_end: bool):

@@ -20,6 +20,14 @@ from . import (  # noqa: F401  (registration side effects)
     search,
     unary,
 )
+from .evaluate import (
+    bound_reference,
+    constant_of,
+    constant_operands,
+    evaluate_call,
+    fold_call,
+    reference_of,
+)
 from .registry import (
     REQUIRED,
     AttrField,
@@ -32,6 +40,7 @@ from .registry import (
 )
 
 __all__ = [
-    "AttrField", "OpDef", "REQUIRED", "all_op_defs", "get_op_def", "infer_struct_info",
-    "lookup_printed", "make_call",
+    "AttrField", "OpDef", "REQUIRED", "all_op_defs", "bound_reference", "constant_of",
+    "constant_operands", "evaluate_call", "fold_call", "get_op_def", "infer_struct_info",
+    "lookup_printed", "make_call", "reference_of",
 ]

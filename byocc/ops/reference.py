@@ -10,10 +10,10 @@ Numerics follow spec/backends.md section 15: float math in float64, then a cast 
 dtype the op's struct-info rule gives (float16 in, float16 out). Integer ops stay in their
 integer dtype (integer ``divide`` truncates toward zero, as TVM's ``tir.Div``).
 
-:func:`install_references` fills ``OpDef.reference`` for every registered op that has one
-here (reductions and data movement live in :mod:`byocc.ops.reference_tensor`, the
-neural-network ops in :mod:`byocc.ops.reference_nn`). Numpy is imported
-lazily, so importing ``byocc.ops`` stays cheap.
+:func:`reference_table` maps op names to these functions (reductions and data movement
+live in :mod:`byocc.ops.reference_tensor`, the neural-network ops in
+:mod:`byocc.ops.reference_nn`); :mod:`byocc.ops.evaluate` reads it, once, when a call is
+first evaluated. Numpy is imported lazily, so importing ``byocc.ops`` stays cheap.
 """
 
 from __future__ import annotations
@@ -281,27 +281,4 @@ def reference_table() -> dict[str, Callable[..., Any]]:
     return table
 
 
-_installed_for = -1
-
-
-def install_references() -> None:
-    """Set ``OpDef.reference`` for every registered op that has a numpy reference.
-
-    Cheap to call again (it reruns only when ops were registered since); a reference an
-    op family set itself is kept.
-    """
-    global _installed_for
-    from .registry import all_op_defs
-
-    defs = all_op_defs()
-    if len(defs) == _installed_for:
-        return
-    table = reference_table()
-    for opdef in defs:
-        fn = table.get(opdef.name)
-        if fn is not None and opdef.reference is None:
-            opdef.reference = fn
-    _installed_for = len(defs)
-
-
-__all__ = ["dtype_name", "erf", "install_references", "is_float_dtype", "np_dtype", "reference_table"]
+__all__ = ["dtype_name", "erf", "is_float_dtype", "np_dtype", "reference_table"]

@@ -49,11 +49,12 @@ class AttrField:
     kind: str = "any"
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class OpDef:
-    """One operator. ``params`` is the Python call signature (operands and attributes);
-    ``arg_names`` the operands among them, in order; ``attrs`` the attribute fields in
-    print order. ``infer(call)`` returns the call's struct info."""
+    """One operator, complete when registered and never changed after. ``params`` is the
+    Python call signature (operands and attributes); ``arg_names`` the operands among
+    them, in order; ``attrs`` the attribute fields in print order. ``infer(call)`` returns
+    the call's struct info; :attr:`reference` is its numpy reference."""
 
     name: str
     printed: str
@@ -61,7 +62,6 @@ class OpDef:
     arg_names: tuple
     attrs: tuple
     infer: Callable
-    reference: Callable | None = None
     # --- byocc extensions (all optional) ---
     arg_kinds: dict = field(default_factory=dict)  # operand name -> operand kind (default tensor)
     arg_defaults: dict = field(default_factory=dict)  # optional operands: name -> default (None = omitted)
@@ -71,6 +71,13 @@ class OpDef:
     prepare: Callable | None = None  # (args, span) -> args, constructor-time rewrites (reshape -1)
     build: Callable | None = None  # custom builder: (opdef, args, attrs, sinfo_args, span) -> Call
     doc: str = ""
+
+    @property
+    def reference(self) -> Callable | None:
+        """The numpy reference (:func:`byocc.ops.evaluate.reference_of`), or None."""
+        from .evaluate import reference_of
+
+        return reference_of(self.name)
 
     # ------------------------------------------------------------------ binding
     def bind(self, positional: list, keywords: dict, span=None) -> tuple:

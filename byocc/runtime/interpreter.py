@@ -9,7 +9,7 @@ Steps and cost:
    binding: a call to a Relax function (a member, a ``Composite`` local function, a
    ``Codegen`` function) pushes a frame; its result is delivered to the caller's binding
    when the frame finishes. ``If`` branches run as frames sharing the caller's variables.
-3. Operator calls run the op's numpy reference (``OpDef.reference``, see
+3. Operator calls run the op's numpy reference (:func:`byocc.ops.bound_reference`, see
    :mod:`byocc.ops.reference`). ``R.call_dps_packed("sym", ...)`` and ``R.call_packed``
    run, in order of preference: a Python callable given in ``packed=``, the function
    RunCodegen replaced (kept in ``mod.extras["offloaded"][sym]``), or a member whose name
@@ -53,6 +53,7 @@ from byocc.ir import (
     Var,
 )
 from byocc.ir.arith import eval_dim
+from byocc.ops import bound_reference
 
 from .plan import Plan, free_vars, plan_of
 from .symbolic import match_struct_info
@@ -90,9 +91,6 @@ class Interpreter:
 
     def __init__(self, mod: IRModule, packed: Mapping[str, Callable[..., Any]] | None = None,
                  check: bool = False):
-        from byocc.ops.reference import install_references
-
-        install_references()
         self.mod = mod
         self.packed = dict(packed or {})
         self.check = check
@@ -344,17 +342,9 @@ class Interpreter:
     def _apply_op(self, frame: _Frame, call: Call) -> Any:
         entry = self._op_cache.get(id(call))
         if entry is None or entry[0] is not call:
-            opdef = call.op.op_def
-            fn = getattr(opdef, "reference", None) if opdef is not None else None
-            if fn is None:
-                raise UnsupportedError(f"the interpreter has no numpy reference for {call.op.name}", call.span)
-            kwargs = {}
-            if call.attrs is not None:
-                for k, v in call.attrs.items():
-                    kwargs[k] = v.value if isinstance(v, PrimValue) else v
-            entry = (call, fn, kwargs)
+            entry = (call, bound_reference(call))
             self._op_cache[id(call)] = entry
-        _, fn, kwargs = entry
+        fn = entry[1]
         env = frame.env
         operands = []
         for a in call.args:
@@ -365,7 +355,7 @@ class Interpreter:
                 operands.append(a.data)
             else:
                 operands.append(_operand(self._eval(frame, a)))
-        out = fn(*operands, **kwargs)
+        out = fn(*operands)
         if type(out) is _ndarray() and type(call.struct_info) is TensorStructInfo:
             return out
         return _result(out, call.struct_info)

@@ -52,8 +52,9 @@ from byocc.ir import (
     Var,
     VarBinding,
 )
+from byocc.ops import constant_of
 
-from .fold_constant import constant_of, used_vars
+from .fold_constant import used_vars
 from .pass_manager import Pass, map_functions
 
 Perm = tuple  # tuple[int, ...]: permute_dims axes taking the original value to the current one

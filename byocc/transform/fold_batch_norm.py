@@ -38,8 +38,9 @@ from byocc.ir import (
     VarBinding,
 )
 from byocc.ir.analysis import collect_var_usage
+from byocc.ops import constant_of
 
-from .fold_constant import SKIP_FUNCTION_ATTRS, constant_of
+from .fold_constant import SKIP_FUNCTION_ATTRS
 from .pass_manager import Pass, map_functions
 
 _CONVS = frozenset(("relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"))

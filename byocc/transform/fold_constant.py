@@ -7,7 +7,7 @@ visited in order:
   variable bound to a constant ``R.shape([...])`` is replaced by it in call arguments;
 * inside dataflow blocks, a call of an operator whose operands are all known (constants with
   values, shapes of integers, concrete primitive values, tuples of constants) is evaluated
-  with the operator's numpy reference (:mod:`byocc.ops.reference`) and replaced by a
+  with the operator's numpy reference (:func:`byocc.ops.fold_call`) and replaced by a
   Constant (a tuple of Constants for a tuple-valued op); ``t[i]`` of such a tuple becomes
   its field. As in TVM, a creation op without tensor operands (``zeros``, ``full``...) is not
   folded when its result has more than 1024 elements.
@@ -42,11 +42,11 @@ from byocc.ir import (
     TensorStructInfo,
     Tuple,
     TupleGetItem,
-    TupleStructInfo,
     Var,
     VarBinding,
 )
 from byocc.ir.analysis import free_vars, is_impure_call
+from byocc.ops import fold_call
 
 from .pass_manager import Pass, map_functions
 
@@ -76,18 +76,6 @@ def used_vars(value: Expr) -> list:
     return free_vars(value)
 
 
-def constant_of(array) -> Constant:
-    """A Constant holding ``array`` with its exact struct info."""
-    import numpy as np
-
-    from byocc.ops.reference import dtype_name
-
-    array = np.asarray(array)
-    if not array.flags.c_contiguous:
-        array = array.copy(order="C")
-    return Constant(array, TensorStructInfo(tuple(int(d) for d in array.shape), dtype_name(array.dtype)))
-
-
 class _Subst(ExprMutator):
     """Replaces variables by known constants; shape-bound variables only as call operands."""
 
@@ -106,32 +94,6 @@ class _Subst(ExprMutator):
 
 
 # --------------------------------------------------------------------------- evaluation
-def _is_known(a: Expr) -> bool:
-    if isinstance(a, Constant):
-        return a.data is not None
-    if isinstance(a, ShapeExpr):
-        return all(isinstance(d, int) for d in a.values)
-    if isinstance(a, PrimValue):
-        return isinstance(a.value, (int, float, bool))
-    if isinstance(a, (StringImm, DataTypeImm)):
-        return True
-    if isinstance(a, Tuple):
-        return all(isinstance(f, (Constant, PrimValue, ShapeExpr)) and _is_known(f) for f in a.fields)
-    return False
-
-
-def _operand(a: Expr):
-    if isinstance(a, Constant):
-        return a.data
-    if isinstance(a, PrimValue):
-        return a.value
-    if isinstance(a, ShapeExpr):
-        return tuple(a.values)
-    if isinstance(a, (StringImm, DataTypeImm)):
-        return a.value
-    return [_operand(f) for f in a.fields]
-
-
 def _contains_tensor(a: Expr) -> bool:
     if isinstance(a, Tuple):
         return any(_contains_tensor(f) for f in a.fields)
@@ -152,61 +114,14 @@ def _should_fold(call: Call) -> bool:
     return any(_contains_tensor(a) for a in call.args)
 
 
-def _as_constant(value, si) -> Constant | None:
-    import numpy as np
-
-    from byocc.ops.reference import np_dtype
-
-    if not isinstance(si, TensorStructInfo) or si.dtype is None:
-        return None
-    arr = np.asarray(value)
-    want = np_dtype(si.dtype)
-    if arr.dtype != want:
-        if arr.dtype.kind != want.kind:
-            return None
-        arr = arr.astype(want)
-    if si.shape is not None:
-        if len(si.shape) != arr.ndim or any(isinstance(d, int) and d != n for d, n in zip(si.shape, arr.shape)):
-            return None
-    elif si.ndim not in (-1, arr.ndim):
-        return None
-    return constant_of(arr)
-
-
-def evaluate_call(call: Call) -> Expr | None:
-    """``call`` evaluated with its operator's numpy reference: a Constant, a Tuple of
-    Constants, or None when it cannot (or should not) be folded."""
+def fold_constant_call(call: Call) -> Expr | None:
+    """``call`` evaluated by :func:`byocc.ops.fold_call` (a Constant, a Tuple of Constants),
+    or None when it cannot or, by FoldConstant's rules, should not be folded (an impure
+    call; a creation op without tensor operands making more than 1024 elements)."""
     op = call.op
-    if not isinstance(op, Op) or op.op_def is None or is_impure_call(call):
+    if not isinstance(op, Op) or is_impure_call(call) or not _should_fold(call):
         return None
-    if not all(_is_known(a) for a in call.args) or not _should_fold(call):
-        return None
-    from byocc.ops.reference import install_references
-
-    install_references()
-    fn = op.op_def.reference
-    if fn is None:
-        return None
-    kwargs = {}
-    if call.attrs is not None:
-        for k, v in call.attrs.items():
-            kwargs[k] = v.value if isinstance(v, PrimValue) else v
-    import numpy as np
-
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*[_operand(a) for a in call.args], **kwargs)
-    except Exception:  # noqa: BLE001  (a reference that cannot evaluate: leave the call)
-        return None
-    si = call.struct_info
-    if isinstance(si, TupleStructInfo):
-        if not isinstance(out, (list, tuple)) or len(out) != len(si.fields):
-            return None
-        fields = [_as_constant(v, f) for v, f in zip(out, si.fields)]
-        if any(f is None for f in fields):
-            return None
-        return Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)), call.span)
-    return _as_constant(out, si)
+    return fold_call(call)
 
 
 # --------------------------------------------------------------------------- the pass
@@ -231,7 +146,7 @@ def fold_constant_function(func: Function) -> Function:
                 value = subst.visit_expr(value)
             if isinstance(b, VarBinding):
                 if dataflow and isinstance(value, Call):
-                    folded = evaluate_call(value)
+                    folded = fold_constant_call(value)
                     if folded is not None:
                         value = folded
                 elif isinstance(value, TupleGetItem) and value.tuple_value in tuples:
@@ -277,4 +192,4 @@ class FoldConstant(Pass):
         return fold_constant(mod)
 
 
-__all__ = ["FoldConstant", "constant_of", "evaluate_call", "fold_constant", "fold_constant_function", "used_vars"]
+__all__ = ["FoldConstant", "fold_constant", "fold_constant_call", "fold_constant_function", "used_vars"]
