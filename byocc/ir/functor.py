@@ -228,7 +228,7 @@ class ExprMutator(_Dispatch):
             return block
         return type(block)(tuple(out), block.span)
 
-    def visit_seq_expr_(self, e: SeqExpr) -> Expr:
+    def visit_seq_expr_(self, e: SeqExpr) -> SeqExpr:
         blocks = [self.visit_binding_block(b) for b in e.blocks]
         body = self.visit_expr(e.body)
         blocks2 = [b for b in blocks if b.bindings]
@@ -236,7 +236,7 @@ class ExprMutator(_Dispatch):
             return e
         return SeqExpr(tuple(blocks2), body, e.span)
 
-    def visit_function_(self, e: Function) -> Expr:
+    def visit_function_(self, e: Function) -> Function:
         params = tuple(self.visit_var_def(p) for p in e.params)
         body = self.visit_expr(e.body)
         if body is e.body and all(a is b for a, b in zip(params, e.params)):

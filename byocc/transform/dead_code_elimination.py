@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from byocc.ir import (
+    Binding,
     BindingBlock,
     DataflowBlock,
     ExprMutator,
@@ -29,6 +30,7 @@ from byocc.ir import (
     IRModule,
     PassError,
     SeqExpr,
+    Var,
     VarBinding,
 )
 from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impure_call
@@ -36,12 +38,12 @@ from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impur
 from .pass_manager import Pass, map_functions
 
 
-def is_public(func) -> bool:
+def is_public(func: object) -> bool:
     """A top-level function is public (externally linked) when it carries ``global_symbol``."""
     return isinstance(func, ExternFunc) or "global_symbol" in getattr(func, "attrs", {})
 
 
-def _unused_vars(func: Function) -> set:
+def _unused_vars(func: Function) -> set[Var]:
     usage = collect_var_usage(func)
     exposed = set(usage.outputs)
     for var, value in usage.bound_values.items():
@@ -49,8 +51,8 @@ def _unused_vars(func: Function) -> set:
             exposed.add(var)
     users = usage.downstream_usage
     # reverse edges: user -> the variables its binding uses
-    uses: dict = {}
-    count: dict = {}
+    uses: dict[Var, list[Var]] = {}
+    count: dict[Var, int] = {}
     for var, us in users.items():
         count[var] = len(us)
         for u in us:
@@ -69,7 +71,7 @@ def _unused_vars(func: Function) -> set:
 
 
 class _Remover(ExprMutator):
-    def __init__(self, unused: set):
+    def __init__(self, unused: set[Var]) -> None:
         super().__init__()
         self.unused = unused
         self.in_dataflow = False
@@ -82,13 +84,13 @@ class _Remover(ExprMutator):
         finally:
             self.in_dataflow = saved
 
-    def visit_binding(self, binding) -> list:
+    def visit_binding(self, binding: Binding) -> list[Binding]:
         if isinstance(binding, VarBinding) and binding.var in self.unused and (
                 self.in_dataflow or not contains_impure_call(binding.value)):
             return []
         return super().visit_binding(binding)
 
-    def visit_seq_expr_(self, e: SeqExpr):
+    def visit_seq_expr_(self, e: SeqExpr) -> SeqExpr:
         new = super().visit_seq_expr_(e)
         return new if new is e else merge_adjacent_blocks(new)
 
@@ -97,7 +99,7 @@ def merge_adjacent_blocks(seq: SeqExpr) -> SeqExpr:
     """``seq`` with adjacent blocks of one kind joined and empty blocks dropped: what TVM's
     normalizer does to every SeqExpr a mutator changed (``NormalizeBlocks``), so removing the
     plain block between two dataflow blocks leaves one dataflow block."""
-    blocks: list = []
+    blocks: list[BindingBlock] = []
     for block in seq.blocks:
         if not block.bindings:
             continue
@@ -116,7 +118,7 @@ def remove_all_unused(func: Function) -> Function:
     if not unused:
         return func
     # only binding variables matter; parameters are never "removed"
-    return _Remover(unused).visit_expr(func)
+    return _Remover(unused).visit_function_(func)
 
 
 def _remove_unreachable(mod: IRModule, entries: list[str]) -> IRModule:
@@ -161,7 +163,7 @@ class DeadCodeElimination(Pass):
     name: ClassVar[str] = "DeadCodeElimination"
     opt_level: ClassVar[int] = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "entry_functions", tuple(self.entry_functions or ()))
 
     def run(self, mod: IRModule) -> IRModule:

@@ -157,22 +157,21 @@ class _Eliminator:
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Any) -> Any:
-        t = type(e)
-        if t is Var or t is DataflowVar:
+        if type(e) is Var or type(e) is DataflowVar:
             return self.remap.get(e, e)
-        if t is Call:
+        if type(e) is Call:
             op = self.expr(e.op) if isinstance(e.op, (Var, Function)) else e.op
             args = tuple(self.expr(a) for a in e.args)
             if op is e.op and all(a is b for a, b in zip(args, e.args)):
                 return e
             call = Call(op, args, e.attrs, e.sinfo_args, None, e.span)
             return Call(op, args, e.attrs, e.sinfo_args, _infer(call, e.struct_info), e.span)
-        if t is Tuple:
+        if type(e) is Tuple:
             fields = tuple(self.expr(f) for f in e.fields)
             if all(a is b for a, b in zip(fields, e.fields)):
                 return e
             return Tuple(fields, TupleStructInfo(tuple(f.struct_info for f in fields)), e.span)
-        if t is TupleGetItem:
+        if type(e) is TupleGetItem:
             tv = self.expr(e.tuple_value)
             if tv is e.tuple_value:
                 return e
@@ -180,11 +179,11 @@ class _Eliminator:
             si = tsi.fields[e.index] if isinstance(tsi, TupleStructInfo) and \
                 0 <= e.index < len(tsi.fields) else e.struct_info
             return TupleGetItem(tv, e.index, si, e.span)
-        if t is If:
+        if type(e) is If:
             return self.if_(e)
-        if t is SeqExpr:
+        if type(e) is SeqExpr:
             return self.seq(e)
-        if t is Function:
+        if type(e) is Function:
             if self.memory or self.remap:
                 return _Eliminator(self.call_only).function(e)
             return self.function(e)
@@ -291,7 +290,7 @@ class _Eliminator:
 
     def _remember(self, key: tuple, var: Var, known: list | None) -> None:
         created = known is None
-        if created:
+        if known is None:
             known = self.memory[key] = []
         known.append(var)
         if self.mem_log is not None:

@@ -27,6 +27,7 @@ from byocc.ir import (
     GlobalVar,
     If,
     IRModule,
+    MatchCast,
     NameSupply,
     PassError,
     PatternError,
@@ -77,6 +78,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
     planned = []
     for name in visited_functions(mod, entry_functions):
         func = mod[name]
+        assert isinstance(func, Function)  # visited_functions lists Relax functions only
         index = indexes.get(name)
         if index is None or index.func is not func:
             index = indexes[name] = FunctionIndex(func)
@@ -158,8 +160,8 @@ class _Redirect:
                 value = self.expr(b.value)
                 if value is not b.value:
                     block_changed = True
-                    b = VarBinding(b.var, value, b.span) if isinstance(b, VarBinding) \
-                        else type(b)(b.var, value, b.struct_info, b.span)
+                    b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
+                        else VarBinding(b.var, value, b.span)
                 out.append(b)
             blocks.append(type(block)(tuple(out), block.span) if block_changed else block)
             changed |= block_changed

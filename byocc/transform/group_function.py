@@ -24,11 +24,13 @@ from byocc.ir import (
     SeqExpr,
     ShapeExpr,
     ShapeStructInfo,
+    StructInfo,
     Tuple,
     TupleGetItem,
     TupleStructInfo,
     Var,
     VarBinding,
+    sinfo_of,
 )
 from byocc.ir.functor import map_operands
 
@@ -56,11 +58,10 @@ def fused_name_hint(bindings: Sequence[Binding]) -> str:
     return hint
 
 
-def _sinfo(e: Expr):
-    si = e.struct_info
-    if si is None and isinstance(e, Tuple):
+def _sinfo(e: Expr) -> StructInfo:
+    if e.struct_info is None and isinstance(e, Tuple):
         return TupleStructInfo(tuple(_sinfo(f) for f in e.fields))
-    return si
+    return sinfo_of(e)
 
 
 def _inlinable(e: Expr) -> bool:
@@ -111,7 +112,7 @@ class GroupFunction:
                 self.inlined[e] = bound
                 return
         if (not is_var or e not in self.defined) and (self.lift or not isinstance(e, Constant)):
-            if is_var:
+            if isinstance(e, Var):
                 name = e.name_hint
             else:
                 name = f"param_{self.n_const}"
@@ -161,8 +162,12 @@ class GroupFunction:
                 continue
             pos = self.tuple_pos[key]
             tup, param = args[pos], params[pos]
-            fields = _sinfo(tup).fields
-            new_args, new_params, remap = [], [], {}
+            tup_si = _sinfo(tup)
+            assert isinstance(tup_si, TupleStructInfo)  # partial holds tuple-typed arguments only
+            fields = tup_si.fields
+            new_args: list[Expr] = []
+            new_params: list[Var] = []
+            remap: dict[int, Var] = {}
             for k in idxs:
                 p = Var(f"{param.name_hint}_{k}", fields[k])
                 new_args.append(TupleGetItem(tup, k, fields[k]))
@@ -222,8 +227,7 @@ class GroupFunction:
         pos = self.arg_pos.get(id(e))
         if pos is not None and self.args[pos] is e:
             return self.params[pos]
-        t = type(e)
-        if t is Var or t is DataflowVar:
+        if type(e) is Var or type(e) is DataflowVar:
             hit = self.inlined.get(e)
             if hit is not None:
                 return hit

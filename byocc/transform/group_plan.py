@@ -61,28 +61,27 @@ class FunctionPlan:
 def var_uses(expr: Expr, out: list) -> None:
     """Variables used by ``expr`` in post-order, left to right (TVM PostOrderVisit);
     nested functions are not entered (their uses have no user in TVM's use-def chains)."""
-    t = type(expr)
-    if t is Var or t is DataflowVar:
+    if type(expr) is Var or type(expr) is DataflowVar:
         out.append(expr)
-    elif t is Call:
+    elif type(expr) is Call:
         var_uses(expr.op, out)
         for a in expr.args:
             var_uses(a, out)
-    elif t is Tuple:
+    elif type(expr) is Tuple:
         for f in expr.fields:
             var_uses(f, out)
-    elif t is TupleGetItem:
+    elif type(expr) is TupleGetItem:
         var_uses(expr.tuple_value, out)
-    elif t is If:
+    elif type(expr) is If:
         var_uses(expr.cond, out)
         var_uses(expr.true_branch, out)
         var_uses(expr.false_branch, out)
-    elif t is SeqExpr:
+    elif type(expr) is SeqExpr:
         for block in expr.blocks:
             for b in block.bindings:
                 var_uses(b.value, out)
         var_uses(expr.body, out)
-    elif t is Function:
+    elif type(expr) is Function:
         var_uses(expr.body, out)
 
 
@@ -108,13 +107,12 @@ def _value_uses(value: Expr) -> list:
 
 def _nested_seqs(expr: Expr, out: list) -> None:
     """SeqExprs directly nested in a binding value (If branches, local function bodies)."""
-    t = type(expr)
-    if t is Function:
+    if type(expr) is Function:
         out.append(expr.body)
-    elif t is If:
+    elif type(expr) is If:
         _nested_seqs(expr.true_branch, out)
         _nested_seqs(expr.false_branch, out)
-    elif t is SeqExpr:
+    elif type(expr) is SeqExpr:
         out.append(expr)
 
 

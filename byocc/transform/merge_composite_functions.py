@@ -31,13 +31,16 @@ On modules TVM accepts the result is TVM's.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from byocc.ir import (
+    Binding,
     BindingBlock,
     Call,
     DataflowVar,
+    Expr,
     ExprMutator,
     Function,
     GlobalVar,
@@ -46,6 +49,7 @@ from byocc.ir import (
     NameSupply,
     PassError,
     SeqExpr,
+    Span,
     TensorStructInfo,
     Tuple,
     TupleGetItem,
@@ -61,7 +65,7 @@ from .materialize import materialize_groups
 from .pass_manager import Pass
 
 
-def codegen_name(composite: str, span=None) -> str:
+def codegen_name(composite: str, span: Span | None = None) -> str:
     """The backend of a pattern name: the text before the first ``.``."""
     if "." not in composite:
         raise PassError(f"The pattern name for a composite function should start with a compiler "
@@ -69,7 +73,7 @@ def codegen_name(composite: str, span=None) -> str:
     return composite.split(".", 1)[0]
 
 
-def _is_flat_tensor_tuple(expr) -> bool:
+def _is_flat_tensor_tuple(expr: Expr) -> bool:
     si = getattr(expr, "struct_info", None)
     return (isinstance(si, TupleStructInfo) and len(si.fields) > 0
             and all(isinstance(f, TensorStructInfo) for f in si.fields))
@@ -78,19 +82,19 @@ def _is_flat_tensor_tuple(expr) -> bool:
 class GroupBuilder:
     """Group assignment of one function (step 1 of the module docstring)."""
 
-    def __init__(self, mod: IRModule, func: Function):
+    def __init__(self, mod: IRModule, func: Function) -> None:
         self.mod = mod
         self.func = func
         self.parent: list[int] = []
         self.backend: list[str | None] = []
         self.deps: dict[int, int] = {}      # root -> bitset of group ids it depends on
         self.members: dict[int, int] = {}   # root -> bitset of group ids merged into it
-        self.memo: dict = {}                # expr (identity) -> group id
+        self.memo: dict[Expr, int] = {}     # expr (identity) -> group id
         self.usage = collect_var_usage(func)
-        self.value_to_vars: dict = {}
+        self.value_to_vars: dict[Expr, list[Var]] = {}
         for var, value in self.usage.bound_values.items():
             self.value_to_vars.setdefault(value, []).append(var)
-        self._tgi_only: dict = {}
+        self._tgi_only: dict[Expr, bool] = {}
         self._backend_of_gvar: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ groups
@@ -119,13 +123,13 @@ class GroupBuilder:
         self.deps[tr] |= self.deps.pop(fr)
         self.members[tr] |= self.members.pop(fr)
 
-    def _arg_group(self, arg) -> int:
+    def _arg_group(self, arg: Expr) -> int:
         g = self.memo.get(arg)
         if g is None:
             g = self.visit(arg)
         return g
 
-    def update_deps(self, group: int, args) -> None:
+    def update_deps(self, group: int, args: Sequence[Expr]) -> None:
         root = self.find(group)
         stack = list(reversed(args))
         while stack:
@@ -140,17 +144,21 @@ class GroupBuilder:
                 self.deps[root] |= (1 << ar) | self.deps[ar]
 
     # ------------------------------------------------------------------ analysis
-    def composite_backend(self, op) -> str | None:
+    def composite_backend(self, op: Expr) -> str | None:
         if not isinstance(op, GlobalVar):
             return None
         name = op.name_hint
         if name not in self._backend_of_gvar:
             func = self.mod[name] if name in self.mod else None
-            composite = getattr(func, "attrs", {}).get("Composite") if isinstance(func, Function) else None
-            self._backend_of_gvar[name] = codegen_name(composite, func.span) if isinstance(composite, str) else None
+            backend = None
+            if isinstance(func, Function):
+                composite = func.attrs.get("Composite")
+                if isinstance(composite, str):
+                    backend = codegen_name(composite, func.span)
+            self._backend_of_gvar[name] = backend
         return self._backend_of_gvar[name]
 
-    def only_tuple_get_item_users(self, tuple_expr) -> bool:
+    def only_tuple_get_item_users(self, tuple_expr: Expr) -> bool:
         """``tuple_expr`` (through aliases either way) is used only by ``[i]`` bindings, at
         least once, and never by the function result."""
         hit = self._tgi_only.get(tuple_expr)
@@ -158,7 +166,7 @@ class GroupBuilder:
             hit = self._tgi_only[tuple_expr] = self._compute_tgi_only(tuple_expr)
         return hit
 
-    def _compute_tgi_only(self, tuple_expr) -> bool:
+    def _compute_tgi_only(self, tuple_expr: Expr) -> bool:
         if isinstance(tuple_expr, Var):
             start = tuple_expr
         else:
@@ -169,7 +177,7 @@ class GroupBuilder:
         outputs = set(self.usage.outputs)
         bound_values = self.usage.bound_values
         pending = [start]
-        seen: set = set()
+        seen: set[Var] = set()
         has_tgi = False
         while pending:
             cur = pending.pop()
@@ -198,14 +206,14 @@ class GroupBuilder:
         return has_tgi
 
     # ------------------------------------------------------------------ visiting
-    def visit(self, e) -> int:
+    def visit(self, e: Expr) -> int:
         g = self.memo.get(e)
         if g is None:
             g = self._visit(e)
             self.memo[e] = g
         return g
 
-    def _visit(self, e) -> int:
+    def _visit(self, e: Expr) -> int:
         if isinstance(e, Call):
             return self._visit_call(e)
         if isinstance(e, Tuple):
@@ -224,7 +232,7 @@ class GroupBuilder:
         parents_deps = 0
         for a in args:
             parents_deps |= self.deps[self.find(self.memo[a])]
-        out = []
+        out: list[int] = []
         for a in args:
             g = self.memo[a]
             root = self.find(g)
@@ -276,7 +284,7 @@ class GroupBuilder:
         self.update_deps(group, (tup,))
         return group
 
-    def run(self) -> dict:
+    def run(self) -> dict[Var, int]:
         """``{Var: root group id}`` for the parameters and bound variables of the function."""
         for p in self.func.params:
             self.memo[p] = self.new_group()
@@ -297,15 +305,16 @@ class GroupBuilder:
         return out
 
 
-def assign_groups(mod: IRModule, func: Function) -> tuple[dict, dict]:
+def assign_groups(mod: IRModule, func: Function) -> tuple[dict[Var, int], dict[int, str]]:
     """``({Var: group}, {group: backend})`` of ``func`` (groups with a backend only in the
     second map)."""
     builder = GroupBuilder(mod, func)
     group_of = builder.run()
-    backends = {}
+    backends: dict[int, str] = {}
     for g in set(group_of.values()):
-        if builder.backend[g] is not None:
-            backends[g] = builder.backend[g]
+        backend = builder.backend[g]
+        if backend is not None:
+            backends[g] = backend
     return group_of, backends
 
 
@@ -318,7 +327,7 @@ class _VarCopier(ExprMutator):
         self.var_remap[var] = new
         return new
 
-    def visit_binding(self, binding) -> list:
+    def visit_binding(self, binding: Binding) -> list[Binding]:
         value = self.visit_expr(binding.value)
         var = self.visit_var_def(binding.var)
         if isinstance(binding, MatchCast):
@@ -329,14 +338,14 @@ class _VarCopier(ExprMutator):
 def copy_with_new_vars(func: Function) -> Function:
     """``func`` with every parameter and bound variable replaced by a fresh one of the same
     name (TVM ``CopyWithNewVars``)."""
-    return _VarCopier().visit_expr(func)
+    return _VarCopier().visit_function_(func)
 
 
-def _to_non_dataflow(func: Function) -> tuple[list, dict]:
+def _to_non_dataflow(func: Function) -> tuple[list[Binding], dict[Var, Expr]]:
     """Top-level bindings of ``func`` in one plain list, DataflowVars replaced by Vars of the
     same name; returns ``(bindings, remap)``."""
-    remap: dict = {}
-    bindings: list = []
+    remap: dict[Var, Expr] = {}
+    bindings: list[Binding] = []
     for block in func.body.blocks:
         for b in block.bindings:
             if isinstance(b.var, DataflowVar):
@@ -346,7 +355,7 @@ def _to_non_dataflow(func: Function) -> tuple[list, dict]:
 
 
 class _Remapper(ExprMutator):
-    def __init__(self, remap: dict):
+    def __init__(self, remap: dict[Var, Expr]) -> None:
         super().__init__()
         self.var_remap = remap
 
@@ -357,11 +366,12 @@ def inline_composites(func: Function, mod: IRModule, supply: NameSupply) -> Func
     ``supply.fresh("gv")`` just before its first call."""
     bindings, remap = _to_non_dataflow(func)
     mapper = _Remapper(remap)
-    local_vars: dict = {}    # composite Function object -> local Var
-    out: list = []
+    local_vars: dict[Function, Var] = {}    # composite Function object -> local Var
+    out: list[Binding] = []
     for b in bindings:
         value = mapper.visit_expr(b.value)
         var = remap.get(b.var, b.var)
+        assert isinstance(var, Var)  # remap holds variables
         if isinstance(value, Call) and isinstance(value.op, GlobalVar) and value.op.name_hint in mod:
             callee = mod[value.op.name_hint]
             if isinstance(callee, Function) and "Composite" in callee.attrs:
@@ -385,13 +395,13 @@ def inline_composites(func: Function, mod: IRModule, supply: NameSupply) -> Func
 class _Annotator(ExprMutator):
     """Redirect calls of ``Codegen`` functions to their renamed, inlined versions."""
 
-    def __init__(self, state: _AnnotateState):
+    def __init__(self, state: _AnnotateState) -> None:
         super().__init__()
         self.state = state
 
-    def visit_call_(self, e: Call):
-        new = super().visit_call_(e)
-        if isinstance(e.op, GlobalVar):
+    def visit_call_(self, e: Call) -> Expr:
+        new = super().visit_call_(e)  # e, or e with new arguments
+        if isinstance(e.op, GlobalVar) and isinstance(new, Call):
             gv = self.state.redirect(e.op)
             if gv is not None:
                 return Call(gv, new.args, new.attrs, new.sinfo_args, new.struct_info, new.span)
@@ -399,7 +409,7 @@ class _Annotator(ExprMutator):
 
 
 class _AnnotateState:
-    def __init__(self, snapshot: IRModule, table, inline_supply: NameSupply):
+    def __init__(self, snapshot: IRModule, table: FunctionTable, inline_supply: NameSupply) -> None:
         self.snapshot = snapshot            # the module after materialisation
         self.table = table                  # FunctionTable being built
         self.names = NameSupply()           # pass-wide supply of the renamed functions
@@ -424,7 +434,7 @@ class _AnnotateState:
 
 
 def _analysed_functions(mod: IRModule) -> list[str]:
-    out = []
+    out: list[str] = []
     for name in sorted(mod.names()):
         func = mod[name]
         if not isinstance(func, Function):
@@ -439,10 +449,12 @@ def _analysed_functions(mod: IRModule) -> list[str]:
 def merge_composite_functions(mod: IRModule) -> IRModule:
     """Functional form of :class:`MergeCompositeFunctions` (module docstring)."""
     func_names = _analysed_functions(mod)
-    group_of: dict = {}
-    group_attrs: dict = {}
+    group_of: dict[Var, Hashable] = {}
+    group_attrs: dict[Hashable, dict[str, Any]] = {}
     for fname in func_names:
-        groups, backends = assign_groups(mod, mod[fname])
+        func = mod[fname]
+        assert isinstance(func, Function)  # _analysed_functions lists Relax functions only
+        groups, backends = assign_groups(mod, func)
         for var, g in groups.items():
             group_of[var] = (fname, g)
         for g, backend in backends.items():
@@ -456,11 +468,11 @@ def merge_composite_functions(mod: IRModule) -> IRModule:
     table = FunctionTable(mod)
     state = _AnnotateState(mod, table, NameSupply())
     for fname in walk:
-        func = mod[fname]
-        if not isinstance(func, Function):
+        member = mod[fname]
+        if not isinstance(member, Function):
             continue
-        new = _Annotator(state).visit_expr(func)
-        if new is not func:
+        new = _Annotator(state).visit_expr(member)
+        if new is not member:
             table.update(fname, new)
     out = table.module()
     entries = ["main"] if "main" in out else [n for n in walk if n in out]

@@ -168,7 +168,7 @@ class PassContext:
         PassContext._stack.append(self)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if PassContext._stack and PassContext._stack[-1] is self:
             PassContext._stack.pop()
         for inst in self.instruments:
@@ -279,7 +279,8 @@ class DumpIR(PassInstrument):
     refused); the default is ``Path.write_text``.
     """
 
-    def __init__(self, dump_dir: str | Path, refresh: bool = False, writer=None):
+    def __init__(self, dump_dir: str | Path, refresh: bool = False,
+                 writer: Callable[[Path, str], object] | None = None):
         self.dump_dir = Path(dump_dir)
         self.counter = 0
         self.writer = writer or (lambda path, text: Path(path).write_text(text))

@@ -19,8 +19,8 @@ lists are dicts keyed by identity, block use lists are computed on first need.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
 
 from byocc.dpl import (
     AndPattern,
@@ -57,7 +57,7 @@ class Group:
 
     __slots__ = ("accepted", "attrs", "members", "num_nodes", "parent", "var")
 
-    def __init__(self, var: Var):
+    def __init__(self, var: Var) -> None:
         self.parent: Group | None = None
         self.num_nodes = 1
         self.attrs: dict = {}
@@ -70,10 +70,11 @@ class Group:
         while root.parent is not None:
             root = root.parent
         node = self
-        while node is not root:  # path compression
-            nxt = node.parent
+        nxt = node.parent
+        while nxt is not None:  # path compression: every node below the root points at it
             node.parent = root
             node = nxt
+            nxt = node.parent
         return root
 
 
@@ -86,7 +87,7 @@ class FunctionIndex:
     ``var2val`` and ``value_to_bound_var`` over every ``VarBinding``.
     """
 
-    def __init__(self, func: Function):
+    def __init__(self, func: Function) -> None:
         self.func = func
         self.calls: list[tuple[VarBinding, DataflowBlock | None]] = []
         self.by_op: dict[str | None, list[int]] = {}
@@ -134,7 +135,7 @@ class FunctionIndex:
         if sig is None:
             var2val = self.var2val
             out = []
-            for a in self.calls[pos][0].value.args:
+            for a in cast(Call, self.calls[pos][0].value).args:  # calls holds call bindings
                 v = _unwrap(a, var2val)
                 out.append(v.op if type(v) is Call and type(v.op) is Op else None)
             sig = sigs[pos] = tuple(out)
@@ -188,7 +189,8 @@ def block_usages(block: DataflowBlock) -> dict:
     return VarUsages({v: list(u) for v, u in users.items()}, position)
 
 
-def _events(seq: SeqExpr):
+def _events(seq: SeqExpr) -> Iterator[tuple[str, Any]]:
+    """``("enter", block)`` / ``("bind", binding)`` / ``("leave", None)`` in program order."""
     for block in seq.blocks:
         is_df = isinstance(block, DataflowBlock)
         if is_df:
@@ -273,7 +275,7 @@ def _unwrap(e: Any, var2val: Mapping) -> Any:
     return e
 
 
-def prefilter(pattern: Any):
+def prefilter(pattern: Any) -> Callable[[tuple[Any, ...]], bool] | None:
     """A cheap necessary condition for ``pattern`` to match a call, or None. The condition
     reads the call's *argument signature* (:meth:`FunctionIndex.signature`: the operator of
     each argument's bound value).
@@ -292,10 +294,10 @@ def prefilter(pattern: Any):
             return None
         return lambda sig: left(sig) or right(sig)
     if isinstance(pattern, AndPattern):
-        left, right = prefilter(pattern.left), prefilter(pattern.right)
-        if left is None or right is None:
-            return left or right
-        return lambda sig: left(sig) and right(sig)
+        first, second = prefilter(pattern.left), prefilter(pattern.right)
+        if first is None or second is None:
+            return first or second
+        return lambda sig: first(sig) and second(sig)
     if not isinstance(pattern, CallPattern):
         return None
     op = pattern.op
@@ -331,7 +333,7 @@ def prefilter(pattern: Any):
     return check
 
 
-def deep_prefilter(pattern: Any):
+def deep_prefilter(pattern: Any) -> _Condition | None:
     """A necessary condition for ``pattern`` to match a call, over the whole pattern tree,
     or None: ``check(call, var2val)``. Where :func:`prefilter` reads only the operators of a
     call's arguments, this one follows the arguments through their bindings as the matcher
@@ -359,7 +361,11 @@ def _match_unwrap(e: Any, var2val: Mapping) -> Any:
         return e
 
 
-def _condition(p: Any):
+#: A necessary condition on a value (read through ``var2val``) for a pattern to match it.
+_Condition = Callable[[Any, Mapping[Var, Any]], bool]
+
+
+def _condition(p: Any) -> _Condition | None:
     while isinstance(p, _WRAPPERS):
         p = p.pattern
     if isinstance(p, OrPattern):
@@ -368,10 +374,10 @@ def _condition(p: Any):
             return None
         return lambda e, var2val: left(e, var2val) or right(e, var2val)
     if isinstance(p, AndPattern):
-        left, right = _condition(p.left), _condition(p.right)
-        if left is None or right is None:
-            return left or right
-        return lambda e, var2val: left(e, var2val) and right(e, var2val)
+        first, second = _condition(p.left), _condition(p.right)
+        if first is None or second is None:
+            return first or second
+        return lambda e, var2val: first(e, var2val) and second(e, var2val)
     if not isinstance(p, CallPattern):
         return None
     op = p.op
@@ -432,7 +438,7 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
         root_var = binding.var
         if root_var in skip:
             continue
-        call = binding.value
+        call = cast(Call, binding.value)  # calls holds call bindings
         if quick is not None:
             sig = index.signature(pos)
             ok = verdicts.get(sig)
@@ -448,9 +454,9 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
         ctx = _context(index, entry, call, memo, block)
         if entry.check is not None and not _run_check(entry, ctx):
             continue
-        fusible = [v2b.get(m) for p, m in memo.items()
-                   if (isinstance(p, CallPattern) and m is not call) or isinstance(p, TupleGetItemPattern)]
-        fusible = [v for v in fusible if v is not None]
+        bound = [v2b.get(m) for p, m in memo.items()
+                 if (isinstance(p, CallPattern) and m is not call) or isinstance(p, TupleGetItemPattern)]
+        fusible = [v for v in bound if v is not None]
         matched = set(ctx.matched_bindings)
         if not _subsumes(part, fusible, matched):
             continue
@@ -493,8 +499,11 @@ def _context(index: FunctionIndex, entry: FusionPattern, call: Call, memo: Mappi
 
 
 def _run_check(entry: FusionPattern, ctx: PatternCheckContext) -> bool:
+    check = entry.check
+    if check is None:
+        return True
     try:
-        return bool(entry.check(ctx))
+        return bool(check(ctx))
     except PatternError:
         raise
     except Exception as err:  # a user's check function failed: report it as a pattern error
@@ -502,9 +511,12 @@ def _run_check(entry: FusionPattern, ctx: PatternCheckContext) -> bool:
                            f"{type(err).__name__}: {err}") from err
 
 
-def _run_attrs_getter(entry: FusionPattern, annotated: Mapping) -> dict:
+def _run_attrs_getter(entry: FusionPattern, annotated: Mapping[str, Any]) -> dict[str, Any]:
+    getter = entry.attrs_getter
+    if getter is None:
+        return {}
     try:
-        out = entry.attrs_getter(dict(annotated))
+        out = getter(dict(annotated))
         return dict(out or {})
     except PatternError:
         raise

@@ -26,10 +26,12 @@ passes, all linear in the bindings; rounds repeat only while rewrites happen.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from byocc.dpl.matcher import match_expr
 from byocc.ir import (
+    Binding,
     BindingBlock,
     Call,
     DataflowBlock,
@@ -38,6 +40,7 @@ from byocc.ir import (
     Function,
     If,
     MatchCast,
+    Op,
     SeqExpr,
     Tuple,
     TupleGetItem,
@@ -53,10 +56,14 @@ from .canonicalize_bindings import canonicalize_bindings
 from .dead_code_elimination import merge_adjacent_blocks, remove_all_unused
 from .eliminate_common_subexpr import eliminate_common_subexpr
 
-Rewriter = Callable[[Expr, dict], Expr | None]
+if TYPE_CHECKING:
+    from byocc.dpl import DFPattern
+
+#: ``rewriter(value, matches)``: the new value, or None (or ``value``) to keep the binding.
+Rewriter = Callable[[Expr, dict[Any, Expr]], Expr | None]
 
 
-def rewrite_call(pattern, rewriter: Rewriter, func: Function) -> Function:
+def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Function:
     """Rewrite every match of ``pattern`` in ``func`` (see the module docstring)."""
     if not isinstance(func, Function):
         raise TypeError(f"rewrite_call: expected a relax Function, got {type(func).__name__}")
@@ -64,11 +71,11 @@ def rewrite_call(pattern, rewriter: Rewriter, func: Function) -> Function:
 
 
 class _PatternRewriter:
-    def __init__(self, pattern, rewriter: Rewriter):
+    def __init__(self, pattern: DFPattern, rewriter: Rewriter) -> None:
         self.pattern = pattern
         self.rewriter = rewriter
         self.root_op = _root_op(pattern)
-        self.counters: dict = {}
+        self.counters: dict[str, int] = {}
         self.really_changed = False
 
     # ------------------------------------------------------------------ traversal
@@ -110,9 +117,9 @@ class _PatternRewriter:
     def _children(self, seq: SeqExpr) -> SeqExpr:
         """``seq`` with nested functions and ``if`` branches rewritten first."""
         changed = False
-        blocks = []
+        blocks: list[BindingBlock] = []
         for block in seq.blocks:
-            bindings = []
+            bindings: list[Binding] = []
             for b in block.bindings:
                 value = self._nested(b.value)
                 if value is not b.value:
@@ -126,7 +133,7 @@ class _PatternRewriter:
             return seq
         return SeqExpr(tuple(blocks), body, seq.span)
 
-    def _nested(self, value):
+    def _nested(self, value: Expr) -> Expr:
         if isinstance(value, Function):
             return self.function(value)
         if isinstance(value, If):
@@ -146,7 +153,7 @@ class _PatternRewriter:
             last = blocks.pop() if blocks else BindingBlock(())
             blocks.append(type(last)(last.bindings + (VarBinding(dummy, seq.body),), last.span))
         changed = False
-        new_blocks = []
+        new_blocks: list[BindingBlock] = []
         for block in blocks:
             new = self._block(block)
             changed |= new is not block
@@ -163,7 +170,7 @@ class _PatternRewriter:
             body = tail.value
         return merge_adjacent_blocks(SeqExpr(tuple(new_blocks), body, seq.span))
 
-    def _block(self, block):
+    def _block(self, block: BindingBlock) -> BindingBlock:
         if isinstance(block, DataflowBlock):
             bindings = self._scope(block.bindings)
             if bindings is None:
@@ -171,8 +178,8 @@ class _PatternRewriter:
             return self._emit(block, bindings)
         # A plain block: scopes end at ``if`` and impure calls. TVM re-emits such a block even
         # when nothing in it matched.
-        out: list = []
-        scope: list = []
+        out: list[Binding] = []
+        scope: list[Binding] = []
         for b in block.bindings:
             if isinstance(b.value, If) or (isinstance(b.value, Call) and contains_impure_call(b.value)):
                 out.extend(self._scope(tuple(scope)) or scope)
@@ -185,10 +192,10 @@ class _PatternRewriter:
             return block
         return self._emit(block, out)
 
-    def _scope(self, bindings: tuple) -> list | None:
+    def _scope(self, bindings: tuple[Binding, ...]) -> list[Binding] | None:
         """The bindings with matches rewritten (topologically re-sorted), or None."""
-        lookup: dict = {}
-        rewrites: dict = {}
+        lookup: dict[Var, Expr] = {}
+        rewrites: dict[Var, Expr] = {}
         for b in bindings:
             new = self._rewrite(b.value, lookup)
             if new is not None:
@@ -200,7 +207,7 @@ class _PatternRewriter:
         if not self.really_changed:
             values = {b.var: b.value for b in bindings}
             self.really_changed = any(not structural_equal(new, values[var]) for var, new in rewrites.items())
-        out = []
+        out: list[Binding] = []
         for b in bindings:
             new = rewrites.get(b.var)
             if new is None:
@@ -211,9 +218,9 @@ class _PatternRewriter:
                 out.append(VarBinding(b.var, new, b.span))
         return _topological_sort(out)
 
-    def _rewrite(self, value, lookup: dict):
+    def _rewrite(self, value: Expr, lookup: Mapping[Var, Expr]) -> Expr | None:
         if self.root_op is not None:
-            v = value
+            v: Expr = value
             while isinstance(v, Var) and v in lookup:
                 v = lookup[v]
             if not (isinstance(v, Call) and v.op is self.root_op):
@@ -227,10 +234,10 @@ class _PatternRewriter:
         return new
 
     # ------------------------------------------------------------------ re-emission
-    def _emit(self, block, bindings) -> BindingBlock:
+    def _emit(self, block: BindingBlock, bindings: list[Binding]) -> BindingBlock:
         is_dataflow = isinstance(block, DataflowBlock)
-        out: list = []
-        cache: dict = {}  # TVM's per-block normalisation cache: one variable per operand object
+        out: list[Binding] = []
+        cache: dict[int, Var] = {}  # TVM's per-block normalisation cache: one variable per operand object
         for b in bindings:
             value = self._normalize_value(b.value, out, is_dataflow, cache)
             if value is not b.value:
@@ -239,14 +246,14 @@ class _PatternRewriter:
             out.append(b)
         return type(block)(tuple(out), block.span)
 
-    def _normalize_value(self, value, out: list, is_dataflow: bool, cache: dict):
+    def _normalize_value(self, value: Expr, out: list[Binding], is_dataflow: bool, cache: dict[int, Var]) -> Expr:
         """``value`` with every non-leaf operand bound to a fresh variable (appended to
         ``out`` in evaluation order), as TVM's normaliser does. Iterative: operands are
         expanded with an explicit stack."""
         if not isinstance(value, (Call, Tuple, TupleGetItem)):
             return value
         # post-order over the operand tree; the root itself is not bound
-        done: dict = {}
+        done: dict[int, Expr] = {}
         stack = [(value, False)]
         while stack:
             node, ready = stack.pop()
@@ -272,7 +279,7 @@ class _PatternRewriter:
                 done[id(node)] = rebuilt
         return done[id(value)]
 
-    def _fresh(self, value, is_dataflow: bool) -> Var:
+    def _fresh(self, value: Expr, is_dataflow: bool) -> Var:
         prefix = "lv" if is_dataflow else "gv"
         n = self.counters.get(prefix, 0)
         self.counters[prefix] = n + 1
@@ -280,11 +287,10 @@ class _PatternRewriter:
         return DataflowVar(name, value.struct_info) if is_dataflow else Var(name, value.struct_info)
 
 
-def _root_op(pattern):
+def _root_op(pattern: DFPattern) -> Op | None:
     """The operator a match's root call must have, when the pattern says so plainly (not
     for multiply/divide, which the matcher may re-associate)."""
     from byocc.dpl.pattern import CallPattern, ExprPattern
-    from byocc.ir import Op
 
     if type(pattern) is CallPattern and type(pattern.op) is ExprPattern and isinstance(pattern.op.expr, Op):
         if pattern.op.expr.name not in ("relax.multiply", "relax.divide"):
@@ -292,14 +298,14 @@ def _root_op(pattern):
     return None
 
 
-def _topological_sort(bindings: list) -> list:
+def _topological_sort(bindings: list[Binding]) -> list[Binding]:
     """TVM's minimal re-ordering: a binding that uses a later variable waits until that
     variable is bound; after each emitted binding the earliest ready waiting one follows."""
     remaining = {b.var for b in bindings}
-    waiting: list = []  # [binding, unmet set, emitted]
-    out: list = []
+    waiting: list[list[Any]] = []  # [binding, unmet set, emitted]
+    out: list[Binding] = []
 
-    def push(b):
+    def push(b: Binding) -> None:
         out.append(b)
         remaining.discard(b.var)
         for w in waiting:
