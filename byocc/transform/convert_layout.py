@@ -29,11 +29,14 @@ keep their variable's name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from byocc.ir import (
+    Attrs,
+    Binding,
+    BindingBlock,
     Call,
     Constant,
     DataflowBlock,
@@ -42,22 +45,25 @@ from byocc.ir import (
     ExprMutator,
     Function,
     IRModule,
+    MatchCast,
     Op,
     PassError,
     SeqExpr,
+    Span,
     TensorStructInfo,
     Tuple,
     TupleGetItem,
     TupleStructInfo,
     Var,
     VarBinding,
+    sinfo_of,
 )
 from byocc.ops import constant_of
 
 from .fold_constant import used_vars
 from .pass_manager import Pass, map_functions
 
-Perm = tuple  # tuple[int, ...]: permute_dims axes taking the original value to the current one
+Perm = tuple[int, ...]  # permute_dims axes taking the original value to the current one
 
 _SKIP_ATTRS = ("Composite", "Codegen", "Primitive")
 
@@ -100,12 +106,12 @@ def permute_layout(layout: str, perm: Perm) -> str:
     return "".join(layout[a] for a in perm)
 
 
-def is_plain_layout(layout) -> bool:
+def is_plain_layout(layout: object) -> bool:
     """A layout made of distinct upper-case axis letters (``NCHW``; not ``NCHW4c``)."""
     return isinstance(layout, str) and layout.isalpha() and layout.isupper() and len(set(layout)) == len(layout)
 
 
-def _ndim(expr) -> int:
+def _ndim(expr: Expr) -> int:
     si = getattr(expr, "struct_info", None)
     return si.ndim if isinstance(si, TensorStructInfo) else -1
 
@@ -115,23 +121,38 @@ def _norm_axis(axis: int, n: int) -> int | None:
     return a if 0 <= a < n else None
 
 
-def _constant(array) -> Constant:
+def _constant(array: Any) -> Constant:
     return constant_of(array)
 
 
-def _make(op, args, attrs=None, span=None) -> Call:
+def _make(op: Op | str, args: Iterable[Expr], attrs: Attrs | Mapping[str, Any] | None = None,
+          span: Span | None = None) -> Call:
     from byocc.ops import make_call
 
     return make_call(op, list(args), attrs, span=span)
 
 
-def _permute_call(src: Expr, axes: Perm, span=None) -> Call:
+def _permute_call(src: Expr, axes: Perm, span: Span | None = None) -> Call:
     return _make("relax.permute_dims", [src], {"axes": tuple(axes)}, span)
 
 
 # --------------------------------------------------------------------------- block rewriting
+def _op_of(call: Call) -> Op:
+    """The operator of a call a rule runs on (rules are looked up by operator name)."""
+    op = call.op
+    assert isinstance(op, Op)
+    return op
+
+
+def _attrs_of(call: Call) -> Attrs:
+    """The attributes of a call of an operator that has some (the registry always sets them)."""
+    attrs = call.attrs
+    assert attrs is not None
+    return attrs
+
+
 class _Subst(ExprMutator):
-    def __init__(self, remap: dict):
+    def __init__(self, remap: dict[Var, Expr]) -> None:
         super().__init__()
         self.var_remap = remap
 
@@ -139,14 +160,14 @@ class _Subst(ExprMutator):
 class _BlockRewriter:
     """Rewrites the bindings of one dataflow block, in order."""
 
-    def __init__(self, desired: dict):
+    def __init__(self, desired: Mapping[str, tuple[str, ...]]) -> None:
         self.desired = desired
-        self.out: list = []
-        self.layout: dict = {}  # var -> (expr holding permute_dims(var, perm), perm)
-        self.tuple_layout: dict = {}  # tuple var -> (new tuple var, perm per field)
-        self.plain: dict = {}  # var -> expr holding its value in the original layout
-        self.transposed: dict = {}  # emitted var -> (src, axes): var = permute_dims(src, axes)
-        self.cache: dict = {}  # (src, axes) -> emitted var
+        self.out: list[Binding] = []
+        self.layout: dict[Var, tuple[Expr, Perm]] = {}  # var -> (expr holding permute_dims(var, perm), perm)
+        self.tuple_layout: dict[Var, tuple[Var, tuple[Perm, ...]]] = {}  # tuple var -> (new tuple var, perm per field)
+        self.plain: dict[Var, Expr] = {}  # var -> expr holding its value in the original layout
+        self.transposed: dict[Var, tuple[Expr, Perm]] = {}  # emitted var -> (src, axes): var = permute_dims(src, axes)
+        self.cache: dict[tuple[Expr, Perm], Expr] = {}  # (src, axes) -> emitted var
 
     # ---------------------------------------------------------------- emitting
     def emit(self, var: Var, value: Expr) -> Var:
@@ -161,12 +182,12 @@ class _BlockRewriter:
             n = _ndim(src)
             if n < 0:
                 return
-            axes = value.attrs.axes if value.attrs is not None else None
-            axes = tuple(range(n))[::-1] if axes is None else tuple(a + n if a < 0 else a for a in axes)
+            given = value.attrs.axes if value.attrs is not None else None
+            axes = tuple(range(n))[::-1] if given is None else tuple(a + n if a < 0 else a for a in given)
             self.transposed[var] = (src, axes)
             self.cache.setdefault((src, axes), var)
 
-    def transpose(self, src: Expr, axes: Perm, bind_to: Var | None = None, span=None) -> Expr:
+    def transpose(self, src: Expr, axes: Perm, bind_to: Var | None = None, span: Span | None = None) -> Expr:
         """An expression holding ``permute_dims(src, axes)``, composing with ``src``'s own
         transpose when it is one and reusing earlier transposes."""
         while isinstance(src, Var) and src in self.transposed:
@@ -201,9 +222,8 @@ class _BlockRewriter:
                 if p == perm:
                     return cur
                 return self.transpose(cur, tuple(p.index(a) for a in perm))
-            if x in self.tuple_layout:
-                x = self.plain_of(x)
-            x = self.plain.get(x, x)
+            y = self.plain_of(x) if x in self.tuple_layout else x
+            x = self.plain.get(y, y) if isinstance(y, Var) else y
         return self.transpose(x, perm)
 
     def plain_of(self, var: Var) -> Expr:
@@ -216,19 +236,21 @@ class _BlockRewriter:
             out = self.transpose(cur, inverse(p))
         elif var in self.tuple_layout:
             cur, perms = self.tuple_layout[var]
-            fields = []
+            cur_si = cur.struct_info
+            assert isinstance(cur_si, TupleStructInfo)  # tuple_layout holds tuple variables
+            fields: list[Expr] = []
             for i, p in enumerate(perms):
-                item = TupleGetItem(cur, i, cur.struct_info.fields[i])
+                item = TupleGetItem(cur, i, cur_si.fields[i])
                 fvar = self.emit(DataflowVar("lv", item.struct_info), item)
                 fields.append(self.transpose(fvar, inverse(p)))
-            tup = Tuple(tuple(fields), TupleStructInfo(tuple(f.struct_info for f in fields)))
+            tup = Tuple(tuple(fields), TupleStructInfo(tuple(sinfo_of(f) for f in fields)))
             out = self.emit(DataflowVar(var.name_hint, tup.struct_info), tup)
         else:
             return var
         self.plain[var] = out
         return out
 
-    def state(self, x: Expr):
+    def state(self, x: Expr) -> Perm | None:
         """The permutation a variable currently lives in, or None (original layout)."""
         if isinstance(x, Var):
             st = self.layout.get(x)
@@ -237,17 +259,19 @@ class _BlockRewriter:
         return None
 
     # ---------------------------------------------------------------- bindings
-    def visit(self, binding) -> None:
+    def visit(self, binding: Binding) -> None:
         if isinstance(binding, VarBinding):
             value = binding.value
-            result = None
+            result: _RuleResult | None = None
             if isinstance(value, Call) and isinstance(value.op, Op):
                 rule = _RULES.get(value.op.name)
                 if rule is not None:
                     result = rule(self, value, binding.var)
             elif isinstance(value, TupleGetItem) and value.tuple_value in self.tuple_layout:
                 cur, perms = self.tuple_layout[value.tuple_value]
-                result = (TupleGetItem(cur, value.index, cur.struct_info.fields[value.index], value.span),
+                cur_si = cur.struct_info
+                assert isinstance(cur_si, TupleStructInfo)  # tuple_layout holds tuple variables
+                result = (TupleGetItem(cur, value.index, cur_si.fields[value.index], value.span),
                           perms[value.index])
             elif isinstance(value, Var) and value in self.layout:
                 result = self.layout[value]
@@ -256,11 +280,11 @@ class _BlockRewriter:
                 return
         self.fallback(binding)
 
-    def define(self, var: Var, value: Expr, perm) -> None:
+    def define(self, var: Var, value: Expr, perm: Perm | list[Perm]) -> None:
         """Bind ``var`` whose original value is ``value`` seen through ``inverse(perm)``."""
         if isinstance(perm, list):  # tuple-valued (batch_norm): one perm per field
-            cur = self.emit(DataflowVar(var.name_hint, value.struct_info), value)
-            self.tuple_layout[var] = (cur, tuple(perm))
+            tup_var = self.emit(DataflowVar(var.name_hint, value.struct_info), value)
+            self.tuple_layout[var] = (tup_var, tuple(perm))
             return
         if is_identity(perm):
             if isinstance(value, (Var, Constant)) and isinstance(var, DataflowVar):
@@ -268,6 +292,7 @@ class _BlockRewriter:
             else:
                 self.emit(var, value)
             return
+        cur: Expr
         if isinstance(value, (Var, Constant)):
             cur = value
         else:  # an output keeps its name for the value in the original layout
@@ -278,33 +303,33 @@ class _BlockRewriter:
             self.transpose(cur, inverse(perm), bind_to=var)
             self.plain[var] = var
 
-    def fallback(self, binding) -> None:
+    def fallback(self, binding: Binding) -> None:
         """Keep the binding, giving it its operands in their original layout."""
         value = binding.value
-        remap = {}
+        remap: dict[Var, Expr] = {}
         for v in used_vars(value):
             if v in self.layout or v in self.tuple_layout or v in self.plain:
                 remap[v] = self.plain_of(v)
         if remap:
             new_value = _Subst(remap).visit_expr(value)
-            if isinstance(binding, VarBinding):
-                binding = VarBinding(binding.var, new_value, binding.span)
+            if isinstance(binding, MatchCast):
+                binding = MatchCast(binding.var, new_value, binding.struct_info, binding.span)
             else:
-                binding = type(binding)(binding.var, new_value, binding.struct_info, binding.span)
+                binding = VarBinding(binding.var, new_value, binding.span)
         self.out.append(binding)
         if isinstance(binding, VarBinding):
             self.note_transpose(binding.var, binding.value)
 
-    def finish(self) -> list:
+    def finish(self) -> list[Binding]:
         """The new bindings, without ``permute_dims`` dataflow bindings left unused."""
-        uses: dict = {}
+        uses: dict[Var, int] = {}
         per_binding = []
         for b in self.out:
             used = used_vars(b.value)
             per_binding.append(used)
             for v in used:
                 uses[v] = uses.get(v, 0) + 1
-        kept = []
+        kept: list[Binding] = []
         for b, used in zip(reversed(self.out), reversed(per_binding)):
             if (isinstance(b, VarBinding) and isinstance(b.var, DataflowVar) and uses.get(b.var, 0) == 0
                     and isinstance(b.value, Call) and b.value.op is _PERMUTE):
@@ -321,13 +346,19 @@ _PERMUTE = Op.get("relax.permute_dims", create=True)
 
 # --------------------------------------------------------------------------- rules
 # A rule gets (rewriter, call, bound var) and returns (new value, perm) -- the new value
-# holds permute_dims(original result, perm) -- or None to keep the binding as it is.
-def _rule_desired_layout(rw: _BlockRewriter, call: Call, var: Var):
-    layouts = rw.desired.get(call.op.name)
+# holds permute_dims(original result, perm); a perm per field for a tuple -- or None to keep
+# the binding as it is.
+_RuleResult = tuple[Expr, Perm | list[Perm]]
+_Rule = Callable[[_BlockRewriter, Call, Var], _RuleResult | None]
+
+
+def _rule_desired_layout(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
+    name = _op_of(call).name
+    layouts = rw.desired.get(name)
     if layouts is None:
         return _rule_layout_attrs(rw, call, var)
-    a = call.attrs
-    conv = call.op.name in CONV_OPS
+    a = _attrs_of(call)
+    conv = name in CONV_OPS
     data_attr = "data_layout" if conv else "layout"
     src, src_out = a[data_attr], a["out_layout"] or a[data_attr]
     dst = layouts[0]
@@ -337,7 +368,7 @@ def _rule_desired_layout(rw: _BlockRewriter, call: Call, var: Var):
     if _ndim(call.args[0]) != len(dst) or (conv and _ndim(call.args[1]) != len(a["kernel_layout"])):
         return _rule_layout_attrs(rw, call, var)  # rank unknown (a constant without its value)
     changes = {data_attr: dst, "out_layout": dst}
-    args = [rw.value_in(call.args[0], perm_between(src, dst))]
+    args: list[Expr] = [rw.value_in(call.args[0], perm_between(src, dst))]
     if conv:
         ksrc = a["kernel_layout"]
         kdst = layouts[1] if len(layouts) > 1 and layouts[1] != "default" else ksrc
@@ -347,22 +378,22 @@ def _rule_desired_layout(rw: _BlockRewriter, call: Call, var: Var):
         changes["kernel_layout"] = kdst
     else:
         args.extend(call.args[1:])
-    return _make(call.op, args, a.replace(**changes), call.span), perm_between(src_out, dst)
+    return _make(_op_of(call), args, a.replace(**changes), call.span), perm_between(src_out, dst)
 
 
-def _rule_layout_attrs(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_layout_attrs(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     """A conv or pool whose input already lives in another layout: follow it."""
     p = rw.state(call.args[0])
     if p is None:
         return None
-    a = call.attrs
-    data_attr = "data_layout" if call.op.name in CONV_OPS else "layout"
+    a = _attrs_of(call)
+    data_attr = "data_layout" if _op_of(call).name in CONV_OPS else "layout"
     src, out = a[data_attr], a["out_layout"] or a[data_attr]
     if not (is_plain_layout(src) and is_plain_layout(out)) or len(src) != len(p) or sorted(src) != sorted(out):
         return None
     changes = {data_attr: permute_layout(src, p), "out_layout": permute_layout(out, p)}
     args = [rw.value_in(call.args[0], p)] + [_plain_arg(rw, x) for x in call.args[1:]]
-    return _make(call.op, args, a.replace(**changes), call.span), p
+    return _make(_op_of(call), args, a.replace(**changes), call.span), p
 
 
 def _plain_arg(rw: _BlockRewriter, x: Expr) -> Expr:
@@ -371,7 +402,7 @@ def _plain_arg(rw: _BlockRewriter, x: Expr) -> Expr:
     return x
 
 
-def _rule_elementwise(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_elementwise(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     n = _ndim(var)
     if n <= 0:
         return None
@@ -383,7 +414,7 @@ def _rule_elementwise(rw: _BlockRewriter, call: Call, var: Var):
             break
     if perm is None:
         return None
-    args = []
+    args: list[Expr] = []
     for x in call.args:
         si = getattr(x, "struct_info", None)
         if not isinstance(si, TensorStructInfo):
@@ -401,33 +432,36 @@ def _rule_elementwise(rw: _BlockRewriter, call: Call, var: Var):
             args.append(_constant(np.transpose(full, perm)))
         else:
             return None
-    return _make(call.op, args, call.attrs, call.span), perm
+    return _make(_op_of(call), args, call.attrs, call.span), perm
 
 
-def _rule_axis(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_axis(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     """softmax / log_softmax / prelu / concat / batch_norm: one axis attribute, renumbered."""
-    name = call.op.name
+    name = _op_of(call).name
+    attrs = _attrs_of(call)
     if name == "relax.concat":
         tup = call.args[0]
         if not isinstance(tup, Tuple) or not tup.fields:
             return None
         perm = next((rw.state(f) for f in tup.fields if rw.state(f) is not None), None)
-        if perm is None or any(_ndim(f) != len(perm) for f in tup.fields) or call.attrs.axis is None:
+        if perm is None or any(_ndim(f) != len(perm) for f in tup.fields) or attrs.axis is None:
             return None
-        axis = _norm_axis(call.attrs.axis, len(perm))
+        axis = _norm_axis(attrs.axis, len(perm))
         if axis is None:
             return None
         fields = tuple(rw.value_in(f, perm) for f in tup.fields)
-        new_tup = Tuple(fields, TupleStructInfo(tuple(f.struct_info for f in fields)), tup.span)
-        return _make(call.op, [new_tup], call.attrs.replace(axis=perm.index(axis)), call.span), perm
+        new_tup = Tuple(fields, TupleStructInfo(tuple(sinfo_of(f) for f in fields)), tup.span)
+        return _make(_op_of(call), [new_tup], attrs.replace(axis=perm.index(axis)), call.span), perm
     perm = rw.state(call.args[0])
     if perm is None:
         return None
-    axis = _norm_axis(call.attrs.axis, len(perm))
+    axis = _norm_axis(attrs.axis, len(perm))
     if axis is None:
         return None
-    args = [rw.layout[call.args[0]][0]] + [_plain_arg(rw, x) for x in call.args[1:]]
-    new = _make(call.op, args, call.attrs.replace(axis=perm.index(axis)), call.span)
+    data = call.args[0]
+    assert isinstance(data, Var)  # state() knows variables only
+    args = [rw.layout[data][0]] + [_plain_arg(rw, x) for x in call.args[1:]]
+    new = _make(_op_of(call), args, attrs.replace(axis=perm.index(axis)), call.span)
     if name == "relax.nn.batch_norm":
         if not isinstance(var, DataflowVar):
             return None
@@ -435,55 +469,64 @@ def _rule_axis(rw: _BlockRewriter, call: Call, var: Var):
     return new, perm
 
 
-def _rule_reduce(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_reduce(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     perm = rw.state(call.args[0])
     if perm is None:
         return None
+    data = call.args[0]
+    assert isinstance(data, Var)  # state() knows variables only
+    attrs = _attrs_of(call)
     n = len(perm)
-    axis = call.attrs.axis
+    axis = attrs.axis
     if axis is None:
         axes = set(range(n))
         new_axis = None
     else:
         norm = [_norm_axis(a, n) for a in axis]
-        if any(a is None for a in norm):
+        valid = [a for a in norm if a is not None]
+        if len(valid) != len(norm):
             return None
-        axes = set(norm)
+        axes = set(valid)
         new_axis = tuple(sorted(perm.index(a) for a in axes))
-    if call.attrs.keepdims:
+    if attrs.keepdims:
         out_perm = perm
     else:
         kept = [j for j in range(n) if j not in axes]
         out_perm = tuple(kept.index(p) for p in perm if p not in axes)
-    new = _make(call.op, [rw.layout[call.args[0]][0]], call.attrs.replace(axis=new_axis), call.span)
+    new = _make(_op_of(call), [rw.layout[data][0]], attrs.replace(axis=new_axis), call.span)
     return new, out_perm
 
 
-def _rule_pad(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_pad(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     perm = rw.state(call.args[0])
     if perm is None:
         return None
+    data = call.args[0]
+    assert isinstance(data, Var)  # state() knows variables only
+    attrs = _attrs_of(call)
     n = len(perm)
-    width = list(call.attrs.pad_width)
+    width = list(attrs.pad_width)
     if len(width) > 2 * n or len(width) % 2:
         return None
     width += [0] * (2 * n - len(width))
     new_width = tuple(w for a in perm for w in (width[2 * a], width[2 * a + 1]))
-    new = _make(call.op, [rw.layout[call.args[0]][0]], call.attrs.replace(pad_width=new_width), call.span)
+    new = _make(_op_of(call), [rw.layout[data][0]], attrs.replace(pad_width=new_width), call.span)
     return new, perm
 
 
-def _rule_permute(rw: _BlockRewriter, call: Call, var: Var):
+def _rule_permute(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     x = call.args[0]
     n = _ndim(x)
     if n < 0:
         return None
-    axes = call.attrs.axes if call.attrs is not None else None
-    axes = tuple(range(n))[::-1] if axes is None else tuple(_norm_axis(a, n) for a in axes)
-    if None in axes or len(axes) != n:
+    given = call.attrs.axes if call.attrs is not None else None
+    norm = tuple(range(n))[::-1] if given is None else tuple(_norm_axis(a, n) for a in given)
+    axes = tuple(a for a in norm if a is not None)
+    if len(axes) != len(norm) or len(axes) != n:
         return None
     perm = rw.state(x)
     if perm is not None:
+        assert isinstance(x, Var)  # state() knows variables only
         # cur = permute(x, perm) and var = permute(x, axes) = permute(cur, rel): so cur is
         # var seen through inverse(rel) -- no binding needed.
         rel = tuple(perm.index(a) for a in axes)
@@ -504,7 +547,7 @@ def _rule_permute(rw: _BlockRewriter, call: Call, var: Var):
     return _permute_call(src, axes, call.span), tuple(range(n))
 
 
-_RULES: dict = {}
+_RULES: dict[str, _Rule] = {}
 for _n in CONV_OPS | POOL_OPS:
     _RULES[_n] = _rule_desired_layout
 for _n in UNARY_OPS | BINARY_OPS:
@@ -518,15 +561,13 @@ _RULES["relax.permute_dims"] = _rule_permute
 
 
 # --------------------------------------------------------------------------- the pass
-def _validate(desired: Mapping) -> dict:
-    out: dict = {}
+def _validate(desired: Mapping[str, str | Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
     for op, layouts in dict(desired).items():
         name = op if op.startswith("relax.") else "relax." + op
         if name not in CONV_OPS and name not in POOL_OPS:
             raise PassError(f"ConvertLayout: no layout rule for {op!r} (supported: convolutions and pools)")
-        if isinstance(layouts, str):
-            layouts = [layouts]
-        layouts = tuple(layouts)
+        layouts = (layouts,) if isinstance(layouts, str) else tuple(layouts)
         if not layouts or len(layouts) > 2:
             raise PassError(f"ConvertLayout: {op!r} needs [data_layout] or [data_layout, kernel_layout]")
         for i, lay in enumerate(layouts):
@@ -537,7 +578,7 @@ def _validate(desired: Mapping) -> dict:
     return out
 
 
-def convert_layout_function(func: Function, desired: dict) -> Function:
+def convert_layout_function(func: Function, desired: Mapping[str, tuple[str, ...]]) -> Function:
     """``func`` with its dataflow blocks rewritten (the same object when nothing applies)."""
     if any(k in func.attrs for k in _SKIP_ATTRS) or not isinstance(func.body, SeqExpr):
         return func
@@ -545,7 +586,7 @@ def convert_layout_function(func: Function, desired: dict) -> Function:
                for block in func.body.blocks if isinstance(block, DataflowBlock) for b in block.bindings
                if isinstance(b, VarBinding)):
         return func
-    blocks = []
+    blocks: list[BindingBlock] = []
     for block in func.body.blocks:
         if not isinstance(block, DataflowBlock):
             blocks.append(block)
@@ -558,14 +599,14 @@ def convert_layout_function(func: Function, desired: dict) -> Function:
     return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
 
 
-def convert_layout(mod: IRModule, desired: Mapping) -> IRModule:
+def convert_layout(mod: IRModule, desired: Mapping[str, str | Sequence[str]]) -> IRModule:
     """Functional form of :class:`ConvertLayout`."""
     table = _validate(desired)
     mod = map_functions(mod, lambda f: convert_layout_function(f, table))
     return mod
 
 
-def _default_desired() -> tuple:
+def _default_desired() -> tuple[tuple[str, tuple[str, ...]], ...]:
     return (("relax.nn.conv2d", ("NHWC", "OHWI")),)
 
 
@@ -574,12 +615,13 @@ class ConvertLayout(Pass):
     """Convert the layout of the ops in ``desired`` (op name -> [data layout, kernel layout]),
     propagating it through layout-agnostic ops (module docstring)."""
 
-    desired: Mapping[str, Sequence[str]] | tuple = field(default_factory=_default_desired)
+    desired: Mapping[str, Sequence[str]] | tuple[tuple[str, tuple[str, ...]], ...] = field(
+        default_factory=_default_desired)
 
     name: ClassVar[str] = "ConvertLayout"
     opt_level: ClassVar[int] = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         items = self.desired.items() if isinstance(self.desired, Mapping) else self.desired
         table = _validate(dict(items))
         object.__setattr__(self, "desired", tuple((k, tuple(v)) for k, v in table.items()))

@@ -21,13 +21,17 @@ done in float64 and cast back to the weight / output dtype.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from byocc.ir import (
+    Binding,
+    BindingBlock,
     Call,
     Constant,
     DataflowVar,
+    Expr,
     Function,
     IRModule,
     Op,
@@ -43,50 +47,61 @@ from byocc.ops import constant_of
 from .fold_constant import SKIP_FUNCTION_ATTRS
 from .pass_manager import Pass, map_functions
 
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
+    #: (conv var, new conv, removed vars, bias): what one fold replaces.
+    _Fold = tuple[Var, Call, list[Var], Constant]
+
 _CONVS = frozenset(("relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"))
 
 
-def _op_name(value) -> str | None:
+def _op_name(value: Expr | None) -> str | None:
     if isinstance(value, Call) and isinstance(value.op, Op):
         return value.op.name
     return None
 
 
-def _const(x) -> bool:
+def _call_of(value: Expr | None, names: Collection[str]) -> Call | None:
+    """``value`` if it is a call of one of the operators ``names``, else None."""
+    return value if isinstance(value, Call) and _op_name(value) in names else None
+
+
+def _const(x: Expr) -> TypeGuard[Constant]:
     return isinstance(x, Constant) and x.data is not None
 
 
 class _Finder:
-    def __init__(self, func: Function):
+    def __init__(self, func: Function) -> None:
         usage = collect_var_usage(func)
         self.users = usage.downstream_usage
         self.outputs = set(usage.outputs)
-        self.values: dict = {}
+        self.values: dict[Var, Expr] = {}
         for block in func.body.blocks:
             for b in block.bindings:
                 if isinstance(b, VarBinding):
                     self.values[b.var] = b.value
 
-    def single_use(self, var, user) -> bool:
+    def single_use(self, var: Var, user: Var) -> bool:
         return (isinstance(var, DataflowVar) and var not in self.outputs
                 and self.users.get(var) == [user])
 
-    def match(self, z: Var, value: TupleGetItem):
+    def match(self, z: Var, value: TupleGetItem) -> _Fold | None:
         """The fold for ``z = t[0]``: (conv var, new conv, removed vars, bias) or None."""
         t = value.tuple_value
         if value.index != 0 or not isinstance(t, Var) or not self.single_use(t, z):
             return None
-        bn = self.values.get(t)
-        if _op_name(bn) != "relax.nn.batch_norm" or bn.attrs.get("training") is not False:
+        bn = _call_of(self.values.get(t), ("relax.nn.batch_norm",))
+        if bn is None or bn.attrs is None or bn.attrs.get("training") is not False:
             return None
         y = bn.args[0]
         if not isinstance(y, Var) or not self.single_use(y, t) or not all(_const(a) for a in bn.args[1:]):
             return None
         removed = [t]
-        bias = None
+        bias: Constant | None = None
         conv_var = y
-        yv = self.values.get(y)
-        if _op_name(yv) == "relax.add":
+        yv = _call_of(self.values.get(y), ("relax.add",))
+        if yv is not None:
             a, b = yv.args
             if isinstance(a, Var) and _const(b):
                 conv_var, bias = a, b
@@ -97,42 +112,46 @@ class _Finder:
             if not self.single_use(conv_var, y):
                 return None
             removed.append(y)
-        conv = self.values.get(conv_var)
-        if _op_name(conv) not in _CONVS or not _const(conv.args[1]):
+        conv = _call_of(self.values.get(conv_var), _CONVS)
+        if conv is None or not _const(conv.args[1]):
             return None
         out_si = conv.struct_info
         if not isinstance(out_si, TensorStructInfo) or out_si.ndim < 0 or out_si.dtype is None:
             return None
-        if bias is not None and (not isinstance(yv.struct_info, TensorStructInfo)
+        if bias is not None and yv is not None and (not isinstance(yv.struct_info, TensorStructInfo)
                                  or yv.struct_info.shape != out_si.shape or bias.data.ndim > out_si.ndim):
             return None
         return _fold(conv_var, conv, bn, bias, out_si, removed)
 
 
-def _fold(conv_var, conv: Call, bn: Call, bias, out_si: TensorStructInfo, removed: list):
+def _fold(conv_var: Var, conv: Call, bn: Call, bias: Constant | None, out_si: TensorStructInfo,
+          removed: list[Var]) -> _Fold | None:
     import numpy as np
 
-    a = conv.attrs
+    a, bn_attrs, w = conv.attrs, bn.attrs, conv.args[1]
+    # what match checked: attributes on both calls, a constant weight, constant statistics
+    assert a is not None and bn_attrs is not None and isinstance(w, Constant) and out_si.dtype is not None
+    stats = [x for x in bn.args[1:] if isinstance(x, Constant)]
     out_layout = a.out_layout or a.data_layout
     kernel_layout = a.kernel_layout
     n = out_si.ndim
     if "C" not in out_layout or "O" not in kernel_layout or len(out_layout) != n:
         return None
-    axis = bn.attrs.axis
+    axis = bn_attrs.axis
     axis = axis + n if axis < 0 else axis
     if axis != out_layout.index("C"):
         return None
-    weight = conv.args[1].data
+    weight = w.data
     o_axis = kernel_layout.index("O")
     channels = weight.shape[o_axis]
-    gamma, beta, mean, var = (np.asarray(x.data, dtype=np.float64) for x in bn.args[1:])
+    gamma, beta, mean, var = (np.asarray(x.data, dtype=np.float64) for x in stats)
     if any(v.shape != (channels,) for v in (gamma, beta, mean, var)):
         return None
-    scale = 1.0 / np.sqrt(var + float(bn.attrs.epsilon))
-    if bn.attrs.scale:
+    scale = 1.0 / np.sqrt(var + float(bn_attrs.epsilon))
+    if bn_attrs.scale:
         scale = scale * gamma
     shift = -mean * scale
-    if bn.attrs.center:
+    if bn_attrs.center:
         shift = shift + beta
     w_shape = [1] * weight.ndim
     w_shape[o_axis] = channels
@@ -159,8 +178,8 @@ def fold_batch_norm_function(func: Function) -> Function:
     if not any(_op_name(b.value) == "relax.nn.batch_norm" for blk in func.body.blocks for b in blk.bindings):
         return func
     finder = _Finder(func)
-    new_values: dict = {}  # var -> replacement value
-    removed: set = set()
+    new_values: dict[Var, Expr] = {}  # var -> replacement value
+    removed: set[Var] = set()
     for block in func.body.blocks:
         for b in block.bindings:
             if isinstance(b, VarBinding) and isinstance(b.value, TupleGetItem):
@@ -175,9 +194,9 @@ def fold_batch_norm_function(func: Function) -> Function:
                 removed.update(gone)
     if not new_values:
         return func
-    blocks = []
+    blocks: list[BindingBlock] = []
     for block in func.body.blocks:
-        out = []
+        out: list[Binding] = []
         for b in block.bindings:
             if b.var in removed:
                 continue
