@@ -1,7 +1,8 @@
 """A summary of a module for ``byocc show`` on a terminal: functions, op counts, offloading.
 
-Pure IR analysis (no printing, no rich): :func:`summarize` walks every function once with
-an explicit stack, so its cost is linear in the size of the module.
+Pure IR analysis (no printing, no rich): :func:`summarize` walks every function once with an
+:class:`~byocc.ir.ExprVisitor` (bindings in loops; recursion only as deep as expressions and
+functions nest), so its cost is linear in the size of the module.
 """
 
 from __future__ import annotations
@@ -9,18 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from byocc.ir import (
-    Call,
-    ExternFunc,
-    Function,
-    If,
-    IRModule,
-    Op,
-    SeqExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-)
+from byocc.ir import Call, ExprVisitor, ExternFunc, Function, IRModule, Op, StringImm
 
 _PACKED_CALLS = ("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed")
 
@@ -81,43 +71,42 @@ def _is_private(func: Function) -> bool:
     return bool((func.attrs or {}).get("private", False))
 
 
+class _Census(ExprVisitor):
+    """Adds every op call (nested functions included) to ``summary.op_counts`` and every
+    external symbol called to ``summary.packed_calls``; collects the Composite names of
+    nested functions in the order they appear."""
+
+    def __init__(self, summary: ModuleSummary):
+        self.summary = summary
+        self.composites: list[str] = []
+
+    def visit_call_(self, e: Call) -> None:
+        op, summary = e.op, self.summary
+        if isinstance(op, Op):
+            summary.op_counts[op.name] += 1
+            first = e.args[0] if e.args else None
+            if op.name in _PACKED_CALLS and isinstance(first, StringImm):
+                summary.packed_calls[first.value] += 1
+            elif op.name in _PACKED_CALLS and isinstance(first, ExternFunc):
+                summary.packed_calls[first.global_symbol] += 1
+        elif isinstance(op, ExternFunc):
+            summary.packed_calls[op.global_symbol] += 1
+        super().visit_call_(e)
+
+    def visit_function_(self, e: Function) -> None:
+        composite = (e.attrs or {}).get("Composite")
+        if composite is not None:
+            self.composites.append(str(composite))
+        super().visit_function_(e)
+
+
 def _walk(func: Function, summary: ModuleSummary) -> tuple[int, tuple[str, ...]]:
-    """Count ``func``'s own bindings; add every op call (nested functions included) to
-    ``summary.op_counts``; return the Composite names of nested functions."""
+    """Count ``func``'s own bindings; add its calls to ``summary`` (:class:`_Census`);
+    return the Composite names of nested functions."""
     own = sum(len(block.bindings) for block in func.body.blocks)
-    composites: list[str] = []
-    stack: list[object] = [func.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SeqExpr):
-            for block in node.blocks:
-                stack.extend(binding.value for binding in block.bindings)
-            stack.append(node.body)
-        elif isinstance(node, Call):
-            op = node.op
-            if isinstance(op, Op):
-                summary.op_counts[op.name] += 1
-                if op.name in _PACKED_CALLS and node.args and isinstance(node.args[0], StringImm):
-                    summary.packed_calls[node.args[0].value] += 1
-                elif op.name in _PACKED_CALLS and node.args and isinstance(node.args[0], ExternFunc):
-                    summary.packed_calls[node.args[0].global_symbol] += 1
-            elif isinstance(op, ExternFunc):
-                summary.packed_calls[op.global_symbol] += 1
-            elif isinstance(op, Function):
-                stack.append(op)
-            stack.extend(node.args)
-        elif isinstance(node, Function):
-            composite = (node.attrs or {}).get("Composite")
-            if composite is not None:
-                composites.append(str(composite))
-            stack.append(node.body)
-        elif isinstance(node, Tuple):
-            stack.extend(node.fields)
-        elif isinstance(node, TupleGetItem):
-            stack.append(node.tuple_value)
-        elif isinstance(node, If):
-            stack.extend((node.cond, node.true_branch, node.false_branch))
-    return own, tuple(composites)
+    census = _Census(summary)
+    census.visit_expr(func.body)
+    return own, tuple(census.composites)
 
 
 __all__ = ["FunctionRow", "ModuleSummary", "summarize"]

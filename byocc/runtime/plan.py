@@ -4,24 +4,14 @@ A variable bound in a body is dropped right after the last binding that uses it 
 inside a nested local function or ``If`` branch counts at the enclosing binding);
 variables the body's result uses are kept. Plans and free-variable sets are cached by
 node identity, so a function called many times is analysed once. Cost: linear in the
-size of the body. The caches belong to one interpreter (identity keys stay valid while
+size of the body (an :class:`~byocc.ir.ExprVisitor`: bindings in loops, recursion only as
+deep as expressions and functions nest). The caches belong to one interpreter (identity keys stay valid while
 it holds the module).
 """
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowVar,
-    Function,
-    If,
-    Op,
-    SeqExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from byocc.ir import Call, Constant, DataflowVar, ExprVisitor, Function, Op, SeqExpr, Var
 
 
 class Plan:
@@ -35,13 +25,28 @@ class Plan:
         self.body = body
 
 
+class _Uses(ExprVisitor):
+    """Variables used (``uses``, an ordered dict as a set) and defined (``defs``: parameters
+    and bound variables) in what it visits, nested functions and branches included."""
+
+    def __init__(self) -> None:
+        self.uses: dict = {}
+        self.defs: set = set()
+
+    def visit_var_(self, e: Var) -> None:
+        self.uses[e] = None
+
+    def visit_var_def(self, var: Var) -> None:
+        self.defs.add(var)
+
+
 def uses(expr, out: dict | None = None) -> dict:
     """Variables used in ``expr`` (an ordered dict used as a set), nested functions and
-    branches included. Iterative: an explicit stack, no recursion."""
+    branches included."""
     if out is None:
         out = {}
     t = type(expr)
-    if t is Call:  # the common case, a call on leaves: no stack needed
+    if t is Call:  # the common case, a call on leaves: no walk needed
         for a in expr.args:
             ta = type(a)
             if ta is Var or ta is DataflowVar:
@@ -51,48 +56,9 @@ def uses(expr, out: dict | None = None) -> dict:
         else:
             if type(expr.op) is Op:
                 return out
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Var):
-            out[e] = None
-        elif isinstance(e, Call):
-            stack.append(e.op)
-            stack.extend(e.args)
-        elif isinstance(e, Tuple):
-            stack.extend(e.fields)
-        elif isinstance(e, TupleGetItem):
-            stack.append(e.tuple_value)
-        elif isinstance(e, If):
-            stack.extend((e.cond, e.true_branch, e.false_branch))
-        elif isinstance(e, SeqExpr):
-            for block in e.blocks:
-                for b in block.bindings:
-                    stack.append(b.value)
-            stack.append(e.body)
-        elif isinstance(e, Function):
-            stack.append(e.body)
-    return out
-
-
-def _defs(expr, out: set) -> set:
-    """Variables defined inside ``expr`` (parameters and bindings, nested included)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Function):
-            out.update(e.params)
-            stack.append(e.body)
-        elif isinstance(e, SeqExpr):
-            for block in e.blocks:
-                for b in block.bindings:
-                    out.add(b.var)
-                    stack.append(b.value)
-            stack.append(e.body)
-        elif isinstance(e, If):
-            stack.extend((e.true_branch, e.false_branch))
-        elif isinstance(e, Call):
-            stack.extend(a for a in e.args if isinstance(a, (Function, SeqExpr, If)))
+    walk = _Uses()
+    walk.uses = out
+    walk.visit_expr(expr)
     return out
 
 
@@ -101,8 +67,9 @@ def free_vars(func: Function, cache: dict) -> tuple:
     hit = cache.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
-    defined = _defs(func, set())
-    result = tuple(v for v in uses(func.body) if v not in defined)
+    walk = _Uses()
+    walk.visit_expr(func)
+    result = tuple(v for v in walk.uses if v not in walk.defs)
     cache[id(func)] = (func, result)
     return result
 

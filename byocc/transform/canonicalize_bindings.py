@@ -18,8 +18,9 @@ Two steps, as TVM 0.27:
    * in each dataflow block, ``gv = lv`` where ``lv`` is used nowhere else is folded into
      ``lv``'s binding.
 
-Other bindings are never deleted (dead ones stay). Cost: linear in the bindings; bindings
-are walked in loops, recursion only follows nested functions and ``if`` branches.
+Other bindings are never deleted (dead ones stay). Cost: linear in the bindings; the walks
+are :mod:`byocc.ir.functor` visitors and mutators (bindings in loops, recursion only as deep
+as expressions, functions and ``if`` branches nest).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from byocc.ir import (
+    Binding,
     BindingBlock,
-    Call,
     Constant,
     DataflowBlock,
     DataflowVar,
     Expr,
+    ExprMutator,
+    ExprVisitor,
     Function,
     If,
     IRModule,
@@ -50,9 +53,9 @@ from byocc.ir import (
     TupleStructInfo,
     Var,
     VarBinding,
+    dim_vars,
 )
 from byocc.ir.analysis import free_vars
-from byocc.ir.functor import map_operands, rebuild_seq
 from byocc.ir.structural import structural_equal
 
 from .pass_manager import Pass, map_functions
@@ -80,19 +83,21 @@ def _infer_symbolic(target: Any, value: Any, out: dict) -> None:
             _infer_symbolic(t, v, out)
 
 
-def _prim_value_vars(expr: Any, out: set) -> None:
-    """TirVars used by prim values (runtime uses: such a match_cast cannot be folded)."""
-    t = type(expr)
-    if t is PrimValue and not isinstance(expr.value, (int, float, bool)):
-        from byocc.ir import dim_vars
+class _SymbolicScan(ExprVisitor):
+    """One walk of a function: whether it has a ``match_cast``, and the TirVars prim values
+    use (runtime uses: a match_cast fixing one of them is not substituted)."""
 
-        out.update(dim_vars(expr.value))
-    elif t is Call:
-        for a in expr.args:
-            _prim_value_vars(a, out)
-    elif t is Tuple:
-        for f in expr.fields:
-            _prim_value_vars(f, out)
+    def __init__(self) -> None:
+        self.has_match_cast = False
+        self.runtime_uses: set = set()
+
+    def visit_match_cast_(self, binding: MatchCast) -> None:
+        self.has_match_cast = True
+        super().visit_match_cast_(binding)
+
+    def visit_prim_value_(self, e: PrimValue) -> None:
+        if not isinstance(e.value, (int, float, bool)):
+            self.runtime_uses.update(dim_vars(e.value))
 
 
 class _SymbolicCanonicalizer(_Renew):
@@ -103,97 +108,61 @@ class _SymbolicCanonicalizer(_Renew):
         super().__init__({})
         self.runtime_uses = runtime_uses
 
-    def var(self, v: Var) -> Var:
-        si = self.sinfo(v.struct_info)
-        if si == v.struct_info and not self.vars:
-            return v
-        nv = type(v)(v.name_hint, si, v.span) if si != v.struct_info else v
-        if nv is not v:
-            self.vars[v] = nv
+    def visit_var_def(self, var: Var) -> Var:
+        si = self.sinfo(var.struct_info)
+        if si == var.struct_info:
+            return var
+        nv = type(var)(var.name_hint, si, var.span)
+        self.var_remap[var] = nv
         return nv
 
-    def seq(self, s: SeqExpr) -> SeqExpr:
-        blocks = []
-        for block in s.blocks:
-            out = []
-            for b in block.bindings:
-                if isinstance(b, MatchCast):
-                    value = self.expr(b.value)
-                    found: dict = {}
-                    _infer_symbolic(b.struct_info, value.struct_info, found)
-                    for tv, dim in found.items():
-                        if tv in self.m:
-                            known = self.m[tv]
-                            if isinstance(known, int) and isinstance(dim, int) and known != dim:
-                                raise PassError(
-                                    f"MatchCast statements must be consistent: symbolic variable "
-                                    f"{tv.name} is {known} earlier but {dim} at {b.var.name_hint}")
-                        elif tv not in self.runtime_uses:
-                            self.m[tv] = dim
-                    var = self.var(b.var)
-                    out.append(MatchCast(var, value, self.sinfo(b.struct_info), b.span))
-                else:
-                    value = self.expr(b.value)
-                    out.append(VarBinding(self.var(b.var), value, b.span))
-            blocks.append(type(block)(tuple(out), block.span))
-        return SeqExpr(tuple(blocks), self.expr(s.body), s.span)
+    def visit_binding(self, binding: Binding) -> list[Binding]:
+        if not isinstance(binding, MatchCast):
+            return super().visit_binding(binding)
+        value = self.visit_expr(binding.value)
+        found: dict = {}
+        _infer_symbolic(binding.struct_info, value.struct_info, found)
+        for tv, dim in found.items():
+            if tv in self.m:
+                known = self.m[tv]
+                if isinstance(known, int) and isinstance(dim, int) and known != dim:
+                    raise PassError(
+                        f"MatchCast statements must be consistent: symbolic variable "
+                        f"{tv.name} is {known} earlier but {dim} at {binding.var.name_hint}")
+            elif tv not in self.runtime_uses:
+                self.m[tv] = dim
+        var = self.visit_var_def(binding.var)
+        return [MatchCast(var, value, self.sinfo(binding.struct_info), binding.span)]
 
-    def expr(self, e: Expr) -> Expr:
-        if type(e) is If:
-            saved = dict(self.m)
-            cond = self.expr(e.cond)
-            tb = self.expr(e.true_branch)
-            self.m = dict(saved)
-            fb = self.expr(e.false_branch)
-            self.m = saved
-            return If(cond, tb, fb, self.sinfo(e.struct_info), e.span)
-        if type(e) is Function:
-            saved = dict(self.m)
-            out = self.function(e)
-            self.m = saved
-            return out
-        return super().expr(e)
+    def visit_if_(self, e: If) -> Expr:
+        saved = dict(self.m)
+        cond = self.visit_expr(e.cond)
+        tb = self.visit_expr(e.true_branch)
+        self.m = dict(saved)
+        fb = self.visit_expr(e.false_branch)
+        self.m = saved
+        return If(cond, tb, fb, self.sinfo(e.struct_info), e.span)
 
-    def function(self, f: Function) -> Function:
-        params = tuple(self.var(p) for p in f.params)
-        body = self.seq(f.body)
-        return Function(params, body, self.sinfo(f.ret_struct_info), f.is_pure, dict(f.attrs), f.span)
-
-
-def _has_match_cast(func: Function) -> bool:
-    stack = [func.body]
-    while stack:
-        s = stack.pop()
-        for block in s.blocks:
-            for b in block.bindings:
-                if isinstance(b, MatchCast):
-                    return True
-                if isinstance(b.value, Function):
-                    stack.append(b.value.body)
-                elif isinstance(b.value, If):
-                    stack.extend(x for x in (b.value.true_branch, b.value.false_branch)
-                                 if isinstance(x, SeqExpr))
-    return False
+    def visit_function_(self, e: Function) -> Expr:
+        saved = dict(self.m)
+        out = super().visit_function_(e)
+        self.m = saved
+        return out
 
 
 def canonicalize_symbolic(func: Function) -> Function:
     """Step 1 on one function (unchanged object when it has no ``match_cast``)."""
-    if not _has_match_cast(func):
+    scan = _SymbolicScan()
+    scan.visit_expr(func)
+    if not scan.has_match_cast:
         return func
-    runtime: set = set()
-    stack = [func.body]
-    while stack:
-        s = stack.pop()
-        for block in s.blocks:
-            for b in block.bindings:
-                _prim_value_vars(b.value, runtime)
-                if isinstance(b.value, Function):
-                    stack.append(b.value.body)
-    return _SymbolicCanonicalizer(runtime).function(func)
+    out = _SymbolicCanonicalizer(scan.runtime_uses).visit_expr(func)
+    assert isinstance(out, Function)
+    return out
 
 
 # ============================================================================ step 2: plan
-class _Planner:
+class _Planner(ExprVisitor):
     """Collects the canonicalisation plan of one function (TVM CanonicalizePlanner)."""
 
     def __init__(self) -> None:
@@ -209,71 +178,48 @@ class _Planner:
         return isinstance(self.block, DataflowBlock)
 
     # ------------------------------------------------------------------ walking
-    def function(self, f: Function) -> None:
+    def visit_function_(self, e: Function) -> None:
         saved = self.block
         self.block = None
-        for v in free_vars(f):
+        for v in free_vars(e):
             self.used_outside.add(v)
-        for p in f.params:
-            self.var_def(p)
-        self.seq(f.body)
+        super().visit_function_(e)
         self.block = saved
 
-    def seq(self, s: SeqExpr) -> None:
+    def visit_seq_expr_(self, e: SeqExpr) -> None:
         saved = self.block
-        self.block = None
-        for block in s.blocks:
+        for block in e.blocks:
             self.block = block
-            for b in block.bindings:
-                self.binding(b)
-            self.block = None
-        self.use(s.body)
+            self.visit_binding_block(block)
+        self.block = None
+        self.visit_expr(e.body)
         self.block = saved
 
-    def var_def(self, v: Var) -> None:
+    def visit_var_def(self, var: Var) -> None:
         if self.inside_dataflow():
-            self.defined_in_dataflow[v] = None
+            self.defined_in_dataflow[var] = None
 
-    def binding(self, b: Any) -> None:
+    def visit_binding(self, binding: Binding) -> None:
         same_ty = True
-        if isinstance(b, MatchCast):
-            same_ty = structural_equal(b.var.struct_info, b.value.struct_info)
-        value = b.value
+        if isinstance(binding, MatchCast):
+            same_ty = structural_equal(binding.var.struct_info, binding.value.struct_info)
+        value = binding.value
         unwrapped = self.unwrap_known(value)
         if unwrapped is not None:
             value = unwrapped
         if isinstance(value, Var) and same_ty:
-            self.trivial[b.var] = value
+            self.trivial[binding.var] = value
         if isinstance(value, Constant):
-            self.constants[b.var] = value
-        self.known[b.var] = value
-        self.def_block[b.var] = self.block
-        self.use(b.value)
-        self.var_def(b.var)
+            self.constants[binding.var] = value
+        self.known[binding.var] = value
+        self.def_block[binding.var] = self.block
+        self.visit_expr(binding.value)
+        self.visit_var_def(binding.var)
 
-    def use(self, e: Any) -> None:
-        t = type(e)
-        if t is Var or t is DataflowVar:
-            home = self.def_block.get(e)
-            if not self.inside_dataflow() or (home is not None and self.block is not home):
-                self.used_outside.add(e)
-        elif t is Call:
-            self.use(e.op)
-            for a in e.args:
-                self.use(a)
-        elif t is Tuple:
-            for f in e.fields:
-                self.use(f)
-        elif t is TupleGetItem:
-            self.use(e.tuple_value)
-        elif t is If:
-            self.use(e.cond)
-            self.use(e.true_branch)
-            self.use(e.false_branch)
-        elif t is SeqExpr:
-            self.seq(e)
-        elif t is Function:
-            self.function(e)
+    def visit_var_(self, e: Var) -> None:
+        home = self.def_block.get(e)
+        if not self.inside_dataflow() or (home is not None and self.block is not home):
+            self.used_outside.add(e)
 
     # ------------------------------------------------------------------ known values
     def _unwrap_var(self, e: Any) -> Any:
@@ -336,73 +282,48 @@ class _Planner:
 
 
 # ============================================================================ step 2: apply
-class _Apply:
+class _Apply(ExprMutator):
     """Applies a plan (TVM BindingCanonicalizer)."""
 
     def __init__(self, plan: tuple[dict, dict, set, dict]):
+        super().__init__()
         self.replace_usage, self.replace_binding, self.remove, self.constants = plan
-        self.var_remap: dict = {}
 
-    def var_def(self, v: Var) -> Var:
+    def visit_var_def(self, var: Var) -> Var:
         seen = 0
-        while v in self.replace_binding and seen <= len(self.replace_binding):
-            v = self.replace_binding[v]
+        while var in self.replace_binding and seen <= len(self.replace_binding):
+            var = self.replace_binding[var]
             seen += 1
-        return v
+        return var
 
-    def use_var(self, v: Var) -> Expr:
+    def visit_var_(self, e: Var) -> Expr:
         seen = 0
-        while v in self.replace_usage and seen <= len(self.replace_usage):
-            v = self.replace_usage[v]
+        while e in self.replace_usage and seen <= len(self.replace_usage):
+            e = self.replace_usage[e]
             seen += 1
-        c = self.constants.get(v)
+        c = self.constants.get(e)
         if c is not None:
             return c
-        return self.var_remap.get(v, v)
+        return self.var_remap.get(e, e)
 
-    def expr(self, e: Any) -> Any:
-        t = type(e)
-        if t is Var or t is DataflowVar:
-            return self.use_var(e)
-        if t is Call or t is Tuple or t is TupleGetItem:
-            return map_operands(e, self.expr, (Var, Function))
-        if t is If:
-            c, a, b = self.expr(e.cond), self.expr(e.true_branch), self.expr(e.false_branch)
-            if c is e.cond and a is e.true_branch and b is e.false_branch:
-                return e
-            return If(c, a, b, e.struct_info, e.span)
-        if t is SeqExpr:
-            return self.seq(e)
-        if t is Function:
-            return self.function(e)
-        return e
+    def visit_binding(self, binding: Binding) -> list[Binding]:
+        if binding.var in self.remove:
+            return []
+        value = self.visit_expr(binding.value)
+        var = self.visit_var_def(binding.var)
+        if value is binding.value and var is binding.var:
+            return [binding]
+        if isinstance(binding, MatchCast):
+            return [MatchCast(var, value, binding.struct_info, binding.span)]
+        return [VarBinding(var, value, binding.span)]
 
-    def function(self, f: Function) -> Function:
-        params = tuple(self.var_def(p) for p in f.params)
-        body = self.seq(f.body)
-        if body is f.body and all(a is b for a, b in zip(params, f.params)):
-            return f
-        return Function(params, body, f.ret_struct_info, f.is_pure, dict(f.attrs), f.span)
-
-    def seq(self, s: SeqExpr) -> SeqExpr:
-        new_blocks = []
-        for block in s.blocks:
-            out = []
-            for b in block.bindings:
-                if b.var in self.remove:
-                    continue
-                value = self.expr(b.value)
-                var = self.var_def(b.var)
-                if isinstance(b, MatchCast):
-                    out.append(b if value is b.value and var is b.var
-                               else MatchCast(var, value, b.struct_info, b.span))
-                else:
-                    out.append(b if value is b.value and var is b.var else VarBinding(var, value, b.span))
-            if isinstance(block, DataflowBlock):
-                out = _fold_output_aliases(out)
-            new_blocks.append(block if len(out) == len(block.bindings) and all(
-                a is b for a, b in zip(out, block.bindings)) else type(block)(tuple(out), block.span))
-        return rebuild_seq(s, s.blocks, new_blocks, self.expr(s.body))
+    def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
+        out = [new for b in block.bindings for new in self.visit_binding(b)]
+        if isinstance(block, DataflowBlock):
+            out = _fold_output_aliases(out)
+        if len(out) == len(block.bindings) and all(a is b for a, b in zip(out, block.bindings)):
+            return block
+        return type(block)(tuple(out), block.span)
 
 
 def _df_vars(value: Any, whole_function: bool) -> list:
@@ -457,8 +378,10 @@ def canonicalize_bindings(func: Function) -> Function:
     """CanonicalizeBindings on one function."""
     func = canonicalize_symbolic(func)
     planner = _Planner()
-    planner.function(func)
-    return _Apply(planner.plan()).function(func)
+    planner.visit_expr(func)
+    out = _Apply(planner.plan()).visit_expr(func)
+    assert isinstance(out, Function)
+    return out
 
 
 @dataclass(frozen=True)

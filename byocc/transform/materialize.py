@@ -70,19 +70,18 @@ from typing import Any
 
 from byocc.ir import (
     Binding,
+    BindingBlock,
     ByoccError,
     Call,
     DataflowBlock,
     DataflowVar,
     Expr,
+    ExprMutator,
     Function,
-    If,
     IRModule,
-    MatchCast,
     NameSupply,
     Op,
     PassError,
-    SeqExpr,
     Tuple,
     TupleGetItem,
     TupleStructInfo,
@@ -91,7 +90,6 @@ from byocc.ir import (
 )
 from byocc.ir.analysis import analyze_var2value
 from byocc.ir.arith import simplify_struct_info_dims
-from byocc.ir.functor import map_operands, rebuild_seq, retype_rebound_var
 from byocc.ops.registry import infer_struct_info
 
 from .function_table import FunctionTable
@@ -127,8 +125,9 @@ class Materializer:
             raise PassError(_cycle_message(plan.cycle))
         self.plan = plan
         self.outer = var2val if var2val is not None else analyze_var2value(func)
-        self.var_remap: dict = {}
-        body = self._seq(func.body)
+        self.remapper = _Remapper(self)
+        self.var_remap = self.remapper.var_remap
+        body = self._remap(func.body)
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs),
@@ -136,46 +135,19 @@ class Materializer:
 
     # ------------------------------------------------------------------ remapping
     def _remap(self, e: Expr) -> Expr:
-        t = type(e)
-        if t is Var or t is DataflowVar:
-            return self.var_remap.get(e, e)
-        if t is Call or t is Tuple or t is TupleGetItem:
-            new = map_operands(e, self._remap, (Var, Function))
-            return e if new is e else _rederive(new)
-        if t is SeqExpr:
-            return self._seq(e)
-        if t is If:
-            c, a, b = self._remap(e.cond), self._remap(e.true_branch), self._remap(e.false_branch)
-            if c is e.cond and a is e.true_branch and b is e.false_branch:
-                return e
-            return If(c, a, b, e.struct_info, e.span)
-        if t is Function:
-            body = self._seq(e.body)
-            if body is e.body:
-                return e
-            return Function(e.params, body, e.ret_struct_info, e.is_pure, dict(e.attrs), e.span)
-        return e
+        return self.remapper.visit_expr(e)
 
     def _rebind(self, b: Binding) -> Binding:
-        value = self._remap(b.value)
-        if value is b.value:
-            return b
-        if isinstance(b, MatchCast):
-            return MatchCast(b.var, value, b.struct_info, b.span)
-        return VarBinding(retype_rebound_var(b.var, value, self.var_remap), value, b.span)
+        new = self.remapper.visit_binding(b)
+        return new[0]
 
-    def _seq(self, seq: SeqExpr) -> SeqExpr:
-        new_blocks = []
-        for block in seq.blocks:
-            bp = self.plan.blocks.get(id(block)) if isinstance(block, DataflowBlock) else None
-            if bp is not None and bp.block is block:
-                new = self._fuse_block(bp)
-            else:
-                out = [self._rebind(b) for b in block.bindings]
-                new = block if all(a is b for a, b in zip(out, block.bindings)) \
-                    else type(block)(tuple(out), block.span)
-            new_blocks.append(new)
-        return rebuild_seq(seq, seq.blocks, new_blocks, self._remap(seq.body))
+    def _block(self, block: BindingBlock) -> BindingBlock:
+        """A planned dataflow block fused, any other block with its uses remapped."""
+        bp = self.plan.blocks.get(id(block)) if isinstance(block, DataflowBlock) else None
+        if bp is not None and bp.block is block:
+            return self._fuse_block(bp)
+        out = [self._rebind(b) for b in block.bindings]
+        return block if all(a is b for a, b in zip(out, block.bindings)) else type(block)(tuple(out), block.span)
 
     # ------------------------------------------------------------------ one block
     def _fuse_block(self, bp: BlockPlan) -> DataflowBlock:
@@ -291,6 +263,38 @@ class Materializer:
                 else Var(self.supply.fresh("gv"), si)
             out.append(VarBinding(nv, item))
             self.var_remap[v] = nv
+
+
+class _Remapper(ExprMutator):
+    """Redirects uses of replaced variables (``var_remap``) everywhere, re-deriving the
+    struct info of what changed (:func:`_rederive`); dataflow blocks the plan fuses are
+    rewritten by the :class:`Materializer`. No memo: ``var_remap`` grows as groups are
+    emitted."""
+
+    def __init__(self, materializer: Materializer):
+        super().__init__()
+        self.materializer = materializer
+
+    def visit_expr(self, expr: Expr) -> Expr:
+        t = type(expr)
+        if t is Var or t is DataflowVar:
+            return self.var_remap.get(expr, expr)
+        return self._table[t](self, expr)
+
+    def visit_call_(self, e: Call) -> Expr:
+        new = super().visit_call_(e)
+        return e if new is e else _rederive(new)
+
+    def visit_tuple_(self, e: Tuple) -> Expr:
+        new = super().visit_tuple_(e)
+        return e if new is e else _rederive(new)
+
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> Expr:
+        new = super().visit_tuple_getitem_(e)
+        return e if new is e else _rederive(new)
+
+    def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
+        return self.materializer._block(block)
 
 
 def _rederive(e: Expr) -> Expr:

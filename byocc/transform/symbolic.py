@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from byocc.ir import (
+    Binding,
+    BindingBlock,
     Call,
-    Constant,
     Expr,
+    ExprMutator,
     FuncStructInfo,
     Function,
     If,
@@ -149,10 +151,15 @@ def _all_dims(func: Function) -> list:
     return out
 
 
-class _Renew:
+class _Renew(ExprMutator):
+    """Rebuilds every node with the symbolic dims of ``m`` (TirVar -> dim) substituted in its
+    struct info, shape and prim literals; each variable is defined anew with its substituted
+    type. No memo: a subclass grows ``m`` while walking, so a node shared by two places may
+    rebuild differently."""
+
     def __init__(self, mapping: dict):
+        super().__init__()
         self.m = mapping
-        self.vars: dict = {}
 
     def dim(self, d: Any) -> Any:
         return substitute_dim(d, self.m)
@@ -175,57 +182,53 @@ class _Renew:
             return FuncStructInfo(params, self.sinfo(si.ret), si.purity)
         return si
 
-    def var(self, v: Var) -> Var:
-        nv = type(v)(v.name_hint, self.sinfo(v.struct_info), v.span)
-        self.vars[v] = nv
+    def visit_expr(self, expr: Expr) -> Expr:
+        return self._table[type(expr)](self, expr)
+
+    def visit_var_def(self, var: Var) -> Var:
+        nv = type(var)(var.name_hint, self.sinfo(var.struct_info), var.span)
+        self.var_remap[var] = nv
         return nv
 
-    def expr(self, e: Expr) -> Expr:
-        t = type(e)
-        if isinstance(e, Var):
-            return self.vars.get(e, e)
-        if t is Call:
-            op = self.expr(e.op) if isinstance(e.op, Var) else e.op
-            return Call(op, tuple(self.expr(a) for a in e.args), e.attrs,
-                        tuple(self.sinfo(s) for s in e.sinfo_args),
-                        self.sinfo(e.struct_info), e.span)
-        if t is Tuple:
-            return Tuple(tuple(self.expr(f) for f in e.fields), self.sinfo(e.struct_info), e.span)
-        if t is TupleGetItem:
-            return TupleGetItem(self.expr(e.tuple_value), e.index, self.sinfo(e.struct_info), e.span)
-        if t is ShapeExpr:
-            return ShapeExpr(tuple(self.dim(d) for d in e.values), e.span)
-        if t is PrimValue:
-            return PrimValue(self.dim(e.value), e.dtype, e.span)
-        if t is If:
-            return If(self.expr(e.cond), self.expr(e.true_branch), self.expr(e.false_branch),
-                      self.sinfo(e.struct_info), e.span)
-        if t is SeqExpr:
-            return self.seq(e)
-        if t is Function:
-            return self.function(e)
-        if t is Constant:
-            return e
-        return e
+    def visit_call_(self, e: Call) -> Expr:
+        op = self.visit_expr(e.op) if isinstance(e.op, Var) else e.op
+        return Call(op, tuple(self.visit_expr(a) for a in e.args), e.attrs,
+                    tuple(self.sinfo(s) for s in e.sinfo_args), self.sinfo(e.struct_info), e.span)
 
-    def seq(self, s: SeqExpr) -> SeqExpr:
-        blocks = []
-        for block in s.blocks:
-            out = []
-            for b in block.bindings:
-                value = self.expr(b.value)
-                var = self.var(b.var)
-                if isinstance(b, MatchCast):
-                    out.append(MatchCast(var, value, self.sinfo(b.struct_info), b.span))
-                else:
-                    out.append(VarBinding(var, value, b.span))
-            blocks.append(type(block)(tuple(out), block.span))
-        return SeqExpr(tuple(blocks), self.expr(s.body), s.span)
+    def visit_tuple_(self, e: Tuple) -> Expr:
+        return Tuple(tuple(self.visit_expr(f) for f in e.fields), self.sinfo(e.struct_info), e.span)
 
-    def function(self, f: Function) -> Function:
-        params = tuple(self.var(p) for p in f.params)
-        body = self.seq(f.body)
-        return Function(params, body, self.sinfo(f.ret_struct_info), f.is_pure, dict(f.attrs), f.span)
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> Expr:
+        return TupleGetItem(self.visit_expr(e.tuple_value), e.index, self.sinfo(e.struct_info), e.span)
+
+    def visit_shape_expr_(self, e: ShapeExpr) -> Expr:
+        return ShapeExpr(tuple(self.dim(d) for d in e.values), e.span)
+
+    def visit_prim_value_(self, e: PrimValue) -> Expr:
+        return PrimValue(self.dim(e.value), e.dtype, e.span)
+
+    def visit_if_(self, e: If) -> Expr:
+        return If(self.visit_expr(e.cond), self.visit_expr(e.true_branch), self.visit_expr(e.false_branch),
+                  self.sinfo(e.struct_info), e.span)
+
+    def visit_binding(self, binding: Binding) -> list[Binding]:
+        value = self.visit_expr(binding.value)
+        var = self.visit_var_def(binding.var)
+        if isinstance(binding, MatchCast):
+            return [MatchCast(var, value, self.sinfo(binding.struct_info), binding.span)]
+        return [VarBinding(var, value, binding.span)]
+
+    def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
+        return type(block)(tuple(new for b in block.bindings for new in self.visit_binding(b)), block.span)
+
+    def visit_seq_expr_(self, e: SeqExpr) -> Expr:
+        blocks = tuple(self.visit_binding_block(block) for block in e.blocks)
+        return SeqExpr(blocks, self.visit_expr(e.body), e.span)
+
+    def visit_function_(self, e: Function) -> Expr:
+        params = tuple(self.visit_var_def(p) for p in e.params)
+        body = self.visit_expr(e.body)
+        return Function(params, body, self.sinfo(e.ret_struct_info), e.is_pure, dict(e.attrs), e.span)
 
 
 def renew_symbolic_vars(func: Function, check: bool = True) -> Function:
@@ -240,7 +243,7 @@ def renew_symbolic_vars(func: Function, check: bool = True) -> Function:
     for d in dims:
         if d not in mapping:
             mapping[d] = TirVar(d.name, d.dtype, d.span)
-    return _Renew(mapping).function(func)
+    return _Renew(mapping).visit_expr(func)
 
 
 __all__ = ["free_symbolic_vars", "has_symbolic", "renew_symbolic_vars"]
