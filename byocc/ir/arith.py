@@ -32,14 +32,22 @@ nodes), never the bindings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import InterpretError, Span
 from .prim import Dim, PrimBinary, PrimMinMax, TirVar
 
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
-def is_static(d: Any) -> bool:
+    from .struct_info import StructInfo, TensorStructInfo
+
+    #: ``{id(var): (var, coefficient)}`` in insertion order, and the constant term.
+    LinearForm = tuple[dict[int, tuple[TirVar, int]], int]
+
+
+def is_static(d: object) -> TypeGuard[int]:
     """True for a plain integer dimension (TVM: an ``IntImm``; ``bool`` is not one)."""
     return isinstance(d, int) and not isinstance(d, bool)
 
@@ -170,10 +178,10 @@ class _Poly:
         """A hashable form equal for equal polynomials (of the same kind)."""
         return (self.const, tuple(sorted(((k, c) for k, (_, c) in self.terms.items() if c), key=repr)))
 
-    def linear(self):
+    def linear(self) -> LinearForm | None:
         """``(coeffs, const)`` with ``coeffs`` an insertion-ordered ``{id(var): (var, k)}`` (no
         zero ``k``), or None when some term is not a single variable."""
-        coeffs = {}
+        coeffs: dict[int, tuple[TirVar, int]] = {}
         for factors, c in self.terms.values():
             if c == 0:
                 continue
@@ -243,7 +251,7 @@ def _poly(d: Dim, commutative: bool = False) -> _Poly:
     return _atom(d, ("?", id(d)), commutative)  # an unknown kind of dimension: only itself
 
 
-def _opaque(op: str, a: _Poly, b: _Poly, build, commutative: bool) -> _Poly:
+def _opaque(op: str, a: _Poly, b: _Poly, build: Callable[[Dim, Dim], Dim], commutative: bool) -> _Poly:
     """``a op b`` as one atom over its simplified operands."""
     node = build(a.to_dim(), b.to_dim())
     if not commutative:
@@ -254,7 +262,7 @@ def _opaque(op: str, a: _Poly, b: _Poly, build, commutative: bool) -> _Poly:
     return _atom(node, (op, ka, kb), True)
 
 
-def linear_form(d: Dim):
+def linear_form(d: Dim) -> LinearForm | None:
     """``(coeffs, const)``: ``d`` as ``sum(k * var) + const`` with ``coeffs`` an
     insertion-ordered ``{id(var): (var, k)}``, or None when ``d`` is not linear."""
     if is_static(d):
@@ -262,7 +270,7 @@ def linear_form(d: Dim):
     return _poly(d).linear()
 
 
-def from_linear_form(coeffs: Mapping, const: int) -> Dim:
+def from_linear_form(coeffs: Mapping[int, tuple[TirVar, int]], const: int) -> Dim:
     """The dimension ``sum(k * var) + const`` in TVM's printed order (variables as given,
     constant last)."""
     return _Poly(const, {(("v", key),): [(var,), k] for key, (var, k) in coeffs.items()}).to_dim()
@@ -361,7 +369,7 @@ def eval_dim(dim: Any, scope: Mapping, span: Span | None = None) -> int:
     raise InterpretError(f"cannot evaluate the dimension {dim!r}", span)
 
 
-def simplify_struct_info_dims(si):
+def simplify_struct_info_dims(si: StructInfo) -> StructInfo:
     """``si`` with every symbolic tensor/shape dim simplified (the same object if none changes)."""
     from .struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 
@@ -383,7 +391,7 @@ def simplify_struct_info_dims(si):
     return si
 
 
-def _rest(si) -> tuple:
+def _rest(si: TensorStructInfo) -> tuple[Any, ...]:
     """Fields of TensorStructInfo after ``shape_var`` (e.g. a device), if any."""
     import dataclasses
 

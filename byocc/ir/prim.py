@@ -18,16 +18,16 @@ class PrimExpr:
     __slots__ = ()
 
     # arithmetic sugar so passes and the parser can write ``n * 2``
-    def __add__(self, other): return _arith.simplify_binary("+", self, other)
-    def __radd__(self, other): return _arith.simplify_binary("+", other, self)
-    def __sub__(self, other): return _arith.simplify_binary("-", self, other)
-    def __rsub__(self, other): return _arith.simplify_binary("-", other, self)
-    def __mul__(self, other): return _arith.simplify_binary("*", self, other)
-    def __rmul__(self, other): return _arith.simplify_binary("*", other, self)
-    def __floordiv__(self, other): return _arith.simplify_binary("//", self, other)
-    def __rfloordiv__(self, other): return _arith.simplify_binary("//", other, self)
-    def __mod__(self, other): return _arith.simplify_binary("%", self, other)
-    def __rmod__(self, other): return _arith.simplify_binary("%", other, self)
+    def __add__(self, other: Dim) -> Dim: return _arith.simplify_binary("+", self, other)
+    def __radd__(self, other: Dim) -> Dim: return _arith.simplify_binary("+", other, self)
+    def __sub__(self, other: Dim) -> Dim: return _arith.simplify_binary("-", self, other)
+    def __rsub__(self, other: Dim) -> Dim: return _arith.simplify_binary("-", other, self)
+    def __mul__(self, other: Dim) -> Dim: return _arith.simplify_binary("*", self, other)
+    def __rmul__(self, other: Dim) -> Dim: return _arith.simplify_binary("*", other, self)
+    def __floordiv__(self, other: Dim) -> Dim: return _arith.simplify_binary("//", self, other)
+    def __rfloordiv__(self, other: Dim) -> Dim: return _arith.simplify_binary("//", other, self)
+    def __mod__(self, other: Dim) -> Dim: return _arith.simplify_binary("%", self, other)
+    def __rmod__(self, other: Dim) -> Dim: return _arith.simplify_binary("%", other, self)
 
 
 Dim = int | PrimExpr

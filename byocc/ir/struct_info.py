@@ -100,8 +100,8 @@ class FuncStructInfo(StructInfo):
     purity: bool = True
 
 
-def struct_info_vars(si: StructInfo, out: list[TirVar] | None = None) -> list[TirVar]:
-    """Free symbolic dims (TirVars) of a struct info, first-occurrence order."""
+def struct_info_vars(si: StructInfo | None, out: list[TirVar] | None = None) -> list[TirVar]:
+    """Free symbolic dims (TirVars) of a struct info, first-occurrence order (none for None)."""
     if out is None:
         out = []
     stack = [si]

@@ -194,7 +194,7 @@ class _Canon:
     def seq(self, e: SeqExpr) -> tuple:
         blocks = []
         for block in e.blocks:
-            out = ["dfb" if isinstance(block, DataflowBlock) else "blk"]
+            out: list[object] = ["dfb" if isinstance(block, DataflowBlock) else "blk"]
             for b in block.bindings:
                 if isinstance(b, VarBinding):
                     if isinstance(b.value, Function):  # a local function may call itself

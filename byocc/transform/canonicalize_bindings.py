@@ -79,8 +79,8 @@ def _infer_symbolic(target: Any, value: Any, out: dict) -> None:
         if isinstance(target.value, TirVar) and value.value is not None and value.value is not target.value:
             out.setdefault(target.value, value.value)
     elif isinstance(target, TupleStructInfo) and isinstance(value, TupleStructInfo):
-        for t, v in zip(target.fields, value.fields):
-            _infer_symbolic(t, v, out)
+        for tf, vf in zip(target.fields, value.fields):
+            _infer_symbolic(tf, vf, out)
 
 
 class _SymbolicScan(ExprVisitor):
@@ -143,7 +143,7 @@ class _SymbolicCanonicalizer(_Renew):
         self.m = saved
         return If(cond, tb, fb, self.sinfo(e.struct_info), e.span)
 
-    def visit_function_(self, e: Function) -> Expr:
+    def visit_function_(self, e: Function) -> Function:
         saved = dict(self.m)
         out = super().visit_function_(e)
         self.m = saved
@@ -357,7 +357,7 @@ def _fold_output_aliases(bindings: list) -> list:
                 disqualified.add(v)
     if not candidates:
         return bindings
-    out = []
+    out: list[Binding] = []
     for b in bindings:
         if isinstance(b.var, DataflowVar) and b.var in candidates:
             continue

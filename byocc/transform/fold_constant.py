@@ -84,7 +84,7 @@ class _Subst(ExprMutator):
         self.var_remap = consts
         self.shapes = shapes
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> Expr:
         op = self.visit_expr(e.op)
         args = tuple(self.shapes[a] if isinstance(a, Var) and a in self.shapes else self.visit_expr(a)
                      for a in e.args)

@@ -87,6 +87,7 @@ from byocc.ir import (
     TupleStructInfo,
     Var,
     VarBinding,
+    sinfo_of,
 )
 from byocc.ir.analysis import analyze_var2value
 from byocc.ir.arith import simplify_struct_info_dims
@@ -127,7 +128,7 @@ class Materializer:
         self.outer = var2val if var2val is not None else analyze_var2value(func)
         self.remapper = _Remapper(self)
         self.var_remap = self.remapper.var_remap
-        body = self._remap(func.body)
+        body = self.remapper.visit_seq_expr_(func.body)
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs),
@@ -192,8 +193,7 @@ class Materializer:
                 return None
             refs = []
             for a in v.args:
-                t = type(a)
-                if t is not Var and t is not DataflowVar:
+                if type(a) is not Var and type(a) is not DataflowVar:
                     return None
                 k = index.get(a)
                 if k is None:
@@ -219,7 +219,7 @@ class Materializer:
     def _emit_group(self, g: Hashable, members: list, outputs: list, pending: list, out: list) -> None:
         shape = self._shape_key(g, members, outputs)
         hit = self._shapes.get(shape[0]) if shape is not None else None
-        if hit is not None:
+        if hit is not None and shape is not None:
             name, ret = hit
             args = list(shape[1])
         else:
@@ -251,6 +251,7 @@ class Materializer:
             self.var_remap[outputs[0]] = new_var
             return
         index = {v: k for k, v in enumerate(outputs)}
+        assert isinstance(ret, TupleStructInfo)  # several outputs: the group returns a tuple
         done: set = set()
         for v in list(pending) + [o for o in outputs if o not in pending]:
             if v in done:
@@ -276,10 +277,9 @@ class _Remapper(ExprMutator):
         self.materializer = materializer
 
     def visit_expr(self, expr: Expr) -> Expr:
-        t = type(expr)
-        if t is Var or t is DataflowVar:
+        if type(expr) is Var or type(expr) is DataflowVar:
             return self.var_remap.get(expr, expr)
-        return self._table[t](self, expr)
+        return self._table[type(expr)](self, expr)
 
     def visit_call_(self, e: Call) -> Expr:
         new = super().visit_call_(e)
@@ -303,26 +303,27 @@ def _rederive(e: Expr) -> Expr:
     operator calls re-inferred (kept as they were if inference fails), tuples from their
     fields, tuple items from their tuple."""
     si = e.struct_info
-    if type(e) is Call:
+    if isinstance(e, Call):
         if not isinstance(e.op, Op):
             return e
         try:
             si = infer_struct_info(e)
         except ByoccError:
             return e
-    elif type(e) is Tuple:
+    elif isinstance(e, Tuple):
         if all(f.struct_info is not None for f in e.fields):
-            si = TupleStructInfo(tuple(f.struct_info for f in e.fields))
-    else:
+            si = TupleStructInfo(tuple(sinfo_of(f) for f in e.fields))
+    elif isinstance(e, TupleGetItem):
         tsi = e.tuple_value.struct_info
         if isinstance(tsi, TupleStructInfo) and 0 <= e.index < len(tsi.fields):
             si = tsi.fields[e.index]
     if si == e.struct_info:
         return e
-    if type(e) is Call:
+    if isinstance(e, Call):
         return Call(e.op, e.args, e.attrs, e.sinfo_args, si, e.span)
-    if type(e) is Tuple:
+    if isinstance(e, Tuple):
         return Tuple(e.fields, si, e.span)
+    assert isinstance(e, TupleGetItem)  # the remapper rederives calls, tuples and items
     return TupleGetItem(e.tuple_value, e.index, si, e.span)
 
 

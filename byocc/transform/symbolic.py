@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from byocc.ir import (
     Binding,
@@ -221,13 +221,13 @@ class _Renew(ExprMutator):
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         return type(block)(tuple(new for b in block.bindings for new in self.visit_binding(b)), block.span)
 
-    def visit_seq_expr_(self, e: SeqExpr) -> Expr:
+    def visit_seq_expr_(self, e: SeqExpr) -> SeqExpr:
         blocks = tuple(self.visit_binding_block(block) for block in e.blocks)
         return SeqExpr(blocks, self.visit_expr(e.body), e.span)
 
-    def visit_function_(self, e: Function) -> Expr:
+    def visit_function_(self, e: Function) -> Function:
         params = tuple(self.visit_var_def(p) for p in e.params)
-        body = self.visit_expr(e.body)
+        body = cast(SeqExpr, self.visit_expr(e.body))  # visit_seq_expr_ gives a SeqExpr
         return Function(params, body, self.sinfo(e.ret_struct_info), e.is_pure, dict(e.attrs), e.span)
 
 
@@ -243,7 +243,7 @@ def renew_symbolic_vars(func: Function, check: bool = True) -> Function:
     for d in dims:
         if d not in mapping:
             mapping[d] = TirVar(d.name, d.dtype, d.span)
-    return _Renew(mapping).visit_expr(func)
+    return _Renew(mapping).visit_function_(func)
 
 
 __all__ = ["free_symbolic_vars", "has_symbolic", "renew_symbolic_vars"]
