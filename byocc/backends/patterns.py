@@ -63,13 +63,19 @@ def make_matmul_pattern(with_bias: bool = False, activation: str | None = None,
                         transposed_rhs: bool = False) -> PatternAndAnnotations:
     """``relax.matmul(lhs, rhs | permute_dims(rhs))`` [``+ bias``] [``activation``];
     annotations lhs, rhs (before the permute), root[, bias]."""
+    out, annotations = _matmul(transposed_rhs)
+    return append_bias_activation(out, annotations, with_bias, activation), annotations
+
+
+def _matmul(transposed_rhs: bool, *extra: str) -> tuple[DFPattern, dict]:
+    """``relax.matmul(lhs, rhs | permute_dims(rhs))`` and its annotations lhs, rhs (before
+    the permute), root, then one wildcard per name in ``extra``."""
     lhs, rhs = wildcard(), wildcard()
-    annotations = {"lhs": lhs, "rhs": rhs}
+    annotations = {"lhs": lhs, "rhs": rhs, **{name: wildcard() for name in extra}}
     if transposed_rhs:
         rhs = is_op("relax.permute_dims")(rhs)
-    out = is_op("relax.matmul")(lhs, rhs)
-    annotations["root"] = out
-    return append_bias_activation(out, annotations, with_bias, activation), annotations
+    annotations["root"] = out = is_op("relax.matmul")(lhs, rhs)
+    return out, annotations
 
 
 def make_attention_pattern(with_bias: bool = False, var_len: bool = False) -> PatternAndAnnotations:
@@ -152,12 +158,7 @@ def make_rms_norm_pattern() -> PatternAndAnnotations:
 
 def make_matmul_dequantize_pattern(transposed_rhs: bool = False) -> PatternAndAnnotations:
     """``R.dequantize(matmul(lhs, rhs), scale=const, zp=const)``; + scale, zp."""
-    lhs, rhs = wildcard(), wildcard()
-    annotations = {"lhs": lhs, "rhs": rhs}
-    if transposed_rhs:
-        rhs = is_op("relax.permute_dims")(rhs)
-    out = is_op("relax.matmul")(lhs, rhs)
-    annotations["root"] = out
+    out, annotations = _matmul(transposed_rhs)
     scale, zp = is_const(), is_const()
     annotations.update({"scale": scale, "zp": zp})
     out = is_op("relax.dequantize")(out, scale, zp)
@@ -166,13 +167,8 @@ def make_matmul_dequantize_pattern(transposed_rhs: bool = False) -> PatternAndAn
 
 def make_matmul_multiply_pattern(transposed_rhs: bool = False) -> PatternAndAnnotations:
     """``astype(matmul(lhs, rhs) * (scaleA * scaleB))`` with (1,)-shaped scales."""
-    lhs, rhs, scale_a, scale_b = wildcard(), wildcard(), wildcard(), wildcard()
-    annotations = {"lhs": lhs, "rhs": rhs, "scaleA": scale_a, "scaleB": scale_b}
-    if transposed_rhs:
-        rhs = is_op("relax.permute_dims")(rhs)
-    out = is_op("relax.matmul")(lhs, rhs)
-    annotations["root"] = out
-    scale = is_op("relax.multiply")(scale_a.has_shape((1,)), scale_b.has_shape((1,)))
+    out, annotations = _matmul(transposed_rhs, "scaleA", "scaleB")
+    scale = is_op("relax.multiply")(annotations["scaleA"].has_shape((1,)), annotations["scaleB"].has_shape((1,)))
     out = is_op("relax.multiply")(out, scale)
     out = is_op("relax.astype")(out)
     return out, annotations

@@ -46,6 +46,7 @@ from .matcher import (
     match_expr,
     match_with_trace,
     register_pattern_kind,
+    unwrap_bound,
 )
 from .pattern import (
     AndPattern,
@@ -85,5 +86,5 @@ __all__ = [
     "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
     "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",
     "is_tuple_get_item", "is_var", "make_check_context", "make_fused_bias_activation_pattern", "match_expr",
-    "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "wildcard",
+    "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "unwrap_bound", "wildcard",
 ]

@@ -68,6 +68,21 @@ class MatchFailure:
         return f"MatchFailure({self.progress}, {self.path!r}, {self.message!r})"
 
 
+def unwrap_bound(expr, var2val: Mapping | None):
+    """What a pattern is matched against for ``expr``: a variable's bound value (through
+    ``var2val``, repeatedly), a sequence without bindings its body."""
+    while True:
+        if var2val and isinstance(expr, Var):
+            value = var2val.get(expr)
+            if value is not None:
+                expr = value
+                continue
+        if isinstance(expr, SeqExpr) and not expr.blocks:
+            expr = expr.body
+            continue
+        return expr
+
+
 class Matcher:
     """One matching session. ``memo`` and ``order`` hold the current partial match."""
 
@@ -87,17 +102,7 @@ class Matcher:
         return self.visit(pattern, expr)
 
     def unwrap(self, expr):
-        var2val = self.var2val
-        while True:
-            if var2val and isinstance(expr, Var):
-                value = var2val.get(expr)
-                if value is not None:
-                    expr = value
-                    continue
-            if isinstance(expr, SeqExpr) and not expr.blocks:
-                expr = expr.body
-                continue
-            return expr
+        return unwrap_bound(expr, self.var2val)
 
     def visit(self, pattern: P.DFPattern, expr0) -> bool:
         expr = self.unwrap(expr0)

@@ -125,8 +125,8 @@ class ExprPattern(DFPattern):
         self.expr = expr
 
 
-class VarPattern(DFPattern):
-    """Matches a variable with no known binding; ``name_hint`` "" means any name."""
+class _NamedPattern(DFPattern):
+    """A pattern of a named reference: ``name`` (also ``name_hint``, TVM's field), "" for any."""
 
     __slots__ = ("name",)
 
@@ -136,6 +136,12 @@ class VarPattern(DFPattern):
     @property
     def name_hint(self) -> str:
         return self.name
+
+
+class VarPattern(_NamedPattern):
+    """Matches a variable with no known binding; ``name_hint`` "" means any name."""
+
+    __slots__ = ()
 
 
 class DataflowVarPattern(VarPattern):
@@ -144,17 +150,10 @@ class DataflowVarPattern(VarPattern):
     __slots__ = ()
 
 
-class GlobalVarPattern(DFPattern):
+class GlobalVarPattern(_NamedPattern):
     """Matches a global function reference whose name *contains* ``name_hint``."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name_hint: str = ""):
-        self.name = name_hint
-
-    @property
-    def name_hint(self) -> str:
-        return self.name
+    __slots__ = ()
 
 
 class ExternFuncPattern(DFPattern):

@@ -32,6 +32,7 @@ nodes), never the bindings.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -53,19 +54,19 @@ def is_static(d: object) -> TypeGuard[int]:
 
 
 # --------------------------------------------------------------------------- folding
+#: The integer meaning of each PrimBinary operator (``/`` is TVM's floor division too).
+INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul,
+    "//": operator.floordiv, "/": operator.floordiv, "%": operator.mod,
+}
+_DIVISIONS = frozenset({"//", "/", "%"})
+
+
 def simplify_binary(op: str, a: Dim, b: Dim) -> Dim:
     """Build ``a op b``, folding constant operands (what TVM's constructors do for ints)."""
-    if isinstance(a, int) and isinstance(b, int):
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "//" and b != 0:
-            return a // b
-        if op == "%" and b != 0:
-            return a % b
+    if isinstance(a, int) and isinstance(b, int) and op in INT_OPS and op != "/" \
+            and not (b == 0 and op in _DIVISIONS):
+        return INT_OPS[op](a, b)
     return PrimBinary(op, a, b)
 
 
@@ -348,21 +349,11 @@ def eval_dim(dim: Any, scope: Mapping, span: Span | None = None) -> int:
             return scope[dim]
         except KeyError:
             raise InterpretError(f"symbolic dimension {dim.name!r} is not bound to a value here", span) from None
-    if isinstance(dim, PrimBinary):
+    if isinstance(dim, PrimBinary) and dim.op in INT_OPS:
         a, b = eval_dim(dim.a, scope, span), eval_dim(dim.b, scope, span)
-        op = dim.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if b == 0:
-            raise InterpretError(f"division by zero while evaluating a dimension ({a} {op} 0)", span)
-        if op in ("//", "/"):
-            return a // b
-        if op == "%":
-            return a % b
+        if b == 0 and dim.op in _DIVISIONS:
+            raise InterpretError(f"division by zero while evaluating a dimension ({a} {dim.op} 0)", span)
+        return INT_OPS[dim.op](a, b)
     if isinstance(dim, PrimMinMax):
         a, b = eval_dim(dim.a, scope, span), eval_dim(dim.b, scope, span)
         return max(a, b) if dim.op == "max" else min(a, b)

@@ -50,7 +50,7 @@ from .expr import (
     VarBinding,
 )
 from .module import IRModule
-from .prim import Dim, TirVar, dim_vars
+from .prim import Dim, TirVar, dim_text, dim_vars
 from .struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -91,12 +91,6 @@ def _show(e: Expr) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
-def _dim_text(d: Dim) -> str:
-    if isinstance(d, TirVar):
-        return d.name
-    return str(d)
-
-
 def sinfo_text(si: StructInfo | None) -> str:
     """TVMScript-like text of a struct info, for messages."""
     if si is None:
@@ -104,7 +98,7 @@ def sinfo_text(si: StructInfo | None) -> str:
     if isinstance(si, TensorStructInfo):
         dt = f'dtype="{si.dtype}"' if si.dtype else 'dtype="void"'
         if si.shape is not None:
-            dims = ", ".join(_dim_text(d) for d in si.shape)
+            dims = ", ".join(dim_text(d) for d in si.shape)
             if len(si.shape) == 1:
                 dims += ","
             return f"R.Tensor(({dims}), {dt})"
@@ -113,7 +107,7 @@ def sinfo_text(si: StructInfo | None) -> str:
         return "R.Tuple(" + ", ".join(sinfo_text(f) for f in si.fields) + ")"
     if isinstance(si, ShapeStructInfo):
         if si.values is not None:
-            return "R.Shape([" + ", ".join(_dim_text(d) for d in si.values) + "])"
+            return "R.Shape([" + ", ".join(dim_text(d) for d in si.values) + "])"
         return f"R.Shape(ndim={si.ndim})"
     if isinstance(si, PrimStructInfo):
         return f'R.Prim("{si.dtype}")'

@@ -37,6 +37,7 @@ from byocc.dpl import (
     VarUsages,
     match_expr,
     pattern_root_ops,
+    unwrap_bound,
 )
 from byocc.ir import (
     Call,
@@ -347,20 +348,6 @@ def deep_prefilter(pattern: Any) -> _Condition | None:
     return _condition(pattern)
 
 
-def _match_unwrap(e: Any, var2val: Mapping) -> Any:
-    """What the matcher compares a pattern with (``Matcher.unwrap``)."""
-    while True:
-        if isinstance(e, Var):
-            v = var2val.get(e)
-            if v is not None:
-                e = v
-                continue
-        if isinstance(e, SeqExpr) and not e.blocks:
-            e = e.body
-            continue
-        return e
-
-
 #: A necessary condition on a value (read through ``var2val``) for a pattern to match it.
 _Condition = Callable[[Any, Mapping[Var, Any]], bool]
 
@@ -391,7 +378,7 @@ def _condition(p: Any) -> _Condition | None:
     # a multiply/divide pattern whose operator differs from the call's may still match
     # through TVM's re-association: then nothing is known
     other_op = op_expr.name in _REASSOCIATING
-    unwrap = _match_unwrap
+    unwrap = unwrap_bound
 
     def check(e: Any, var2val: Mapping) -> bool:
         if not isinstance(e, Call):
