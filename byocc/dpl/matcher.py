@@ -68,7 +68,7 @@ class MatchFailure:
         return f"MatchFailure({self.progress}, {self.path!r}, {self.message!r})"
 
 
-def unwrap_bound(expr, var2val: Mapping | None):
+def unwrap_bound(expr: Expr, var2val: Mapping[Var, Expr] | None) -> Expr:
     """What a pattern is matched against for ``expr``: a variable's bound value (through
     ``var2val``, repeatedly), a sequence without bindings its body."""
     while True:

@@ -44,6 +44,12 @@ def _spatial(imp, x_name: str) -> tuple:
     return shape, nsp
 
 
+def _split_pad(total: int, upper: bool) -> tuple[int, int]:
+    """A total padding split into (begin, end): SAME_UPPER puts the odd one at the end."""
+    small, big = total // 2, total - total // 2
+    return (small, big) if upper else (big, small)
+
+
 def _pads(imp, attrs, in_sp, kernel, strides, dilation) -> list:
     """ONNX pads (begins then ends), with auto_pad resolved."""
     nsp = len(kernel)
@@ -62,19 +68,22 @@ def _pads(imp, attrs, in_sp, kernel, strides, dilation) -> list:
             raise UnsupportedError(f"auto_pad={auto} needs static spatial dimensions")
         out = -(-size // strides[i])
         total = max((out - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1 - size, 0)
-        small, big = total // 2, total - total // 2
-        begins.append(small if auto == "SAME_UPPER" else big)
-        ends.append(big if auto == "SAME_UPPER" else small)
+        begin, end = _split_pad(total, auto == "SAME_UPPER")
+        begins.append(begin)
+        ends.append(end)
     return begins + ends
+
+
+def _window(imp, inputs, attrs):
+    """``(input shape, spatial rank, kernel, strides, dilations)`` of a Conv(Transpose) node."""
+    shape, nsp = _spatial(imp, inputs[0])
+    kernel = list(attrs.get("kernel_shape", imp.shape(inputs[1])[2:]))
+    return shape, nsp, kernel, list(attrs.get("strides", [1] * nsp)), list(attrs.get("dilations", [1] * nsp))
 
 
 @converter("Conv")
 def _conv(imp, node, inputs, attrs):
-    shape, nsp = _spatial(imp, inputs[0])
-    w_shape = imp.shape(inputs[1])
-    kernel = list(attrs.get("kernel_shape", w_shape[2:]))
-    strides = list(attrs.get("strides", [1] * nsp))
-    dilation = list(attrs.get("dilations", [1] * nsp))
+    shape, nsp, kernel, strides, dilation = _window(imp, inputs, attrs)
     pads = _pads(imp, attrs, shape[2:], kernel, strides, dilation)
     groups = attrs.get("group", 1)
     out = imp.make(f"relax.nn.conv{nsp}d", imp.tensor(inputs[0]), imp.tensor(inputs[1]), strides=strides,
@@ -91,42 +100,22 @@ def _add_channel_bias(imp, out, bias_name: str, nsp: int):
 
 @converter("ConvTranspose")
 def _conv_transpose(imp, node, inputs, attrs):
-    shape, nsp = _spatial(imp, inputs[0])
-    w_shape = imp.shape(inputs[1])
-    kernel = list(attrs.get("kernel_shape", w_shape[2:]))
-    strides = list(attrs.get("strides", [1] * nsp))
-    dilation = list(attrs.get("dilations", [1] * nsp))
+    shape, nsp, kernel, strides, dilation = _window(imp, inputs, attrs)
     out_pad = list(attrs.get("output_padding", [0] * nsp))
-    if "output_shape" in attrs:
-        target = list(attrs["output_shape"])[-nsp:]
+    auto = attrs.get("auto_pad", "NOTSET")
+    if "output_shape" in attrs or auto in ("SAME_UPPER", "SAME_LOWER"):
+        # the padding that makes the output `target` long: output_shape, or input * stride
+        targets = list(attrs["output_shape"])[-nsp:] if "output_shape" in attrs else None
         begins, ends = [], []
         for i in range(nsp):
             size = shape[2 + i]
             if not isinstance(size, int):
-                raise UnsupportedError("output_shape needs static spatial dimensions")
-            total = strides[i] * (size - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - target[i]
-            half = total // 2
-            if attrs.get("auto_pad", "NOTSET") == "SAME_UPPER":
-                begins.append(half)
-                ends.append(total - half)
-            else:
-                begins.append(total - half)
-                ends.append(half)
-        pads = begins + ends
-    elif attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
-        begins, ends = [], []
-        for i in range(nsp):
-            size = shape[2 + i]
-            if not isinstance(size, int):
-                raise UnsupportedError("auto_pad needs static spatial dimensions")
-            total = strides[i] * (size - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - size * strides[i]
-            half = total // 2
-            if attrs["auto_pad"] == "SAME_UPPER":
-                begins.append(half)
-                ends.append(total - half)
-            else:
-                begins.append(total - half)
-                ends.append(half)
+                raise UnsupportedError(f"{'output_shape' if targets else 'auto_pad'} needs static spatial dimensions")
+            target = targets[i] if targets else size * strides[i]
+            total = strides[i] * (size - 1) + out_pad[i] + (kernel[i] - 1) * dilation[i] + 1 - target
+            begin, end = _split_pad(total, auto == "SAME_UPPER")
+            begins.append(begin)
+            ends.append(end)
         pads = begins + ends
     else:
         pads = list(attrs.get("pads", [0] * (2 * nsp)))

@@ -142,13 +142,19 @@ def conv_infer(n: int, transpose: bool):
     return infer
 
 
+def _pool_operand(call: Call, n: int):
+    """``(data, attrs, data layout permutation, output layout permutation)`` of a pooling call."""
+    check_num_args(call, 1)
+    data = tensor_arg(call, 0, "data")
+    a = call.attrs
+    dp, _, op_ = _layouts(call, n, a.layout, None, None, a.out_layout)
+    check_ndim_for_layout(call, data, a.layout)
+    return data, a, dp, op_
+
+
 def pool_infer(n: int):
     def infer(call: Call):
-        check_num_args(call, 1)
-        data = tensor_arg(call, 0, "data")
-        a = call.attrs
-        dp, _, op_ = _layouts(call, n, a.layout, None, None, a.out_layout)
-        check_ndim_for_layout(call, data, a.layout)
+        data, a, dp, op_ = _pool_operand(call, n)
         if data.shape is None or dp is None or op_ is None:
             return TensorStructInfo(None, data.dtype, len(a.out_layout))
         d = to_layout(list(data.shape), dp)
@@ -171,11 +177,7 @@ def pool_infer(n: int):
 
 def adaptive_infer(n: int):
     def infer(call: Call):
-        check_num_args(call, 1)
-        data = tensor_arg(call, 0, "data")
-        a = call.attrs
-        dp, _, op_ = _layouts(call, n, a.layout, None, None, a.out_layout)
-        check_ndim_for_layout(call, data, a.layout)
+        data, a, dp, op_ = _pool_operand(call, n)
         if data.shape is None or dp is None or op_ is None:
             if data.shape is not None and a.out_layout == a.layout and a.output_size is None:
                 return data

@@ -11,6 +11,11 @@ _PARAM_OK_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "floa
 
 
 def _check_params(call: Call, data, scale, zp):
+    """The scale's and zero point's dtypes, the axis, and their shapes against the data's."""
+    if scale.dtype not in ("float32", "float16"):
+        fail(call, f"the scale must be float16 or float32, but it is {scale.dtype}")
+    if zp.dtype not in _PARAM_OK_DTYPES:
+        fail(call, f"the zero_point dtype must be one of {list(_PARAM_OK_DTYPES)}, but it is {zp.dtype}")
     axis = call.attrs.axis
     a = data.ndim + axis if axis < 0 else axis
     if data.ndim > 0 and not 0 <= a < data.ndim:
@@ -41,10 +46,6 @@ def infer_dequantize(call: Call):
     if data.dtype not in ("int8", "uint8", "int16", "uint16", "int32", "float8_e4m3fn", "float8_e5m2",
                           "float16", "float32"):
         fail(call, f"unsupported input dtype {data.dtype}")
-    if scale.dtype not in ("float32", "float16"):
-        fail(call, f"the scale must be float16 or float32, but it is {scale.dtype}")
-    if zp.dtype not in _PARAM_OK_DTYPES:
-        fail(call, f"the zero_point dtype must be one of {list(_PARAM_OK_DTYPES)}, but it is {zp.dtype}")
     _check_params(call, data, scale, zp)
     return with_dtype(data, out_dtype)
 
@@ -58,10 +59,6 @@ def infer_quantize(call: Call):
         return with_dtype(data, None)
     if data.dtype not in ("float16", "float32"):
         fail(call, f"the input must be float16 or float32, but it is {data.dtype}")
-    if scale.dtype not in ("float32", "float16"):
-        fail(call, f"the scale must be float16 or float32, but it is {scale.dtype}")
-    if zp.dtype not in _PARAM_OK_DTYPES:
-        fail(call, f"the zero_point dtype must be one of {list(_PARAM_OK_DTYPES)}, but it is {zp.dtype}")
     _check_params(call, data, scale, zp)
     return with_dtype(data, out_dtype)
 

@@ -469,13 +469,21 @@ def _rule_axis(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
     return new, perm
 
 
-def _rule_reduce(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
+def _data_in_layout(rw: _BlockRewriter, call: Call) -> tuple[Perm, Var, Attrs] | None:
+    """``(permutation, data, attrs)`` when the call's data operand has a converted layout."""
     perm = rw.state(call.args[0])
     if perm is None:
         return None
     data = call.args[0]
     assert isinstance(data, Var)  # state() knows variables only
-    attrs = _attrs_of(call)
+    return perm, data, _attrs_of(call)
+
+
+def _rule_reduce(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
+    known = _data_in_layout(rw, call)
+    if known is None:
+        return None
+    perm, data, attrs = known
     n = len(perm)
     axis = attrs.axis
     if axis is None:
@@ -498,12 +506,10 @@ def _rule_reduce(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None
 
 
 def _rule_pad(rw: _BlockRewriter, call: Call, var: Var) -> _RuleResult | None:
-    perm = rw.state(call.args[0])
-    if perm is None:
+    known = _data_in_layout(rw, call)
+    if known is None:
         return None
-    data = call.args[0]
-    assert isinstance(data, Var)  # state() knows variables only
-    attrs = _attrs_of(call)
+    perm, data, attrs = known
     n = len(perm)
     width = list(attrs.pad_width)
     if len(width) > 2 * n or len(width) % 2:
