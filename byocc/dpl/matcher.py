@@ -29,6 +29,7 @@ from byocc.ir import (
     Call,
     Constant,
     DataflowVar,
+    Expr,
     ExternFunc,
     Function,
     GlobalVar,
