@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from byocc.ir import Expr, Op, PatternError
@@ -76,7 +76,7 @@ def is_gv(name: str = "") -> GlobalVarPattern:
     return GlobalVarPattern(name)
 
 
-def is_tuple(fields: Sequence[DFPattern], unordered: bool = False):
+def is_tuple(fields: Sequence[DFPattern], unordered: bool = False) -> TuplePattern | UnorderedTuplePattern:
     if not isinstance(fields, (list, tuple)):
         raise PatternError("fields must be a list or tuple")
     if unordered:
@@ -110,8 +110,9 @@ def has_shape(shape: Sequence, pattern: DFPattern | None = None) -> ShapePattern
     return (pattern if pattern is not None else wildcard()).has_shape(shape)
 
 
-def is_call_tir(func_name: str, args=None) -> CallPattern:
-    """``R.call_tir(cls.<name containing func_name>, args)``; ``args=None``: any argument."""
+def is_call_tir(func_name: str, args: Any = None) -> CallPattern:
+    """``R.call_tir(cls.<name containing func_name>, args)``; ``args``: None (any argument),
+    a pattern, or a list/tuple of patterns."""
     if args is None:
         args = wildcard()
     elif isinstance(args, (list, tuple)):
@@ -119,7 +120,7 @@ def is_call_tir(func_name: str, args=None) -> CallPattern:
     return is_op("relax.call_tir")(GlobalVarPattern(func_name), args, add_constraint=False)
 
 
-def is_call_dps_packed(func_name: str, args=None) -> CallPattern:
+def is_call_dps_packed(func_name: str, args: Any = None) -> CallPattern:
     if args is None:
         args = wildcard()
     elif isinstance(args, (list, tuple)):
@@ -127,7 +128,7 @@ def is_call_dps_packed(func_name: str, args=None) -> CallPattern:
     return is_op("relax.call_dps_packed")(ExternFuncPattern(func_name), args, add_constraint=False)
 
 
-def is_call_packed(func_name: str, args=None) -> CallPattern:
+def is_call_packed(func_name: str, args: Sequence[DFPattern] | None = None) -> CallPattern:
     if args is None:
         return ExternFuncPattern(func_name)(varg_default_wildcard=True, add_constraint=False)
     return ExternFuncPattern(func_name)(*args)
@@ -145,15 +146,15 @@ class PatternWithAnnotations(CallPattern):
     __slots__ = ("annotations",)
 
     def __init__(self, op: DFPattern, args: Sequence[DFPattern] = (),
-                 varg_default_wildcard: bool = False, add_constraint: bool = True):
+                 varg_default_wildcard: bool = False, add_constraint: bool = True) -> None:
         super().__init__(op, args, varg_default_wildcard, add_constraint)
         self.annotations: dict[str, DFPattern] = {}
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[PatternWithAnnotations | dict[str, DFPattern]]:
         return iter((self, self.annotations))
 
 
-def append_bias_activation(out: DFPattern, annotations: dict, with_bias: bool = False,
+def append_bias_activation(out: DFPattern, annotations: dict[str, DFPattern], with_bias: bool = False,
                            activation: str | None = None, allow_reshape: bool = False,
                            call: type[CallPattern] = CallPattern) -> DFPattern:
     """``out`` [``+ bias``] [``activation(...)``]; a bias wildcard is recorded as
@@ -162,6 +163,7 @@ def append_bias_activation(out: DFPattern, annotations: dict, with_bias: bool = 
     subclass); ``out`` itself when nothing is added."""
     layers: list[tuple[str, tuple[DFPattern, ...], bool]] = []
     if with_bias:
+        bias: DFPattern
         annotations["bias"] = bias = wildcard()
         if allow_reshape:
             bias = is_op("relax.reshape")(bias, wildcard(), varg_default_wildcard=True)

@@ -8,12 +8,15 @@ byocc's built-in check functions return: it behaves as a bool and says why it fa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from byocc.ir import PatternError
 
 from .pattern import DFPattern
+
+if TYPE_CHECKING:
+    from byocc.ir import Expr, Var
 
 
 class CheckResult:
@@ -21,14 +24,14 @@ class CheckResult:
 
     __slots__ = ("ok", "reason")
 
-    def __init__(self, ok: bool, reason: str = ""):
+    def __init__(self, ok: object, reason: str = "") -> None:
         self.ok = bool(ok)
         self.reason = reason
 
     def __bool__(self) -> bool:
         return self.ok
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, CheckResult):
             return self.ok == other.ok
         if isinstance(other, bool):
@@ -69,7 +72,8 @@ class VarUsages(dict):
 
     __slots__ = ("position",)
 
-    def __init__(self, users=(), position: Mapping | None = None):
+    def __init__(self, users: Mapping[Var, list[Var]] | Iterable[tuple[Var, list[Var]]] = (),
+                 position: Mapping[Var, int] | None = None) -> None:
         super().__init__(users)
         self.position = dict(position) if position is not None else {}
 
@@ -89,8 +93,9 @@ class PatternCheckContext:
 
     __slots__ = ("matched_expr", "annotated_expr", "matched_bindings", "var_usages", "value_to_bound_var")
 
-    def __init__(self, matched_expr, annotated_expr: Mapping, matched_bindings: Mapping,
-                 var_usages: Mapping, value_to_bound_var: Mapping):
+    def __init__(self, matched_expr: Expr, annotated_expr: Mapping[str, Expr],
+                 matched_bindings: Mapping[Var, Expr], var_usages: Mapping[Var, list[Var]],
+                 value_to_bound_var: Mapping[Expr, Var]) -> None:
         self.matched_expr = matched_expr
         self.annotated_expr = annotated_expr
         self.matched_bindings = matched_bindings
@@ -102,8 +107,9 @@ class PatternCheckContext:
                 f"annotated={sorted(self.annotated_expr)}, bindings={len(self.matched_bindings)})")
 
 
-def make_check_context(entry: FusionPattern, call, memo: Mapping, value_to_bound_var: Mapping,
-                       var_usages: Mapping) -> PatternCheckContext:
+def make_check_context(entry: FusionPattern, call: Expr, memo: Mapping[DFPattern, Expr],
+                       value_to_bound_var: Mapping[Expr, Var],
+                       var_usages: Mapping[Var, list[Var]]) -> PatternCheckContext:
     """The context FuseOpsByPattern hands to ``entry.check`` for a match of ``call``.
 
     ``annotated_expr`` follows the entry's annotation order; ``matched_bindings`` the memo
@@ -112,7 +118,7 @@ def make_check_context(entry: FusionPattern, call, memo: Mapping, value_to_bound
     from .pattern import CallPattern, TupleGetItemPattern
 
     annotated = {key: memo[p] for key, p in entry.annotation_patterns.items() if p in memo}
-    matched: dict = {}
+    matched: dict[Var, Expr] = {}
     for p, value in memo.items():
         if isinstance(p, (CallPattern, TupleGetItemPattern)):
             var = value_to_bound_var.get(value)
@@ -132,7 +138,7 @@ class FusionPattern:
     def __init__(self, name: str, pattern: DFPattern,
                  annotation_patterns: Mapping[str, DFPattern] | None = None,
                  check: Callable[[PatternCheckContext], Any] | None = None,
-                 attrs_getter: Callable[[dict], dict] | None = None):
+                 attrs_getter: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None) -> None:
         if not isinstance(name, str):
             raise PatternError(f"a pattern name must be a string, got {type(name).__name__} {name!r}")
         if not isinstance(pattern, DFPattern):
@@ -171,7 +177,7 @@ def backend_of(name: str) -> str | None:
     return name.split(".", 1)[0]
 
 
-def as_fusion_pattern(item) -> FusionPattern:
+def as_fusion_pattern(item: object) -> FusionPattern:
     """A :class:`FusionPattern`, or a tuple of 2-5 elements passed to it positionally."""
     if isinstance(item, FusionPattern):
         return item
@@ -183,5 +189,5 @@ def as_fusion_pattern(item) -> FusionPattern:
     raise PatternError(f"cannot use {type(item).__name__} {item!r} as a pattern entry")
 
 
-def as_fusion_patterns(items: Sequence) -> list:
+def as_fusion_patterns(items: Sequence[object]) -> list[FusionPattern]:
     return [as_fusion_pattern(item) for item in items]

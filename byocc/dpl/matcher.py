@@ -23,7 +23,8 @@ progress (the deepest point reached), for ``--explain``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from byocc.ir import (
     Call,
@@ -49,13 +50,16 @@ from .printing import describe_expr, describe_pattern
 
 _COMMUTATIVE = frozenset(("relax.add", "relax.multiply"))
 
+#: What a match gives: pattern node -> the (unwrapped) expression it matched.
+Memo = dict[P.DFPattern, Expr]
+
 
 class MatchFailure:
     """Where a traced match went wrong: ``path`` (outermost first) and ``message``."""
 
     __slots__ = ("progress", "path", "message")
 
-    def __init__(self, progress: int, path: tuple, message: str):
+    def __init__(self, progress: int, path: tuple[str, ...], message: str) -> None:
         self.progress = progress
         self.path = path
         self.message = message
@@ -87,25 +91,25 @@ def unwrap_bound(expr: Expr, var2val: Mapping[Var, Expr] | None) -> Expr:
 class Matcher:
     """One matching session. ``memo`` and ``order`` hold the current partial match."""
 
-    def __init__(self, var2val: Mapping | None = None, trace: bool = False):
-        self.var2val = var2val if var2val else {}
-        self.memo: dict = {}
-        self.order: list = []
+    def __init__(self, var2val: Mapping[Var, Expr] | None = None, trace: bool = False) -> None:
+        self.var2val: Mapping[Var, Expr] = var2val if var2val else {}
+        self.memo: Memo = {}
+        self.order: list[P.DFPattern] = []
         self.trace = trace
         self.failure: MatchFailure | None = None
-        self._path: list = []
-        self._raw = None
+        self._path: list[str] = []
+        self._raw: Expr | None = None
 
     # ------------------------------------------------------------------ driver
-    def match(self, pattern: P.DFPattern, expr) -> bool:
+    def match(self, pattern: P.DFPattern, expr: Expr) -> bool:
         self.memo.clear()
         self.order.clear()
         return self.visit(pattern, expr)
 
-    def unwrap(self, expr):
+    def unwrap(self, expr: Expr) -> Expr:
         return unwrap_bound(expr, self.var2val)
 
-    def visit(self, pattern: P.DFPattern, expr0) -> bool:
+    def visit(self, pattern: P.DFPattern, expr0: Expr) -> bool:
         expr = self.unwrap(expr0)
         memo = self.memo
         if pattern in memo:
@@ -121,7 +125,7 @@ class Matcher:
         method = _DISPATCH.get(type(pattern))
         if method is None:
             method = _dispatch_subclass(type(pattern))
-        out = method(self, pattern, expr)
+        out: bool = method(self, pattern, expr)
         if out:
             memo[pattern] = expr
             self.order.append(pattern)
@@ -143,7 +147,7 @@ class Matcher:
         if self.failure is None or progress > self.failure.progress:
             self.failure = MatchFailure(progress, tuple(self._path), message)
 
-    def _got(self, raw, expr) -> str:
+    def _got(self, raw: Expr | None, expr: Expr) -> str:
         if raw is not expr and isinstance(raw, Var):
             return f"{raw.name_hint} = {describe_expr(expr)}"
         if isinstance(expr, Var) and not isinstance(expr, DataflowVar) and expr not in self.var2val:
@@ -151,17 +155,17 @@ class Matcher:
         return describe_expr(expr)
 
     # ------------------------------------------------------------------ node kinds
-    def _wildcard(self, p, expr) -> bool:
+    def _wildcard(self, p: P.WildcardPattern, expr: Expr) -> bool:
         return True
 
-    def _expr(self, p: P.ExprPattern, expr) -> bool:
+    def _expr(self, p: P.ExprPattern, expr: Expr) -> bool:
         if expr_equal_same_vars(p.expr, expr):
             return True
         if self.trace:
             self._fail(f"expected {describe_expr(p.expr)}, got {self._got(self._raw, expr)}")
         return False
 
-    def _var(self, p: P.VarPattern, expr) -> bool:
+    def _var(self, p: P.VarPattern, expr: Expr) -> bool:
         if isinstance(expr, Var) and (not p.name or p.name == expr.name_hint):
             return True
         if self.trace:
@@ -169,7 +173,7 @@ class Matcher:
             self._fail(f"expected {what}, got {self._got(self._raw, expr)}")
         return False
 
-    def _dfv(self, p: P.DataflowVarPattern, expr) -> bool:
+    def _dfv(self, p: P.DataflowVarPattern, expr: Expr) -> bool:
         if isinstance(expr, DataflowVar) and (not p.name or p.name == expr.name_hint):
             return True
         if self.trace:
@@ -177,7 +181,7 @@ class Matcher:
             self._fail(f"expected {what}, got {self._got(self._raw, expr)}")
         return False
 
-    def _gv(self, p: P.GlobalVarPattern, expr) -> bool:
+    def _gv(self, p: P.GlobalVarPattern, expr: Expr) -> bool:
         if isinstance(expr, GlobalVar) and (not p.name or p.name in expr.name_hint):
             return True
         if self.trace:
@@ -185,21 +189,21 @@ class Matcher:
             self._fail(f"expected {what}, got {self._got(self._raw, expr)}")
         return False
 
-    def _extern(self, p: P.ExternFuncPattern, expr) -> bool:
+    def _extern(self, p: P.ExternFuncPattern, expr: Expr) -> bool:
         if isinstance(expr, ExternFunc) and (not p.global_symbol or p.global_symbol == expr.global_symbol):
             return True
         if self.trace:
             self._fail(f"expected an extern function {p.global_symbol!r}, got {self._got(self._raw, expr)}")
         return False
 
-    def _const(self, p, expr) -> bool:
+    def _const(self, p: P.ConstantPattern, expr: Expr) -> bool:
         if isinstance(expr, Constant):
             return True
         if self.trace:
             self._fail(f"expected a constant, got {self._got(self._raw, expr)}")
         return False
 
-    def _call(self, p: P.CallPattern, expr) -> bool:
+    def _call(self, p: P.CallPattern, expr: Expr) -> bool:
         if not isinstance(expr, Call):
             if self.trace:
                 self._fail(f"expected {describe_pattern(p)}, got {self._got(self._raw, expr)}")
@@ -228,7 +232,7 @@ class Matcher:
             self.failure.message = f"expected {describe_pattern(p)}, got {self._got(raw, expr)}"
         return self._reassociate(p, expr, watermark)
 
-    def _match_args(self, pargs: tuple, call: Call, reverse: bool, watermark: int) -> bool:
+    def _match_args(self, pargs: tuple[P.DFPattern, ...], call: Call, reverse: bool, watermark: int) -> bool:
         eargs = call.args[::-1] if reverse else call.args
         trace = self.trace
         n = len(call.args)
@@ -283,7 +287,7 @@ class Matcher:
                     return self.visit(div, call)
         return False
 
-    def _tuple(self, p: P.TuplePattern, expr) -> bool:
+    def _tuple(self, p: P.TuplePattern, expr: Expr) -> bool:
         if not isinstance(expr, Tuple) or len(expr.fields) != len(p.fields):
             if self.trace:
                 self._fail(f"expected a tuple of {len(p.fields)} field(s), got {self._got(self._raw, expr)}")
@@ -299,7 +303,7 @@ class Matcher:
                 return False
         return True
 
-    def _unordered_tuple(self, p: P.UnorderedTuplePattern, expr) -> bool:
+    def _unordered_tuple(self, p: P.UnorderedTuplePattern, expr: Expr) -> bool:
         if not isinstance(expr, Tuple) or len(expr.fields) != len(p.fields):
             if self.trace:
                 self._fail(f"expected a tuple of {len(p.fields)} field(s), got {self._got(self._raw, expr)}")
@@ -307,7 +311,8 @@ class Matcher:
         used = [False] * len(expr.fields)
         return self._try_unordered(0, p.fields, expr.fields, used)
 
-    def _try_unordered(self, idx: int, pats: tuple, fields: tuple, used: list) -> bool:
+    def _try_unordered(self, idx: int, pats: tuple[P.DFPattern, ...], fields: tuple[Expr, ...],
+                       used: list[bool]) -> bool:
         # TVM's search: no memo clean-up when backtracking (spec Q10).
         if idx >= len(pats):
             return True
@@ -321,7 +326,7 @@ class Matcher:
                 used[i] = False
         return False
 
-    def _tuple_get_item(self, p: P.TupleGetItemPattern, expr) -> bool:
+    def _tuple_get_item(self, p: P.TupleGetItemPattern, expr: Expr) -> bool:
         if not isinstance(expr, TupleGetItem):
             if self.trace:
                 self._fail(f"expected a tuple item, got {self._got(self._raw, expr)}")
@@ -337,13 +342,13 @@ class Matcher:
             return ok
         return self.visit(p.tuple, expr.tuple_value)
 
-    def _or(self, p: P.OrPattern, expr) -> bool:
+    def _or(self, p: P.OrPattern, expr: Expr) -> bool:
         return self.visit(p.left, expr) or self.visit(p.right, expr)
 
-    def _and(self, p: P.AndPattern, expr) -> bool:
+    def _and(self, p: P.AndPattern, expr: Expr) -> bool:
         return self.visit(p.left, expr) and self.visit(p.right, expr)
 
-    def _not(self, p: P.NotPattern, expr) -> bool:
+    def _not(self, p: P.NotPattern, expr: Expr) -> bool:
         raw = self._raw
         if self.visit(p.reject, expr):
             if self.trace:
@@ -351,7 +356,7 @@ class Matcher:
             return False
         return True
 
-    def _attr(self, p: P.AttrPattern, expr) -> bool:
+    def _attr(self, p: P.AttrPattern, expr: Expr) -> bool:
         raw = self._raw
         if not self.visit(p.pattern, expr):
             return False
@@ -367,7 +372,7 @@ class Matcher:
             self._fail(f"{self._got(raw, expr)}: {why}")
         return ok
 
-    def _dtype(self, p: P.DataTypePattern, expr) -> bool:
+    def _dtype(self, p: P.DataTypePattern, expr: Expr) -> bool:
         si = expr.struct_info
         if isinstance(si, TensorStructInfo) and si.dtype == p.dtype:
             return self.visit(p.pattern, expr)
@@ -376,7 +381,7 @@ class Matcher:
             self._fail(f"expected dtype {p.dtype}, got {have} ({self._got(self._raw, expr)})")
         return False
 
-    def _shape(self, p: P.ShapePattern, expr) -> bool:
+    def _shape(self, p: P.ShapePattern, expr: Expr) -> bool:
         si = expr.struct_info
         if isinstance(si, TensorStructInfo) and si.shape is not None:
             if len(si.shape) == len(p.shape) and all(can_prove_equal(a, b) for a, b in zip(p.shape, si.shape)):
@@ -386,7 +391,7 @@ class Matcher:
             self._fail(f"expected shape {tuple(p.shape)}, got {have} ({self._got(self._raw, expr)})")
         return False
 
-    def _prim_arr(self, p: P.PrimArrPattern, expr) -> bool:
+    def _prim_arr(self, p: P.PrimArrPattern, expr: Expr) -> bool:
         if isinstance(expr, ShapeExpr) and len(expr.values) == len(p.fields) and all(
                 can_prove_equal(a, b) for a, b in zip(p.fields, expr.values)):
             return True
@@ -394,7 +399,7 @@ class Matcher:
             self._fail(f"expected R.shape({list(p.fields)}), got {self._got(self._raw, expr)}")
         return False
 
-    def _struct_info(self, p: P.StructInfoPattern, expr) -> bool:
+    def _struct_info(self, p: P.StructInfoPattern, expr: Expr) -> bool:
         raw = self._raw
         if not self.visit(p.pattern, expr):
             return False
@@ -405,7 +410,10 @@ class Matcher:
         return False
 
 
-_DISPATCH = {
+#: How the matcher tests a node kind: ``method(matcher, pattern node, unwrapped expr)``.
+MatchMethod = Callable[[Matcher, Any, Expr], bool]
+
+_DISPATCH: dict[type, MatchMethod] = {
     P.WildcardPattern: Matcher._wildcard,
     P.ExprPattern: Matcher._expr,
     P.VarPattern: Matcher._var,
@@ -428,7 +436,7 @@ _DISPATCH = {
 }
 
 
-def _dispatch_subclass(cls: type):
+def _dispatch_subclass(cls: type) -> MatchMethod:
     for base in cls.__mro__[1:]:
         method = _DISPATCH.get(base)
         if method is not None:
@@ -437,12 +445,12 @@ def _dispatch_subclass(cls: type):
     raise TypeError(f"not a pattern: {cls.__name__}")
 
 
-def register_pattern_kind(cls: type, method) -> None:
+def register_pattern_kind(cls: type, method: MatchMethod) -> None:
     """Let a new pattern class (a subclass defined elsewhere) reuse a matcher method."""
     _DISPATCH[cls] = method
 
 
-def match_expr(pattern: P.DFPattern, expr, var2val: Mapping | None = None) -> dict | None:
+def match_expr(pattern: P.DFPattern, expr: Expr, var2val: Mapping[Var, Expr] | None = None) -> Memo | None:
     """Match ``pattern`` against ``expr``; the memo (pattern -> unwrapped expr) or None."""
     m = Matcher(var2val)
     if not m.match(pattern, expr):
@@ -450,7 +458,8 @@ def match_expr(pattern: P.DFPattern, expr, var2val: Mapping | None = None) -> di
     return m.memo
 
 
-def match_with_trace(pattern: P.DFPattern, expr, var2val: Mapping | None = None):
+def match_with_trace(pattern: P.DFPattern, expr: Expr, var2val: Mapping[Var, Expr] | None = None
+                     ) -> tuple[Memo | None, MatchFailure | None]:
     """Like :func:`match_expr`, also returning the deepest :class:`MatchFailure` (or None)."""
     m = Matcher(var2val, trace=True)
     if m.match(pattern, expr):
@@ -464,5 +473,5 @@ def _pattern_op_is(p: P.CallPattern, name: str) -> bool:
     return isinstance(op, P.ExprPattern) and isinstance(op.expr, Op) and op.expr.name == name
 
 
-def _call_op_is(expr, name: str) -> bool:
+def _call_op_is(expr: Expr, name: str) -> bool:
     return isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == name

@@ -13,9 +13,12 @@ them, as TVM does outside a ``PatternContext``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byocc.ir import Expr, PatternError
+
+if TYPE_CHECKING:
+    from byocc.ir import Dim, StructInfo, Var
 
 
 class DFPattern:
@@ -23,6 +26,8 @@ class DFPattern:
     new patterns."""
 
     __slots__ = ("__weakref__", "_uses")
+
+    _uses: list[tuple[DFPattern, int, bool]]  # recorded used-by edges (consumer, index, only)
 
     # ------------------------------------------------------------------ sugar
     def __call__(self, *args: DFPattern, varg_default_wildcard: bool = False,
@@ -41,7 +46,7 @@ class DFPattern:
     def has_attr(self, attrs: Mapping[str, Any]) -> AttrPattern:
         return AttrPattern(self, attrs)
 
-    def has_ty(self, ty) -> StructInfoPattern:
+    def has_ty(self, ty: StructInfo) -> StructInfoPattern:
         return StructInfoPattern(self, ty)
 
     has_struct_info = has_ty
@@ -50,38 +55,39 @@ class DFPattern:
     def has_dtype(self, dtype: str) -> DataTypePattern:
         return DataTypePattern(self, dtype)
 
-    def has_shape(self, shape) -> ShapePattern:
+    def has_shape(self, shape: Sequence[Dim]) -> ShapePattern:
         if not isinstance(shape, (list, tuple)):
             raise PatternError("has_shape takes a list or tuple as input")
         return ShapePattern(self, shape)
 
     # ------------------------------------------------------------------ matching
-    def match(self, expr: Expr, var2val: Mapping | None = None) -> bool:
+    def match(self, expr: Expr, var2val: Mapping[Var, Expr] | None = None) -> bool:
         """True when the pattern matches ``expr`` (spec section 3.2)."""
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val) is not None
 
-    def extract_matched_expr(self, expr: Expr, var2val: Mapping | None = None):
+    def extract_matched_expr(self, expr: Expr, var2val: Mapping[Var, Expr] | None = None
+                             ) -> dict[DFPattern, Expr] | None:
         """The memo (pattern node -> matched, unwrapped expression), or None."""
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val)
 
     # ------------------------------------------------------------------ graph constraints
-    def used_by(self, other, index: int = -1) -> PatternSeq:
+    def used_by(self, other: DFPattern | PatternSeq, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=False)
 
-    def __xor__(self, other) -> PatternSeq:
+    def __xor__(self, other: DFPattern | PatternSeq) -> PatternSeq:
         return self.used_by(other, -1)
 
-    def only_used_by(self, other, index: int = -1) -> PatternSeq:
+    def only_used_by(self, other: DFPattern | PatternSeq, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=True)
 
-    def __rshift__(self, other) -> PatternSeq:
+    def __rshift__(self, other: DFPattern | PatternSeq) -> PatternSeq:
         return self.only_used_by(other, -1)
 
-    def fork_to(self, *args) -> None:
+    def fork_to(self, *args: DFPattern | PatternSeq) -> None:
         for v in args:
             self ^ v
 
@@ -93,7 +99,7 @@ class DFPattern:
         return _dup(self, {})
 
     # ------------------------------------------------------------------ misc
-    def children(self) -> tuple:
+    def children(self) -> tuple[DFPattern, ...]:
         """Sub-patterns, in matching order."""
         return ()
 
@@ -103,7 +109,7 @@ class DFPattern:
         return pattern_repr(self)
 
 
-def _as_pattern(p, what: str) -> DFPattern:
+def _as_pattern(p: object, what: str) -> DFPattern:
     if isinstance(p, DFPattern):
         return p
     raise PatternError(f"{what} must be a pattern, got {type(p).__name__} {p!r}")
@@ -176,10 +182,10 @@ class PrimArrPattern(DFPattern):
 
     __slots__ = ("fields",)
 
-    def __init__(self, shape: Sequence):
+    def __init__(self, shape: Sequence[Dim]) -> None:
         self.fields = tuple(shape)
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> Dim:
         return self.fields[index]
 
     def __len__(self) -> int:
@@ -360,12 +366,12 @@ class StructInfoPattern(DFPattern):
 
     __slots__ = ("pattern", "struct_info")
 
-    def __init__(self, pattern: DFPattern, struct_info):
+    def __init__(self, pattern: DFPattern, struct_info: StructInfo) -> None:
         self.pattern = _as_pattern(pattern, "the operand of has_ty")
         self.struct_info = struct_info
 
     @property
-    def ty(self):
+    def ty(self) -> StructInfo:
         return self.struct_info
 
     def children(self) -> tuple:
@@ -384,25 +390,25 @@ class PatternSeq:
     def __init__(self, patterns: Sequence[DFPattern], only_use: bool = False):
         self.patterns = tuple(patterns)
         self.only_use = only_use
-        self.edges: tuple = ()
+        self.edges: tuple[tuple[DFPattern, DFPattern, int, bool], ...] = ()
 
-    def used_by(self, other, index: int = -1) -> PatternSeq:
+    def used_by(self, other: DFPattern | PatternSeq, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=False)
 
-    def only_used_by(self, other, index: int = -1) -> PatternSeq:
+    def only_used_by(self, other: DFPattern | PatternSeq, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=True)
 
-    def __xor__(self, other) -> PatternSeq:
+    def __xor__(self, other: DFPattern | PatternSeq) -> PatternSeq:
         return self.used_by(other, -1)
 
-    def __rshift__(self, other) -> PatternSeq:
+    def __rshift__(self, other: DFPattern | PatternSeq) -> PatternSeq:
         return self.only_used_by(other, -1)
 
     def __getitem__(self, index: int) -> DFPattern:
         return self.patterns[index]
 
     def dup(self) -> PatternSeq:
-        memo: dict = {}
+        memo: dict[int, DFPattern] = {}
         return PatternSeq([_dup(p, memo) for p in self.patterns], self.only_use)
 
 
@@ -415,7 +421,7 @@ class SameShapeConstraint:
         self.args = tuple(args)
 
 
-def _used_by(lhs, rhs, index: int, only: bool) -> PatternSeq:
+def _used_by(lhs: DFPattern | PatternSeq, rhs: DFPattern | PatternSeq, index: int, only: bool) -> PatternSeq:
     lhs_seq = lhs if isinstance(lhs, PatternSeq) else PatternSeq([lhs])
     rhs_seq = rhs if isinstance(rhs, PatternSeq) else PatternSeq([rhs])
     producer, consumer = lhs_seq.patterns[-1], rhs_seq.patterns[0]
@@ -444,7 +450,7 @@ _FIELDS = {
 }
 
 
-def _dup(p: DFPattern, memo: dict) -> DFPattern:
+def _dup(p: DFPattern, memo: dict[int, DFPattern]) -> DFPattern:
     hit = memo.get(id(p))
     if hit is not None:
         return hit

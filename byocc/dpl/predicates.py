@@ -5,11 +5,13 @@ spec/partitioning.md section 3.1."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from byocc.ir import (
     Call,
     Constant,
     DataTypeImm,
+    Expr,
     ExternFunc,
     GlobalVar,
     Op,
@@ -26,6 +28,7 @@ from byocc.ir.struct_info import (
     ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
+    StructInfo,
     TensorStructInfo,
     TupleStructInfo,
 )
@@ -33,7 +36,7 @@ from byocc.ir.struct_info import (
 from .printing import op_display_name
 
 
-def is_dtype_field(op, field: str) -> bool:
+def is_dtype_field(op: object, field: str) -> bool:
     """True if an operator attribute holds a dtype (a string never equals one, spec 3.1)."""
     op_def = getattr(op, "op_def", None)
     schema = getattr(op_def, "attrs", None) if op_def is not None else None
@@ -55,7 +58,7 @@ def is_dtype_field(op, field: str) -> bool:
     return field == "dtype" or field.endswith("_dtype")
 
 
-def _norm(value):
+def _norm(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_norm(v) for v in value)
     if isinstance(value, tuple):
@@ -63,8 +66,9 @@ def _norm(value):
     return value
 
 
-def values_equal(a, b) -> bool:
-    """Structural equality of attribute values: type-strict for bool/int/float."""
+def values_equal(a: Any, b: Any) -> bool:
+    """Structural equality of attribute values (any kind: literals, tuples, dims...):
+    type-strict for bool/int/float."""
     a, b = _norm(a), _norm(b)
     if isinstance(a, tuple) or isinstance(b, tuple):
         return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
@@ -80,7 +84,7 @@ def values_equal(a, b) -> bool:
     return can_prove_equal(a, b)  # symbolic dims
 
 
-def match_call_attrs(call: Call, wanted: Mapping) -> tuple:
+def match_call_attrs(call: Call, wanted: Mapping[str, Any]) -> tuple[bool, str]:
     """``(ok, reason)``: does ``call`` carry every wanted attribute with an equal value?"""
     attrs = call.attrs
     if not wanted:
@@ -98,7 +102,7 @@ def match_call_attrs(call: Call, wanted: Mapping) -> tuple:
     return True, ""
 
 
-def match_dict(have: Mapping, wanted: Mapping) -> tuple:
+def match_dict(have: Mapping[str, Any], wanted: Mapping[str, Any]) -> tuple[bool, str]:
     """``(ok, reason)`` for function attributes (a plain dict)."""
     for key, value in wanted.items():
         if key not in have:
@@ -108,40 +112,41 @@ def match_dict(have: Mapping, wanted: Mapping) -> tuple:
     return True, ""
 
 
-def expr_equal_same_vars(a, b) -> bool:
+def expr_equal_same_vars(a: Expr, b: Expr) -> bool:
     """Structural equality of two expressions (variables by identity, spans ignored)."""
     if a is b:
         return True
     if type(a) is not type(b):
         return False
+    o: Any = b  # an expression of the type of a (checked)
     if isinstance(a, (Op, Var)):
         return False
     if isinstance(a, GlobalVar):
-        return a.name_hint == b.name_hint
+        return a.name_hint == o.name_hint
     if isinstance(a, Constant):
-        if a.struct_info != b.struct_info or a.data is None or b.data is None:
+        if a.struct_info != o.struct_info or a.data is None or o.data is None:
             return False
-        return a.data.dtype == b.data.dtype and a.data.shape == b.data.shape and a.data.tobytes() == b.data.tobytes()
+        return a.data.dtype == o.data.dtype and a.data.shape == o.data.shape and a.data.tobytes() == o.data.tobytes()
     if isinstance(a, ShapeExpr):
-        return len(a.values) == len(b.values) and all(values_equal(x, y) for x, y in zip(a.values, b.values))
+        return len(a.values) == len(o.values) and all(values_equal(x, y) for x, y in zip(a.values, o.values))
     if isinstance(a, PrimValue):
-        return a.dtype == b.dtype and values_equal(a.value, b.value)
+        return a.dtype == o.dtype and values_equal(a.value, o.value)
     if isinstance(a, (StringImm, DataTypeImm)):
-        return a.value == b.value
+        return a.value == o.value
     if isinstance(a, ExternFunc):
-        return a.global_symbol == b.global_symbol
+        return a.global_symbol == o.global_symbol
     if isinstance(a, Tuple):
-        return len(a.fields) == len(b.fields) and all(expr_equal_same_vars(x, y) for x, y in zip(a.fields, b.fields))
+        return len(a.fields) == len(o.fields) and all(expr_equal_same_vars(x, y) for x, y in zip(a.fields, o.fields))
     if isinstance(a, TupleGetItem):
-        return a.index == b.index and expr_equal_same_vars(a.tuple_value, b.tuple_value)
+        return a.index == o.index and expr_equal_same_vars(a.tuple_value, o.tuple_value)
     if isinstance(a, Call):
-        return (expr_equal_same_vars(a.op, b.op) and len(a.args) == len(b.args)
-                and all(expr_equal_same_vars(x, y) for x, y in zip(a.args, b.args))
-                and a.attrs == b.attrs and a.sinfo_args == b.sinfo_args)
+        return (expr_equal_same_vars(a.op, o.op) and len(a.args) == len(o.args)
+                and all(expr_equal_same_vars(x, y) for x, y in zip(a.args, o.args))
+                and a.attrs == o.attrs and a.sinfo_args == o.sinfo_args)
     return False
 
 
-def struct_info_base_of(base, derived) -> bool:
+def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None) -> bool:
     """Is ``derived`` acceptable where ``base`` is expected? Symbolic dims that are not
     provably different are accepted (TVM keeps them as a run-time condition)."""
     if isinstance(base, ObjectStructInfo):

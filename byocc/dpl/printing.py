@@ -25,7 +25,7 @@ def op_display_name(name: str) -> str:
     return "R." + name[len("relax."):] if name.startswith("relax.") else name
 
 
-def describe_expr(expr, depth: int = 0) -> str:
+def describe_expr(expr: object, depth: int = 0) -> str:
     """A one-line description: variable names, ``R.matmul(x, w)``, ``a constant``..."""
     if isinstance(expr, DataflowVar) or isinstance(expr, Var):
         return expr.name_hint
@@ -64,7 +64,7 @@ def describe_expr(expr, depth: int = 0) -> str:
     return type(expr).__name__
 
 
-def pattern_repr(p, depth: int = 0) -> str:
+def pattern_repr(p: object, depth: int = 0) -> str:
     """A compact rendering of a pattern in the constructor language."""
     from . import pattern as P
 
@@ -118,7 +118,7 @@ def pattern_repr(p, depth: int = 0) -> str:
     return type(p).__name__
 
 
-def describe_pattern(p) -> str:
+def describe_pattern(p: object) -> str:
     """What a pattern expects, in words, for failure messages."""
     from . import pattern as P
 
