@@ -24,18 +24,24 @@ which callers keep in step with TVM's (see ``annotate_workspace`` in
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from byocc.ir import (
+    Binding,
+    BindingBlock,
     Call,
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
+    Expr,
     Function,
     GlobalVar,
     IRModule,
+    MatchCast,
     PrimValue,
+    SeqExpr,
     ShapeExpr,
     StringImm,
     TensorStructInfo,
@@ -54,7 +60,7 @@ WORKSPACE_ATTR = "WorkspaceSize"
 class _NameSupply:
     """Fresh names ``base``, ``base<sep>1``, ``base<sep>2``... with one counter per base."""
 
-    def __init__(self, sep: str, taken=()):
+    def __init__(self, sep: str, taken: Iterable[str] = ()) -> None:
         self.sep = sep
         self.taken = set(taken)
         self.counters: dict[str, int] = {}
@@ -72,31 +78,31 @@ class _ExternRewriter(ExprMutator):
     """Appends the workspace parameter to a Codegen/Composite function (and to the
     composite it binds), and the wrapper's workspace to calls of that composite."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size
         self.names = _NameSupply("_")
         self.workspace: Var | None = None
-        self.composite_vars: set = set()
+        self.composite_vars: set[Var] = set()
 
     def rewrite(self, func: Function) -> Function:
         self.workspace = None
         self.composite_vars = set()
         self._memo = {}
-        return self.visit_expr(func)
+        return self.visit_function_(func)
 
-    def visit_function_(self, e: Function):
+    def visit_function_(self, e: Function) -> Function:
         attrs = e.attrs
         if ("Codegen" in attrs or "Composite" in attrs) and isinstance(attrs.get(WORKSPACE_ATTR), int):
             param = Var(self.names.fresh("workspace"), TensorStructInfo((self.size,), "uint8", 1))
             if "Codegen" in attrs:
                 self.workspace = param
             new_attrs = {k: v for k, v in attrs.items() if k != WORKSPACE_ATTR}
-            body = self.visit_expr(e.body)
+            body = cast(SeqExpr, self.visit_expr(e.body))  # visit_seq_expr_ gives a SeqExpr
             return Function(e.params + (param,), body, e.ret_struct_info, e.is_pure, new_attrs, e.span)
         return super().visit_function_(e)
 
-    def visit_binding(self, binding):
+    def visit_binding(self, binding: Binding) -> list[Binding]:
         value = self.visit_expr(binding.value)
         if isinstance(binding, VarBinding) and isinstance(value, Function):
             var = binding.var
@@ -110,9 +116,11 @@ class _ExternRewriter(ExprMutator):
             return [VarBinding(var, value, binding.span)]
         if value is binding.value:
             return [binding]
-        return [type(binding)(binding.var, value, *_rest(binding))]
+        if isinstance(binding, MatchCast):
+            return [MatchCast(binding.var, value, binding.struct_info, binding.span)]
+        return [VarBinding(binding.var, value, binding.span)]
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> Expr:
         op = self.visit_expr(e.op)
         args = tuple(self.visit_expr(a) for a in e.args)
         if isinstance(op, Var) and op in self.composite_vars:
@@ -125,18 +133,11 @@ class _ExternRewriter(ExprMutator):
         return Call(op, args, e.attrs, e.sinfo_args, e.struct_info, e.span)
 
 
-def _rest(binding) -> tuple:
-    """The fields of a binding after ``var`` and ``value`` (MatchCast's struct info, span)."""
-    if isinstance(binding, VarBinding):
-        return (binding.span,)
-    return (binding.struct_info, binding.span)
-
-
 class _Provider(ExprMutator):
     """Renames references to rewritten functions, allocates ``workspace_main`` in the first
     dataflow block of a caller and passes it to every call of a rewritten function."""
 
-    def __init__(self, size: int, gvar_map: dict, new_gvars: set):
+    def __init__(self, size: int, gvar_map: dict[str, GlobalVar], new_gvars: Container[str]) -> None:
         super().__init__()
         self.size = size
         self.gvar_map = gvar_map
@@ -147,15 +148,15 @@ class _Provider(ExprMutator):
     def rewrite(self, func: Function, workspace: Var | None) -> Function:
         self.workspace = workspace
         self._memo = {}
-        body = self.visit_expr(func.body)
+        body = self.visit_seq_expr_(func.body)
         if body is func.body:
             return func
         return Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
 
-    def visit_global_var_(self, e: GlobalVar):
+    def visit_global_var_(self, e: GlobalVar) -> Expr:
         return self.gvar_map.get(e.name_hint, e)
 
-    def visit_binding_block(self, block):
+    def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         if isinstance(block, DataflowBlock) and self.workspace is None:
             alloc = make_call("relax.builtin.alloc_tensor", [
                 ShapeExpr((self.size,)), DataTypeImm("uint8"), PrimValue(0, "int64"), StringImm("global")])
@@ -165,7 +166,7 @@ class _Provider(ExprMutator):
             return DataflowBlock((VarBinding(var, alloc),) + tuple(inner.bindings), block.span)
         return super().visit_binding_block(block)
 
-    def visit_call_(self, e: Call):
+    def visit_call_(self, e: Call) -> Expr:
         op = self.visit_expr(e.op)
         args = tuple(self.visit_expr(a) for a in e.args)
         if isinstance(op, GlobalVar) and op.name_hint in self.new_gvars:
@@ -200,17 +201,18 @@ def allocate_workspace(mod: IRModule) -> IRModule:
         gvar_map[name] = gvar
         new_gvars[new_name] = gvar
     provider = _Provider(size, gvar_map, new_gvars)
-    for name, func in list(out.items()):
-        if not isinstance(func, Function):
+    for name, member in list(out.items()):
+        if not isinstance(member, Function):
             continue
+        workspace: Var | None
         if name in new_gvars:
-            workspace = func.params[-1]
-        elif "Codegen" in func.attrs or "Composite" in func.attrs:
+            workspace = member.params[-1]
+        elif "Codegen" in member.attrs or "Composite" in member.attrs:
             continue
         else:
             workspace = None
-        new = provider.rewrite(func, workspace)
-        if new is not func:
+        new = provider.rewrite(member, workspace)
+        if new is not member:
             out = out.with_function(name, new, out.get_global_var(name))
     return out
 

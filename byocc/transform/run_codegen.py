@@ -25,13 +25,14 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast, overload
 
 from byocc.ir import (
     Call,
     Constant,
+    Expr,
     ExprMutator,
     ExternFunc,
     Function,
@@ -39,26 +40,36 @@ from byocc.ir import (
     IRModule,
     Op,
     PassError,
+    Span,
+    StructInfo,
     Tuple,
     TupleStructInfo,
+    sinfo_of,
 )
 from byocc.ir.analysis import all_global_vars, post_order_visit
 
 from .dead_code_elimination import dead_code_elimination, is_public
 from .pass_manager import Pass
 
-CodegenFn = Callable[[list, dict, dict], list]
+#: ``fn(functions, options, constant_names) -> runtime modules``: ``functions`` are
+#: ``(global symbol, Function)`` pairs (None for a nested function without one).
+CodegenFn = Callable[[list[tuple[Any, Function]], dict[str, Any], dict[Constant, str]], Any]
+_C = TypeVar("_C", bound="CodegenFn | str")
 
 _CODEGENS: dict[str, CodegenFn | str] = {}
 
 
-def register_codegen(backend: str, fn: CodegenFn | str | None = None, override: bool = False):
+@overload
+def register_codegen(backend: str, fn: None = None, override: bool = False) -> Callable[[_C], _C]: ...
+@overload
+def register_codegen(backend: str, fn: _C, override: bool = False) -> _C: ...
+def register_codegen(backend: str, fn: CodegenFn | str | None = None, override: bool = False) -> Any:
     """Register the codegen of ``backend``: a callable ``fn(functions, options, constant_names)
     -> list of runtime modules``, or a lazy ``"package.module:function"`` string imported on
     first use. Usable as a decorator (``@register_codegen("cutlass")``). Registering a name twice
     without ``override`` is an error."""
 
-    def _register(f):
+    def _register(f: _C) -> _C:
         if backend in _CODEGENS and not override:
             raise ValueError(f"a codegen for backend '{backend}' is already registered")
         _CODEGENS[backend] = f
@@ -84,8 +95,9 @@ def get_codegen(backend: str) -> CodegenFn:
         raise PassError(f"no codegen registered for backend '{backend}'")
     if isinstance(fn, str):
         module, _, attr = fn.partition(":")
-        fn = getattr(importlib.import_module(module), attr)
-        _CODEGENS[backend] = fn
+        loaded: CodegenFn = getattr(importlib.import_module(module), attr)
+        _CODEGENS[backend] = loaded
+        return loaded
     return fn
 
 
@@ -110,7 +122,8 @@ def stub_codegen(backend: str, per_function: bool = False) -> CodegenFn:
     call, or one per function (``per_function``, like TVM's cuBLAS). Used for the golden
     tests and for backends that only need partitioning."""
 
-    def codegen(functions, options, constant_names):
+    def codegen(functions: list[tuple[Any, Function]], options: dict[str, Any],
+                constant_names: dict[Constant, str]) -> list[CodegenModule]:
         symbols = [sym for sym, _ in functions]
         if per_function:
             return [CodegenModule(backend, (s,), ((f"{s}.cc", f"// {s}\n"),)) for s in symbols]
@@ -127,35 +140,35 @@ def _ext_symbol(name: str, func: Function) -> str:
     return sym
 
 
-def call_dps_packed(symbol: str, args: Sequence, out_ty, span=None) -> Call:
+def call_dps_packed(symbol: str, args: Sequence[Expr], out_ty: StructInfo, span: Span | None = None) -> Call:
     """``R.call_dps_packed("symbol", (args...), out_ty=out_ty)`` as TVM builds it: one
     ``sinfo_args`` entry (a tuple type for several outputs)."""
-    arg_tuple = Tuple(tuple(args), TupleStructInfo(tuple(a.struct_info for a in args)))
+    arg_tuple = Tuple(tuple(args), TupleStructInfo(tuple(sinfo_of(a) for a in args)))
     op = Op.get("relax.call_dps_packed", create=True)
     return Call(op, (ExternFunc(symbol), arg_tuple), None, (out_ty,), out_ty, span)
 
 
 class _CallRewriter(ExprMutator):
-    def __init__(self, runner: _Runner):
+    def __init__(self, runner: _Runner) -> None:
         super().__init__()
         self.runner = runner
 
-    def visit_call_(self, e: Call):
-        new = super().visit_call_(e)
+    def visit_call_(self, e: Call) -> Expr:
+        new = cast(Call, super().visit_call_(e))  # e, or e with new arguments
         op = e.op
         if isinstance(op, GlobalVar):
             sym = self.runner.extern_symbol(op.name_hint)
             if sym is not None:
-                return call_dps_packed(sym, new.args, e.struct_info, e.span)
+                return call_dps_packed(sym, new.args, sinfo_of(e), e.span)
         return new
 
 
 class _Runner:
-    def __init__(self, mod: IRModule):
+    def __init__(self, mod: IRModule) -> None:
         self.original = mod
         self.mod = mod
         self.externs: dict[str, str] = {}       # global name -> external symbol
-        self.constant_names: dict = {}          # Constant -> name
+        self.constant_names: dict[Constant, str] = {}
         self.offloaded: dict[str, Function] = {}
 
     def extern_symbol(self, name: str) -> str | None:
@@ -170,7 +183,7 @@ class _Runner:
         sym = _ext_symbol(name, func)
         count = 0
 
-        def name_constant(e):
+        def name_constant(e: Expr) -> None:
             nonlocal count
             if isinstance(e, Constant):
                 self.constant_names[e] = f"{sym}_{backend}_const_{count}"
@@ -188,7 +201,7 @@ def _functions_in(func: Function) -> list[Function]:
     """``func`` and the functions nested in it, in post-order."""
     found: list[Function] = []
 
-    def collect(e) -> None:
+    def collect(e: Expr) -> None:
         if isinstance(e, Function):
             found.append(e)
 
@@ -196,9 +209,10 @@ def _functions_in(func: Function) -> list[Function]:
     return found
 
 
-def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
-    """Every function carrying ``Codegen`` (top-level or nested), by backend."""
-    by_backend: dict[str, list[tuple[str, Function]]] = {}
+def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[Any, Function]]]:
+    """Every function carrying ``Codegen`` (top-level or nested), by backend, with its global
+    symbol (None for a nested function without one)."""
+    by_backend: dict[str, list[tuple[Any, Function]]] = {}
     for name in sorted(mod.names()):
         func = mod[name]
         if not isinstance(func, Function):
@@ -211,7 +225,7 @@ def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[str, Function]]]:
     return by_backend
 
 
-def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping] | None = None,
+def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] | None = None,
                 entry_functions: Sequence[str] = (),
                 codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
     """Functional form of :class:`RunCodegen`; ``codegens`` overrides the registry per backend."""
@@ -230,11 +244,11 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping] | None = No
         func = runner.mod[name]
         if not isinstance(func, Function):
             continue
-        new = _CallRewriter(runner).visit_expr(func)
+        new = _CallRewriter(runner).visit_function_(func)
         if new is not func:
             runner.mod = runner.mod.with_function(name, new, runner.mod.get_global_var(name))
 
-    ext_mods: list = []
+    ext_mods: list[Any] = []
     options = dict(target_options or {})
     for backend, functions in _codegen_functions(mod).items():
         fn = (codegens or {}).get(backend) or get_codegen(backend)
@@ -265,7 +279,7 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping] | None = No
     return dead_code_elimination(out, entries[:len(entry_functions)])
 
 
-def _helpers_of(functions, mod: IRModule) -> dict[str, Function]:
+def _helpers_of(functions: Iterable[Function], mod: IRModule) -> dict[str, Function]:
     """The module functions the offloaded ``functions`` call (transitively, by name): DCE
     drops them from the module as TVM does, so an interpreter running an offloaded function
     finds them here (``mod.extras["offloaded_helpers"]``)."""
@@ -295,7 +309,7 @@ class RunCodegen(Pass):
     name: ClassVar[str] = "RunCodegen"
     opt_level: ClassVar[int] = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "entry_functions", tuple(self.entry_functions or ()))
 
     def run(self, mod: IRModule) -> IRModule:
