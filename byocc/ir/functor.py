@@ -297,6 +297,33 @@ def rebuild_seq(seq: SeqExpr, old_blocks: Iterable[BindingBlock], new_blocks: It
     return SeqExpr(tuple(blocks), body, seq.span)
 
 
+def with_value(binding: Binding, value: Expr) -> Binding:
+    """``binding`` (same variable and kind) binding ``value``; itself when ``value`` is its own."""
+    if value is binding.value:
+        return binding
+    if isinstance(binding, MatchCast):
+        return MatchCast(binding.var, value, binding.struct_info, binding.span)
+    return VarBinding(binding.var, value, binding.span)
+
+
+def map_values(seq: SeqExpr, fn: Callable[[Expr], Expr]) -> SeqExpr:
+    """``seq`` with ``fn`` applied to every binding's value and to its body (blocks walked in
+    loops); the same object when ``fn`` changed nothing, unchanged blocks kept."""
+    blocks: list[BindingBlock] = []
+    changed = False
+    for block in seq.blocks:
+        out = [with_value(b, fn(b.value)) for b in block.bindings]
+        if all(a is b for a, b in zip(out, block.bindings)):
+            blocks.append(block)
+        else:
+            changed = True
+            blocks.append(type(block)(tuple(out), block.span))
+    body = fn(seq.body)
+    if not changed and body is seq.body:
+        return seq
+    return SeqExpr(tuple(blocks), body, seq.span)
+
+
 def retype_rebound_var(var: Var, value: Expr, var_remap: dict[Var, Expr], old: Var | None = None) -> Var:
     """TVM's ReEmitBinding: a binding whose value changed gets a variable of the new value's
     type (same name and kind) when the types differ; ``var_remap`` maps the old variable

@@ -56,6 +56,7 @@ from byocc.ir import (
     dim_vars,
 )
 from byocc.ir.analysis import free_vars
+from byocc.ir.functor import with_value
 from byocc.ir.structural import structural_equal
 
 from .pass_manager import Pass, map_functions
@@ -363,11 +364,7 @@ def _fold_output_aliases(bindings: list) -> list:
             continue
         if not isinstance(b.var, DataflowVar) and isinstance(b.value, DataflowVar) \
                 and b.value in candidates:
-            value = candidates[b.value]
-            if isinstance(b, MatchCast):
-                out.append(MatchCast(b.var, value, b.struct_info, b.span))
-            else:
-                out.append(VarBinding(b.var, value, b.span))
+            out.append(with_value(b, candidates[b.value]))
             continue
         out.append(b)
     return out

@@ -33,7 +33,6 @@ from byocc.ir import (
     Function,
     GlobalVar,
     IRModule,
-    MatchCast,
     Op,
     PrimValue,
     SeqExpr,
@@ -46,6 +45,7 @@ from byocc.ir import (
     VarBinding,
 )
 from byocc.ir.analysis import free_vars, is_impure_call
+from byocc.ir.functor import with_value
 from byocc.ops import fold_call
 
 from .pass_manager import Pass, map_functions
@@ -159,10 +159,7 @@ def fold_constant_function(func: Function) -> Function:
                 tuples[b.var] = value
             if value is not b.value:
                 changed = True
-                if isinstance(b, MatchCast):
-                    b = MatchCast(b.var, value, b.struct_info, b.span)
-                else:
-                    b = VarBinding(b.var, value, b.span)
+                b = with_value(b, value)
             out.append(b)
         blocks.append(type(block)(tuple(out), block.span) if changed else block)
     body = func.body.body

@@ -27,7 +27,6 @@ from byocc.ir import (
     GlobalVar,
     If,
     IRModule,
-    MatchCast,
     NameSupply,
     PassError,
     PatternError,
@@ -35,6 +34,7 @@ from byocc.ir import (
     Var,
     VarBinding,
 )
+from byocc.ir.functor import map_values
 
 from .function_table import FunctionTable
 from .materialize import Materializer, plan_function
@@ -151,24 +151,7 @@ class _Redirect:
                         func.span)
 
     def seq(self, seq: SeqExpr) -> SeqExpr:
-        blocks = []
-        changed = False
-        for block in seq.blocks:
-            out = []
-            block_changed = False
-            for b in block.bindings:
-                value = self.expr(b.value)
-                if value is not b.value:
-                    block_changed = True
-                    b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
-                        else VarBinding(b.var, value, b.span)
-                out.append(b)
-            blocks.append(type(block)(tuple(out), block.span) if block_changed else block)
-            changed |= block_changed
-        body = self.expr(seq.body)
-        if not changed and body is seq.body:
-            return seq
-        return SeqExpr(tuple(blocks), body, seq.span)
+        return map_values(seq, self.expr)
 
     def expr(self, e: Any) -> Any:
         if isinstance(e, Call):

@@ -48,7 +48,7 @@ from byocc.ir import (
     VarBinding,
 )
 from byocc.ir.analysis import contains_impure_call, free_vars
-from byocc.ir.functor import map_operands, operands
+from byocc.ir.functor import map_operands, map_values, operands, with_value
 from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.structural import structural_equal
 
@@ -116,22 +116,7 @@ class _PatternRewriter:
 
     def _children(self, seq: SeqExpr) -> SeqExpr:
         """``seq`` with nested functions and ``if`` branches rewritten first."""
-        changed = False
-        blocks: list[BindingBlock] = []
-        for block in seq.blocks:
-            bindings: list[Binding] = []
-            for b in block.bindings:
-                value = self._nested(b.value)
-                if value is not b.value:
-                    changed = True
-                    b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
-                        else VarBinding(b.var, value, b.span)
-                bindings.append(b)
-            blocks.append(type(block)(tuple(bindings), block.span))
-        body = self._nested(seq.body)
-        if not changed and body is seq.body:
-            return seq
-        return SeqExpr(tuple(blocks), body, seq.span)
+        return map_values(seq, self._nested)
 
     def _nested(self, value: Expr) -> Expr:
         if isinstance(value, Function):
@@ -239,11 +224,7 @@ class _PatternRewriter:
         out: list[Binding] = []
         cache: dict[int, Var] = {}  # TVM's per-block normalisation cache: one variable per operand object
         for b in bindings:
-            value = self._normalize_value(b.value, out, is_dataflow, cache)
-            if value is not b.value:
-                b = MatchCast(b.var, value, b.struct_info, b.span) if isinstance(b, MatchCast) \
-                    else VarBinding(b.var, value, b.span)
-            out.append(b)
+            out.append(with_value(b, self._normalize_value(b.value, out, is_dataflow, cache)))
         return type(block)(tuple(out), block.span)
 
     def _normalize_value(self, value: Expr, out: list[Binding], is_dataflow: bool, cache: dict[int, Var]) -> Expr:
