@@ -208,13 +208,9 @@ class ExprMutator(_Dispatch):
         """Returns the list of bindings replacing ``binding`` (usually one)."""
         value = self.visit_expr(binding.value)
         var = self.visit_var_def(binding.var)
-        if value is binding.value and var is binding.var:
-            return [binding]
-        if isinstance(binding, MatchCast):
-            return [MatchCast(var, value, binding.struct_info, binding.span)]
-        if value is not binding.value:
+        if value is not binding.value and not isinstance(binding, MatchCast):
             var = retype_rebound_var(var, value, self.var_remap, binding.var)
-        return [VarBinding(var, value, binding.span)]
+        return [rebound(binding, var, value)]
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         out: list[Binding] = []
@@ -297,13 +293,19 @@ def rebuild_seq(seq: SeqExpr, old_blocks: Iterable[BindingBlock], new_blocks: It
     return SeqExpr(tuple(blocks), body, seq.span)
 
 
-def with_value(binding: Binding, value: Expr) -> Binding:
-    """``binding`` (same variable and kind) binding ``value``; itself when ``value`` is its own."""
-    if value is binding.value:
+def rebound(binding: Binding, var: Var, value: Expr) -> Binding:
+    """A binding of the same kind (a MatchCast keeps its cast type) binding ``var`` to
+    ``value``; ``binding`` itself when both are its own."""
+    if value is binding.value and var is binding.var:
         return binding
     if isinstance(binding, MatchCast):
-        return MatchCast(binding.var, value, binding.struct_info, binding.span)
-    return VarBinding(binding.var, value, binding.span)
+        return MatchCast(var, value, binding.struct_info, binding.span)
+    return VarBinding(var, value, binding.span)
+
+
+def with_value(binding: Binding, value: Expr) -> Binding:
+    """``binding`` (same variable and kind) binding ``value``; itself when ``value`` is its own."""
+    return rebound(binding, binding.var, value)
 
 
 def map_values(seq: SeqExpr, fn: Callable[[Expr], Expr]) -> SeqExpr:

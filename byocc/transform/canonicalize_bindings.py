@@ -52,11 +52,10 @@ from byocc.ir import (
     TupleGetItem,
     TupleStructInfo,
     Var,
-    VarBinding,
     dim_vars,
 )
 from byocc.ir.analysis import free_vars
-from byocc.ir.functor import with_value
+from byocc.ir.functor import rebound, with_value
 from byocc.ir.structural import structural_equal
 
 from .pass_manager import Pass, map_functions
@@ -310,13 +309,8 @@ class _Apply(ExprMutator):
     def visit_binding(self, binding: Binding) -> list[Binding]:
         if binding.var in self.remove:
             return []
-        value = self.visit_expr(binding.value)
-        var = self.visit_var_def(binding.var)
-        if value is binding.value and var is binding.var:
-            return [binding]
-        if isinstance(binding, MatchCast):
-            return [MatchCast(var, value, binding.struct_info, binding.span)]
-        return [VarBinding(var, value, binding.span)]
+        value = self.visit_expr(binding.value)  # the variable keeps its type (no retyping)
+        return [rebound(binding, self.visit_var_def(binding.var), value)]
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         out = [new for b in block.bindings for new in self.visit_binding(b)]
