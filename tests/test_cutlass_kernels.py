@@ -121,9 +121,13 @@ def test_sm90_supports():
                                   b_layout="nn"))  # TF32 "nn": non-finite on the H200
     assert not sm90_supports(sm90(align_a=4))  # TMA tier only
     assert not sm90_supports(sm90(tile=(128, 256, 32)))  # k-tile 64 for 16-bit
-    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1)))  # C3 is ping-pong
-    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1), schedule="pingpong",
+    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1)))  # C3 is ping-pong
+    assert sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1), schedule="pingpong"))
+    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1), schedule="pingpong"))
+    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1), schedule="pingpong",
                                   stream_k=True))
+    assert sm90_supports(sm90(swizzle=8))
+    assert not sm90_supports(sm90(swizzle=3))
     assert not sm90_supports(sm90(dtype_a="int8", dtype_b="int8", dtype_d="int32",
                                   accumulator="int32", align_a=16, align_b=16, align_d=4,
                                   tile=(128, 128, 128), cluster=(1, 2, 1), b_layout="nn"))
@@ -143,6 +147,7 @@ def test_sm80_supports():
     assert not sm80_supports(sm80(epilogue=EpilogueSpec(bias="per_column", source="full"),
                                   dtype_c="float16", align_c=8))
     assert not sm80_supports(sm80(tile=(128, 256, 64)))
+    assert not sm80_supports(sm80(swizzle=8))  # a 3.x tile-scheduler setting
     assert not sm80_supports(sm80(dtype_a="bfloat16", dtype_b="bfloat16", align_a=1,
                                   align_b=1, stages=2))
 
@@ -151,17 +156,22 @@ def test_sm80_supports():
 
 
 @pytest.mark.parametrize("shape, expected", [
-    ((4096, 4096, 4096, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False)),  # 512 tiles, eff .97
-    ((8192, 8192, 8192, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False)),
-    # wave-starved: C3 ping-pong (measured faster than C2 + stream-K on the H200)
-    ((128, 4096, 4096, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
-    ((1, 4096, 4096, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
-    ((64, 1024, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True)),  # 8 C3 tiles
-    ((1000, 1024, 520, 1), ((64, 128, 64), (1, 1, 1), "pingpong", False)),
+    ((4096, 4096, 4096, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False, 1)),  # 512 tiles, eff .97
+    # 64 x 32 C1 tiles: both grid sides >= 32 -> swizzle 8 (measured +4 % at the power cap)
+    ((8192, 8192, 8192, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False, 8)),
+    ((16384, 1024, 3072, 1), ((128, 256, 64), (2, 1, 1), "cooperative", False, 1)),  # 128 x 4 grid
+    # K <= 1024: C6 (128x128 ping-pong) when it fills waves
+    ((16384, 3072, 1024, 1), ((128, 128, 64), (2, 1, 1), "pingpong", False, 1)),
+    ((8, 512, 1024, 8), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # 32 C3 tiles -> C5
+    # wave-starved: C3 with >= 99 tiles, else C5 (both with a 2x1 cluster)
+    ((1000, 1024, 520, 1), ((64, 128, 64), (2, 1, 1), "pingpong", False, 1)),  # 128 C3 tiles
+    ((128, 4096, 4096, 1), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # 64 C3 tiles
+    ((1, 4096, 4096, 1), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),
     # fewer than 16 C3 tiles and K >= 4096: C2 with the stream-K scheduler
-    ((64, 512, 8192, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True)),
-    ((8, 512, 1024, 8), ((64, 128, 64), (1, 1, 1), "pingpong", False)),  # 32 C2 tiles, M <= 64
-    ((None, 4096, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", False)),
+    ((64, 1024, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True, 1)),  # 8 C3 tiles
+    ((64, 512, 8192, 1), ((128, 128, 64), (1, 2, 1), "cooperative", True, 1)),
+    ((64, 1024, 2048, 1), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # K < 4096: C5
+    ((None, 4096, 4096, 1), ((128, 128, 64), (1, 2, 1), "cooperative", False, 1)),
 ])
 def test_select_sm90(shape, expected):
     assert select_sm90(*shape, "float16") == expected
@@ -191,10 +201,10 @@ def test_sm80_tile():
 def test_config_helpers():
     hot = sm90_config(8192, 8192, 8192, 1, dtype="float16", dtype_d="float16", b_layout="tn",
                       epilogue=BIAS_RELU)
-    assert hot == sm90()  # C1, 16-byte alignments
+    assert hot == sm90(swizzle=8)  # C1, 16-byte alignments, swizzle 8 (64 x 32 grid)
     small = sm90_config(128, 4096, 4096, 1, dtype="int8", dtype_d="int32", b_layout="tn",
                         epilogue=EpilogueSpec())
-    assert (small.tile, small.schedule, small.align_a, small.align_d) == ((64, 128, 128), "pingpong", 16, 4)
+    assert (small.tile, small.schedule, small.align_a, small.align_d) == ((64, 64, 128), "pingpong", 16, 4)
     assert sm90_supports(small)
     # TVM's (32,6)x(6,16) case: K = 6 -> A alignment 2, N = 16 -> B and D alignment 8
     odd = sm80_config(32, 16, 6, 1, dtype="float16", dtype_d="float16", b_layout="nn",
@@ -232,6 +242,11 @@ def test_sm90_unit_text():
         assert f"{cfg.prefix}_{fn}" in text
     assert '#include "byocc_internal.h"' in text and '#include "byocc_gemm.h"' in text
     assert emit_kernel(sm90()).text == text  # byte-deterministic
+    assert "max_swizzle_size" not in text  # CUTLASS's default swizzle
+    swizzled = emit_kernel(sm90(swizzle=8)).text
+    assert "  arguments.scheduler.max_swizzle_size = 8;" in swizzled
+    assert "cooperative, persistent tile scheduler, swizzle 8\n" in swizzled
+    assert sm90(swizzle=8).hash != cfg.hash
     assert text.endswith("}  // namespace byocc\n") and "\n\n\n" not in text
 
 

@@ -426,6 +426,20 @@ unsigned int grid_for(int64_t n, int threads) {
   return static_cast<unsigned int>(blocks < 1 ? 1 : blocks);
 }
 
+// Calls f(T{}) with T the unsigned integer type of `elem_bytes` bytes (1, 2, 4 or 8): the
+// byte-moving kernels only copy elements, so one instantiation per width serves every dtype.
+// Returns false (f not called) for any other width.
+template <typename F>
+bool with_word_type(int elem_bytes, F&& f) {
+  switch (elem_bytes) {
+    case 1: f(uint8_t{}); return true;
+    case 2: f(uint16_t{}); return true;
+    case 4: f(uint32_t{}); return true;
+    case 8: f(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 int cublaslt_matmul(const CublasLtMatmul& p, cudaStream_t stream) {
@@ -547,26 +561,12 @@ int cublaslt_permute(int device, const void* in, void* out, int elem_bytes, int 
   if (rc != BYOCC_OK) return rc;
   const int threads = 256;
   const unsigned int blocks = grid_for(numel, threads);
-  switch (elem_bytes) {
-    case 1:
-      permute_kernel<uint8_t><<<blocks, threads, 0, stream>>>(static_cast<const uint8_t*>(in),
-                                                              static_cast<uint8_t*>(out), params);
-      break;
-    case 2:
-      permute_kernel<uint16_t><<<blocks, threads, 0, stream>>>(static_cast<const uint16_t*>(in),
-                                                               static_cast<uint16_t*>(out), params);
-      break;
-    case 4:
-      permute_kernel<uint32_t><<<blocks, threads, 0, stream>>>(static_cast<const uint32_t*>(in),
-                                                               static_cast<uint32_t*>(out), params);
-      break;
-    case 8:
-      permute_kernel<uint64_t><<<blocks, threads, 0, stream>>>(static_cast<const uint64_t*>(in),
-                                                               static_cast<uint64_t*>(out), params);
-      break;
-    default:
-      return fail(BYOCC_E_INTERNAL, "permute: element size %d", elem_bytes);
-  }
+  const bool launched = with_word_type(elem_bytes, [&](auto word) {
+    using T = decltype(word);
+    permute_kernel<T><<<blocks, threads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                      params);
+  });
+  if (!launched) return fail(BYOCC_E_INTERNAL, "permute: element size %d", elem_bytes);
   return check_launch("permute kernel");
 }
 
@@ -578,26 +578,11 @@ int cublaslt_broadcast(int device, const void* value, void* out, int elem_bytes,
   if (rc != BYOCC_OK) return rc;
   const int threads = 256;
   const unsigned int blocks = grid_for(n, threads);
-  switch (elem_bytes) {
-    case 1:
-      broadcast_kernel<uint8_t><<<blocks, threads, 0, stream>>>(static_cast<const uint8_t*>(value),
-                                                                static_cast<uint8_t*>(out), n);
-      break;
-    case 2:
-      broadcast_kernel<uint16_t><<<blocks, threads, 0, stream>>>(static_cast<const uint16_t*>(value),
-                                                                 static_cast<uint16_t*>(out), n);
-      break;
-    case 4:
-      broadcast_kernel<uint32_t><<<blocks, threads, 0, stream>>>(static_cast<const uint32_t*>(value),
-                                                                 static_cast<uint32_t*>(out), n);
-      break;
-    case 8:
-      broadcast_kernel<uint64_t><<<blocks, threads, 0, stream>>>(static_cast<const uint64_t*>(value),
-                                                                 static_cast<uint64_t*>(out), n);
-      break;
-    default:
-      return fail(BYOCC_E_INTERNAL, "broadcast: element size %d", elem_bytes);
-  }
+  const bool launched = with_word_type(elem_bytes, [&](auto word) {
+    using T = decltype(word);
+    broadcast_kernel<T><<<blocks, threads, 0, stream>>>(static_cast<const T*>(value), static_cast<T*>(out), n);
+  });
+  if (!launched) return fail(BYOCC_E_INTERNAL, "broadcast: element size %d", elem_bytes);
   return check_launch("bias broadcast kernel");
 }
 

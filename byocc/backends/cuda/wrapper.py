@@ -125,6 +125,10 @@ class Wrapper:
     prelude: str  # declarations after the includes (kernel prototypes, helpers)
     step_code: Callable[[int, CompositeCall, WrapperContext], str]
     step_scratch: Callable[[int, CompositeCall, WrapperContext], str]  # C uint64 expr
+    compute_capabilities: tuple[int, ...] = (8, 9)
+    """Compute-capability majors the backend has kernels for (spec 6.5: 9.x takes the sm_90a
+    variants where their run-time checks pass, 8.x the sm_80 ones); on any other device the
+    function returns BYOCC_E_ARCH before its first step."""
 
 
 def emit_wrapper(w: Wrapper) -> str:
@@ -269,6 +273,12 @@ def emit_wrapper(w: Wrapper) -> str:
     out("    byocc::DeviceInfo dev;")
     out("    rc = byocc::device_info(device, &dev);")
     out("    if (rc != BYOCC_OK) return rc;")
+    majors = w.compute_capabilities
+    out(f"    if ({' && '.join(f'dev.major != {m}' for m in majors)}) {{")
+    out(f'      return byocc::fail(BYOCC_E_ARCH, "%s: no %s kernel for compute capability %d.%d '
+        f'({" and ".join(f"{m}.x" for m in majors)} only)", {c_string(p.symbol)}, {c_string(p.backend)}, '
+        "dev.major, dev.minor);")
+    out("    }")
     bodies = [w.step_code(i, call, ctx).rstrip("\n") for i, call in enumerate(p.calls)]
     for k, (name, const) in enumerate(p.constants):
         if k not in ctx.used_constants:

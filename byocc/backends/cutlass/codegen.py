@@ -355,7 +355,8 @@ def _ld_static(plan: GemmPlan) -> dict:
             "d": _static(plan.N)}
 
 
-def _config(plan: GemmPlan, arch: str, width: int, spec, fused: bool, tile, cluster, schedule, stages, stream_k):
+def _config(plan: GemmPlan, arch: str, width: int, spec, fused: bool, tile, cluster, schedule, stages, stream_k,
+            swizzle=1):
     kernels, _ = _kernels()
     step = plan.step
     a_dt, b_dt = step.lhs_sinfo.dtype, step.rhs_sinfo.dtype
@@ -372,7 +373,8 @@ def _config(plan: GemmPlan, arch: str, width: int, spec, fused: bool, tile, clus
             arch=arch, dtype_a=a_dt, dtype_b=b_dt, dtype_c=dtype_c, dtype_d=d_dt,
             accumulator=plan.acc_dtype, b_layout=_b_layout(plan),
             align_a=align_a, align_b=align_b, align_c=align_d if dtype_c else 0, align_d=align_d, tile=tile,
-            cluster=cluster, schedule=schedule, stages=stages, stream_k=stream_k, epilogue=ep)
+            cluster=cluster, schedule=schedule, stages=stages, stream_k=stream_k, swizzle=swizzle,
+            epilogue=ep)
     except ValueError:
         return None
     supported = kernels.sm90_supports(cfg) if arch == "sm90" else kernels.sm80_supports(cfg)
@@ -476,9 +478,9 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
         return []
 
     if want90:
-        tile, cluster, schedule, stream_k = tiles.select_sm90(*dims, a_dt)
+        tile, cluster, schedule, stream_k, swizzle = tiles.select_sm90(*dims, a_dt)
         out.extend(best("sm90", (16,), tile=tile, cluster=cluster, schedule=schedule, stages=None,
-                        stream_k=stream_k))
+                        stream_k=stream_k, swizzle=swizzle))
     if want80:
         lds = _ld_static(plan)
         same_dtypes = plan.step.lhs_sinfo.dtype == plan.step.rhs_sinfo.dtype
@@ -529,6 +531,8 @@ def _variant(tier: Tier, plan: GemmPlan) -> Variant:
         params["cluster"] = list(cfg.cluster)
         if cfg.stream_k:
             params["stream_k"] = True
+        if cfg.swizzle != 1:
+            params["swizzle"] = cfg.swizzle
     else:
         params["stages"] = cfg.stages
     params["epilogue"] = "fused" if tier.fused else "generic kernel"
@@ -609,10 +613,6 @@ def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
     L: list[str] = []
     out = L.append
     out(f"// {c_comment(st.describe())}; {c_comment(plan.case)} batch, B {plan.layout}")
-    out("if (dev.major != 8 && dev.major != 9) {")
-    out(f"  return byocc::fail(BYOCC_E_ARCH, \"%s: no kernel for compute capability %d.%d (sm_80 and sm_90 only)\", "
-        f"{c_string(ctx.program.symbol)}, dev.major, dev.minor);")
-    out("}")
     M = ctx.dim(plan.M)
     K = ctx.dim(plan.K)
     N = ctx.dim(plan.N)
@@ -922,10 +922,7 @@ def _function(symbol: str, func: Function, options: dict, constant_names: dict, 
         plan = plans[i]
         if isinstance(plan, GemmPlan):
             return gemm_step_code(plan, i, ctx)
-        arch = ("if (dev.major != 8 && dev.major != 9) {\n"
-                f"  return byocc::fail(BYOCC_E_ARCH, \"%s: no kernel for compute capability %d.%d "
-                f"(sm_80 and sm_90 only)\", {c_string(symbol)}, dev.major, dev.minor);\n}}\n")
-        return arch + elementwise_step_code(plan, call, ctx)
+        return elementwise_step_code(plan, call, ctx)
 
     def step_scratch(i: int, call: CompositeCall, ctx: WrapperContext) -> str:
         plan = plans[i]

@@ -1,6 +1,6 @@
 """Tile menus and the deterministic kernel choice for CUTLASS GEMMs (spec/backends.md 7.4, 7.7).
 
-* :func:`select_sm90`: byocc's H200 rule over the four sm_90a candidates C1..C4;
+* :func:`select_sm90`: byocc's H200 rule over the sm_90a candidates C1..C6;
 * :func:`sm80_tile`: the 2.x tile/stage menu (large, medium, fewer CTAs, tiny).
 
 Both are pure functions of the problem (M, N, K, L; ``None`` for a symbolic dim) and the input
@@ -18,13 +18,20 @@ H200_SM_COUNT = 132
 Schedule = Literal["cooperative", "pingpong"]
 Tile = tuple[int, int, int]
 
-#: spec 7.7 candidates for 16-bit inputs: name -> (tile, cluster, schedule).
+#: spec 7.7 candidates for 16-bit inputs: name -> (tile, cluster, schedule). C1..C4 are the
+#: spec's; C3 runs with a 2x1 cluster and C5, C6 are byocc's additions, all measured on the
+#: H200 (select_sm90 says where each wins and by how much).
 SM90_CANDIDATES: dict[str, tuple[Tile, Tile, Schedule]] = {
     "C1": ((128, 256, 64), (2, 1, 1), "cooperative"),
     "C2": ((128, 128, 64), (1, 2, 1), "cooperative"),
-    "C3": ((64, 128, 64), (1, 1, 1), "pingpong"),
+    "C3": ((64, 128, 64), (2, 1, 1), "pingpong"),
     "C4": ((64, 256, 64), (1, 1, 1), "pingpong"),
+    "C5": ((64, 64, 64), (2, 1, 1), "pingpong"),
+    "C6": ((128, 128, 64), (2, 1, 1), "pingpong"),
 }
+
+#: Tile-scheduler swizzle sizes an sm_90a unit may set (CUTLASS's max_swizzle_size).
+SM90_SWIZZLES = (1, 2, 4, 8)
 
 #: 2.x menu for 16-bit inputs (warp tile 64x64x32): name -> (tile, stages).
 SM80_MENU: dict[str, tuple[Tile, int]] = {
@@ -61,37 +68,71 @@ def _wave_efficiency(tiles: int, sm_count: int) -> float:
     return tiles / (ceil(tiles / sm_count) * sm_count)
 
 
+def _grid(m: int, n: int, tile: Tile) -> tuple[int, int]:
+    return ceil(m / tile[0]), ceil(n / tile[1])
+
+
+def _fills_waves(m: int, n: int, l: int, tile: Tile) -> bool:
+    tiles = _tiles(m, n, l, tile)
+    return tiles >= H200_SM_COUNT and _wave_efficiency(tiles, H200_SM_COUNT) >= 0.75
+
+
 def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
-                dtype: str) -> tuple[Tile, Tile, Schedule, bool]:
-    """``(tile, cluster, schedule, stream_k)`` for an sm_90a GEMM: spec 7.7's H200 rule with
-    the wave-starved branch re-chosen from measurements.
+                dtype: str) -> tuple[Tile, Tile, Schedule, bool, int]:
+    """``(tile, cluster, schedule, stream_k, swizzle)`` for an sm_90a GEMM: spec 7.7's H200
+    rule with the branches re-chosen from measurements.
 
-    Steps: (1) a symbolic dim takes C2 without stream-K; (2) the first of C1, C2 with at least
-    132 tiles and wave efficiency >= 0.75; (3) otherwise C3 (64x128x64 ping-pong); (4) only
-    when even C3 has fewer than 16 tiles and K >= 4096, C2 with the stream-K scheduler.
+    Steps: (1) a symbolic dim takes C2 without stream-K; (2) K <= 1024: C6 (128x128 ping-pong,
+    2x1 cluster) when it fills waves (>= 132 tiles, wave efficiency >= 0.75); (3) the first of
+    C1, C2 that fills waves; (4) when even C3 (64x128 ping-pong) has fewer than 16 tiles and
+    K >= 4096, C2 with the stream-K scheduler; (5) C3 when it has at least 0.75 x 132 tiles,
+    (6) else C5 (64x64 ping-pong). The swizzle is 8 when the chosen grid has at least 32
+    tiles along both M and N, else 1 (CUTLASS's default).
 
-    Why (bench/gpu/sched_sweep.py on the H200, f16 TN bias+ReLU, TFLOP/s): the spec's
-    "C2 + stream-K when tiles < 66 and K >= 2048" ran 128x4096x4096 at 194 (split-K 2: 208,
-    128x64 tiles + split-K 2: 277) where C3 ran 305 (cuBLASLt 279-293); 64x4096x4096 86 vs
-    C3 136; 256x4096x4096 366 vs C3 566; 1000x1024x520 C2 126, C3 126. Step 4 is kept for
-    problems too small for any wave (unmeasured). CUTLASS's ping-pong kernel rejects the
-    stream-K scheduler, so stream-K applies to cooperative C2 only. The k-tile follows
-    :func:`scale_k`. Cost O(1).
+    Why (f16 TN bias+ReLU on the H200, TFLOP/s, bench/gpu/tile_probe.py: "burst" after idle /
+    "sustained" over the last second of 1-3 s; bench/gpu/NOTES.md has the full table):
+
+    * (2) 16384x3072x1024: C6 716 / 613 against C1's 682 / 578: with 16 k-tiles per output
+      tile the epilogue is a large share of a tile's time, and ping-pong overlaps one warp
+      group's epilogue with the other's mainloop. At K = 3072 (16384x1024x3072) C1 wins
+      (734 vs 713), and at 4096^3 (745 vs 700).
+    * (3) C1 beat 256x128 and the other clusters at 4096^3, 8192^3 and 16384x1024x3072
+      (within 1-2 %, except 1x1 and 1x2 clusters at 8192^3: -5 %, -3 %).
+    * (4) is spec 7.7's stream-K branch, kept for problems too small for any wave
+      (unmeasured); CUTLASS's ping-pong kernel rejects the stream-K scheduler.
+    * (5), (6) the wave-starved shapes. 2x1 clusters multicast each B tile to the two CTAs
+      above each other, halving the weight's L2 reads, which dominate when M is small:
+      1000x1024x520 (128 C3 tiles): C3 2x1 168, 1x1 147, 1x2 167, C5 150 (relu(addmm) 157);
+      128x4096x4096 (64 C3 tiles): C5 434 (128 tiles, one wave), C3 2x1 319, 1x1 330, 1x2
+      245, 128x64 split-K 2 300 (relu(addmm) 290). cuBLAS itself picks 64x64 with a 2x1
+      cluster there.
+    * swizzle: at 8192^3 the card runs at its 700 W cap (SM clock 1330-1415 MHz under load,
+      'sw_power_cap'); swizzle 8 makes each wave of CTAs a compact block of the grid, so
+      fewer operand panels come from DRAM: 771 / 647 against 745 / 616, at a 90 MHz higher
+      clock. With a short grid side it loses (16384x3072x1024, 12 N tiles: 509 vs 682),
+      hence both sides >= 32.
+
+    The k-tile follows :func:`scale_k`. Cost O(1).
     """
     dtype_bits(dtype)
     if m is None or n is None or k is None or l is None:
         tile, cluster, schedule = SM90_CANDIDATES["C2"]
-        return scale_k(tile, dtype), cluster, schedule, False
-    for name in ("C1", "C2"):
-        tile, cluster, schedule = SM90_CANDIDATES[name]
-        tiles = _tiles(m, n, l, tile)
-        if tiles >= H200_SM_COUNT and _wave_efficiency(tiles, H200_SM_COUNT) >= 0.75:
-            return scale_k(tile, dtype), cluster, schedule, False
-    tile, cluster, schedule = SM90_CANDIDATES["C3"]
-    if _tiles(m, n, l, tile) < 16 and k >= 4096:
-        tile, cluster, schedule = SM90_CANDIDATES["C2"]
-        return scale_k(tile, dtype), cluster, schedule, True
-    return scale_k(tile, dtype), cluster, schedule, False
+        return scale_k(tile, dtype), cluster, schedule, False, 1
+    names = (("C6",) if k <= 1024 else ()) + ("C1", "C2")
+    chosen = next((name for name in names if _fills_waves(m, n, l, SM90_CANDIDATES[name][0])), None)
+    stream_k = False
+    if chosen is None:
+        c3_tiles = _tiles(m, n, l, SM90_CANDIDATES["C3"][0])
+        if c3_tiles < 16 and k >= 4096:
+            chosen, stream_k = "C2", True
+        elif c3_tiles >= 0.75 * H200_SM_COUNT:
+            chosen = "C3"
+        else:
+            chosen = "C5"
+    tile, cluster, schedule = SM90_CANDIDATES[chosen]
+    grid_m, grid_n = _grid(m, n, tile)
+    swizzle = 8 if min(grid_m, grid_n) >= 32 and not stream_k else 1
+    return scale_k(tile, dtype), cluster, schedule, stream_k, swizzle
 
 
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
@@ -119,6 +160,6 @@ def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
 
 
 __all__ = [
-    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "dtype_bits", "scale_k", "select_sm90",
+    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_sm90",
     "sm80_tile",
 ]
