@@ -6,7 +6,8 @@ the wheel as package data of ``byocc.grammars``, where ``byocc.text`` loads it w
 discovered ones, hence this file.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_packages
+from setuptools import setup
 
 setup(
     packages=find_packages(include=["byocc", "byocc.*"]) + ["byocc.grammars"],

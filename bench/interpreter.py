@@ -26,7 +26,8 @@ MODELS = ["samples/small_cnn.onnx", "samples/small_encoder.onnx"]
 
 def inputs_for(model, batch: int, seed: int = 0) -> dict:
     import numpy as np
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
+    from onnx import helper
 
     rng = np.random.default_rng(seed)
     feeds = {}

@@ -16,10 +16,12 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _timing import best_of, growth_exponent  # noqa: E402
+from _timing import best_of  # noqa: E402
+from _timing import growth_exponent  # noqa: E402
 from genmodel import make_module_text  # noqa: E402
 
-from byocc.text import parse_module, print_module  # noqa: E402
+from byocc.text import parse_module  # noqa: E402
+from byocc.text import print_module  # noqa: E402
 
 
 def main() -> int:

@@ -63,7 +63,8 @@ def make_text(layers: int) -> str:
 
 def run_byocc(text: str) -> tuple[float, str]:
     from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
-    from byocc.text import parse_module, print_module
+    from byocc.text import parse_module
+    from byocc.text import print_module
 
     t0 = time.perf_counter()
     mod = parse_module(text, "<bench>")

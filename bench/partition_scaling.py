@@ -25,14 +25,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _timing import growth_exponent  # noqa: E402
-from genmodel import GENERATORS, make_module_text  # noqa: E402
+from genmodel import GENERATORS  # noqa: E402
+from genmodel import make_module_text  # noqa: E402
 
 
 def run_byocc(text: str, path: str) -> tuple[float, dict]:
     """Wall seconds of parse + partition + print, and the steps' seconds (``cpu``: the
     process's CPU seconds for the whole, steadier than wall time on a shared machine)."""
     from byocc.backends import get_patterns_with_prefix
-    from byocc.text import parse_module, print_module
+    from byocc.text import parse_module
+    from byocc.text import print_module
     from byocc.transform import partition
 
     steps = {}

@@ -22,30 +22,29 @@ every integer toward its lower bound, so a "no" is the lower bound of each yes/n
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 
 import numpy as np
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    FuncStructInfo,
-    Function,
-    GlobalVar,
-    IRModule,
-    SeqExpr,
-    ShapeExpr,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-)
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ops import make_call
 
 

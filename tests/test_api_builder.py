@@ -14,16 +14,12 @@ import numpy as np
 import pytest
 
 from byocc import relax
-from byocc.ir import (
-    DataflowBlock,
-    DataflowVar,
-    InputError,
-    TypeInferenceError,
-    Var,
-)
-from byocc.ir import (
-    TensorStructInfo as IRTensor,
-)
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import InputError
+from byocc.ir import TensorStructInfo as IRTensor
+from byocc.ir import TypeInferenceError
+from byocc.ir import Var
 
 DATA = Path(__file__).parent / "data" / "api"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from byocc import relax
-from byocc.ops import REQUIRED, all_op_defs
+from byocc.ops import REQUIRED
+from byocc.ops import all_op_defs
 from byocc.relax.op._generate import sub_namespaces
 
 DATA = Path(__file__).parent / "data" / "api"

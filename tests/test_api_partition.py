@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from byocc import relax
-from byocc.relax.dpl.pattern import is_op, make_fused_bias_activation_pattern, wildcard
+from byocc.relax.dpl.pattern import is_op
+from byocc.relax.dpl.pattern import make_fused_bias_activation_pattern
+from byocc.relax.dpl.pattern import wildcard
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 

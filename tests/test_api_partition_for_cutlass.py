@@ -10,9 +10,11 @@ import pytest
 from byocc import relax
 from byocc.backends import get_patterns_with_prefix
 from byocc.ir import IRModule
-from byocc.relax.backend.cuda.cutlass import annotate_workspace, partition_for_cutlass
+from byocc.relax.backend.cuda.cutlass import annotate_workspace
+from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
 from byocc.script import from_source
-from byocc.transform import AllocateWorkspace, FuseOpsByPattern
+from byocc.transform import AllocateWorkspace
+from byocc.transform import FuseOpsByPattern
 
 DATA = Path(__file__).parent / "data" / "partition_for_cutlass"
 CASES = sorted(p.stem for p in DATA.glob("*.relax"))

@@ -13,7 +13,9 @@ from typing import TypeVar
 import pytest
 
 from byocc import relax
-from byocc.ir import Function, InputError, IRModule
+from byocc.ir import Function
+from byocc.ir import InputError
+from byocc.ir import IRModule
 from byocc.relax.backend import get_patterns_with_prefix
 from byocc.relax.backend.cuda.cublas import partition_for_cublas
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass

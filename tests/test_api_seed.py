@@ -112,7 +112,8 @@ def test_seed_script_differs_from_tvm_only_in_imports():
 def test_run_codegen_on_the_merged_seed_gives_e5():
     """E5: RunCodegen with a stand-in cutlass codegen that returns no runtime module."""
     from byocc import relax
-    from byocc.relax.dpl.pattern import is_op, wildcard
+    from byocc.relax.dpl.pattern import is_op
+    from byocc.relax.dpl.pattern import wildcard
 
     namespace: dict = {}
     code = SAMPLE.read_text(encoding="utf-8").replace(".show()", ".script()")

@@ -72,7 +72,8 @@ def test_step1_computes_what_the_input_computes(case):
     interpreter's R.nn.attention against the hand-written chain it replaces)."""
     import numpy as np
 
-    from byocc.runtime import Interpreter, random_arguments
+    from byocc.runtime import Interpreter
+    from byocc.runtime import random_arguments
 
     original = _load(case)
     rewritten = _step1(original, not case.endswith("_nomqa"))

@@ -12,7 +12,8 @@ import pytest
 from byocc.backends.cutlass.rewrites import rewrite_attention
 from byocc.ir.well_formed import well_formed
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
-from byocc.runtime import Interpreter, random_arguments
+from byocc.runtime import Interpreter
+from byocc.runtime import random_arguments
 from byocc.script import from_source
 
 DATA = Path(__file__).parent / "data" / "attention_rewrite_defects"
@@ -46,8 +47,10 @@ def test_repeat_on_the_sequence_axis_is_dropped_as_tvm_does():
     (2, 2, 2, 2, True), (-2, 2, 4, 4, True), (1, 1, 2, 2, True), (-3, 1, 3, 3, True),
     (1, 1, 2, 3, False), (1, 2, 2, 2, False), (3, 3, 2, 2, False), (0, 0, 2, 2, False)])
 def test_which_repeats_the_multi_query_rewrite_may_drop(k_axis, v_axis, k_rep, v_rep, ok):
-    from byocc.backends.cutlass.rewrites import _check_repeats, _Reject
-    from byocc.ir import TensorStructInfo, Var
+    from byocc.backends.cutlass.rewrites import _check_repeats
+    from byocc.backends.cutlass.rewrites import _Reject
+    from byocc.ir import TensorStructInfo
+    from byocc.ir import Var
     from byocc.ops.registry import make_call
 
     x = Var("x", TensorStructInfo((2, 16, 4, 32), "float16"))

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from byocc.backends.cutlass.rewrites import rewrite_attention
-from byocc.ir import ByoccError, Function
+from byocc.ir import ByoccError
+from byocc.ir import Function
 from byocc.ir.well_formed import well_formed
-from byocc.runtime import Interpreter, random_arguments
+from byocc.runtime import Interpreter
+from byocc.runtime import random_arguments
 from byocc.script import from_source
 from byocc.transform import map_functions
 

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.backends import get_patterns_with_prefix, is_shape_valid_for_cutlass_matmul
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import is_shape_valid_for_cutlass_matmul
 from byocc.backends.utils import has_leaking_intermediate_variables
-from byocc.dpl import make_check_context, match_expr
-from byocc.ir import (
-    Attrs,
-    Call,
-    Constant,
-    DataflowVar,
-    GlobalVar,
-    Op,
-    PatternError,
-    PrimValue,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    tensor,
-)
+from byocc.dpl import make_check_context
+from byocc.dpl import match_expr
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import PatternError
+from byocc.ir import PrimValue
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import tensor
 
 
 class Graph:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import SHARED_MISSING, params_or_skip, shared_glob
+from conftest import SHARED_MISSING
+from conftest import params_or_skip
+from conftest import shared_glob
 
-from byocc.backends import backend_of, load_pattern_file, pattern_file_namespace
-from byocc.dpl import CallPattern, FusionPattern
+from byocc.backends import backend_of
+from byocc.backends import load_pattern_file
+from byocc.backends import pattern_file_namespace
+from byocc.dpl import CallPattern
+from byocc.dpl import FusionPattern
 from byocc.ir import PatternError
 
 CORPUS_FILES = [str(p) for p in shared_glob("conformance/cases/*/patterns.py")]
@@ -128,7 +133,10 @@ def test_tvm_style_table_file(tmp_path):
 
 
 def test_check_result_is_a_bool_with_a_reason():
-    from byocc.dpl import ACCEPT, CheckResult, check_reason, fail
+    from byocc.dpl import ACCEPT
+    from byocc.dpl import CheckResult
+    from byocc.dpl import check_reason
+    from byocc.dpl import fail
 
     bad = fail("lhs dtype bfloat16 not in {float16, float32, int8, uint8}")
     assert not bad and bad == False and bad.reason.startswith("lhs dtype")  # noqa: E712

@@ -10,28 +10,32 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from byocc.backends import (
-    PREFERRED,
-    Backend,
-    backend_steps,
-    get_backend,
-    get_patterns_with_prefix,
-    lazy,
-    partition_for_backend,
-    prepare_passes,
-    register_backend,
-    registered_backends,
-    unregister_backend,
-)
+from byocc.backends import PREFERRED
+from byocc.backends import Backend
+from byocc.backends import backend_steps
+from byocc.backends import get_backend
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import lazy
+from byocc.backends import partition_for_backend
+from byocc.backends import prepare_passes
+from byocc.backends import register_backend
+from byocc.backends import registered_backends
+from byocc.backends import unregister_backend
 from byocc.backends.cutlass.codegen import codegen
 from byocc.backends.cutlass.rewrites import rewrite_attention
 from byocc.backends.cutlass.workspace import annotate_workspace
 from byocc.cli import cli
-from byocc.dpl import is_op, wildcard
-from byocc.ir import Function, InputError
+from byocc.dpl import is_op
+from byocc.dpl import wildcard
+from byocc.ir import Function
+from byocc.ir import InputError
 from byocc.ops.registry import make_call
-from byocc.text import parse_module, print_module
-from byocc.transform import AllocateWorkspace, registered_codegens, rewrite_call, stub_codegen
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import AllocateWorkspace
+from byocc.transform import registered_codegens
+from byocc.transform import rewrite_call
+from byocc.transform import stub_codegen
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from byocc.backends import (
-    FusionPattern,
-    get_pattern,
-    get_patterns_with_prefix,
-    make_matmul_pattern,
-    register_patterns,
-    remove_patterns,
-)
-from byocc.backends.cutlass.checks import check_conv2d, check_matmul
+from byocc.backends import FusionPattern
+from byocc.backends import get_pattern
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import make_matmul_pattern
+from byocc.backends import register_patterns
+from byocc.backends import remove_patterns
+from byocc.backends.cutlass.checks import check_conv2d
+from byocc.backends.cutlass.checks import check_matmul
 
 CUTLASS_ORDER = (
     ["rms_norm", "layer_norm", "attention_var_len"]

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 from test_build_files import install_fake_nvcc
 
-from byocc.backends.build_files import build_files, find_ninja
+from byocc.backends.build_files import build_files
+from byocc.backends.build_files import find_ninja
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
 from byocc.cli import cli

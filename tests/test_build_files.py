@@ -12,20 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from byocc.backends.build_files import (
-    NO_ARCH_MACRO,
-    NVCC_ARCH_FLAGS,
-    NVCC_COMMON_FLAGS,
-    Toolchain,
-    build_files,
-    build_ninja,
-    config_ninja,
-    find_cutlass,
-    units_of,
-)
+from byocc.backends.build_files import NO_ARCH_MACRO
+from byocc.backends.build_files import NVCC_ARCH_FLAGS
+from byocc.backends.build_files import NVCC_COMMON_FLAGS
+from byocc.backends.build_files import Toolchain
+from byocc.backends.build_files import build_files
+from byocc.backends.build_files import build_ninja
+from byocc.backends.build_files import config_ninja
+from byocc.backends.build_files import find_cutlass
+from byocc.backends.build_files import units_of
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
-from byocc.backends.cuda.cuda_paths import CublasLtPaths, find_optional_nvcc
+from byocc.backends.cuda.cuda_paths import CublasLtPaths
+from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 from byocc.runtime import objcache
 from byocc.runtime.build import parse_ninja
 

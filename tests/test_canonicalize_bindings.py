@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 from byocc.transform.canonicalize_bindings import CanonicalizeBindings
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"

@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import run_cli as run
 
-from byocc.cli.diagnostics import format_error, remember_source
-from byocc.ir import MultipleErrors, ParseError, PassError, Span, WellFormedError
+from byocc.cli.diagnostics import format_error
+from byocc.cli.diagnostics import remember_source
+from byocc.ir import MultipleErrors
+from byocc.ir import ParseError
+from byocc.ir import PassError
+from byocc.ir import Span
+from byocc.ir import WellFormedError
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "samples" / "seed.relax"

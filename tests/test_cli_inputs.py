@@ -67,8 +67,11 @@ def test_every_op_accepts_an_operand_of_unknown_type():
     sys.path.insert(0, str(Path(__file__).parent))
     from test_ops_registry import SAMPLES as OP_SAMPLES
 
-    from byocc.ir import TensorStructInfo, Tuple, Var
-    from byocc.ops import lookup_printed, make_call
+    from byocc.ir import TensorStructInfo
+    from byocc.ir import Tuple
+    from byocc.ir import Var
+    from byocc.ops import lookup_printed
+    from byocc.ops import make_call
 
     def unknown(arg):
         if isinstance(arg, Var) and isinstance(arg.struct_info, TensorStructInfo):
@@ -266,7 +269,8 @@ def _vi(name, elem, shape):
 
 def test_models_at_the_installed_onnx_opset_import(tmp_path):
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
+    from onnx import helper
 
     from byocc.frontend.onnx import MAX_OPSET
 
@@ -282,7 +286,8 @@ def test_models_at_the_installed_onnx_opset_import(tmp_path):
 
 
 def test_an_operator_changed_after_the_reviewed_versions_is_named(tmp_path, monkeypatch):
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
+    from onnx import helper
 
     import byocc.frontend.onnx as importer
 
@@ -295,7 +300,9 @@ def test_an_operator_changed_after_the_reviewed_versions_is_named(tmp_path, monk
 
 
 def test_string_tensors_are_refused_at_import_with_their_name(tmp_path):
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto
+    from onnx import helper
+    from onnx import numpy_helper
 
     x, y = _vi("x", TensorProto.FLOAT, [2]), _vi("y", TensorProto.FLOAT, [2])
     strings = numpy_helper.from_array(np.array([b"a", b"bc"], dtype=object), name="labels")

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 from conftest import run_cli as run
 
-from byocc.cli import cli, output
+from byocc.cli import cli
+from byocc.cli import output
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SEED = SAMPLES / "seed.relax"

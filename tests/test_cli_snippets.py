@@ -8,7 +8,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from byocc.cli import cli
-from byocc.cli.diagnostics import SNIPPET_WIDTH, escape_controls, snippet
+from byocc.cli.diagnostics import SNIPPET_WIDTH
+from byocc.cli.diagnostics import escape_controls
+from byocc.cli.diagnostics import snippet
 
 SEED = Path(__file__).resolve().parents[1] / "samples" / "seed.relax"
 

@@ -12,12 +12,23 @@ from pathlib import Path
 import pytest
 
 from byocc.backends import get_patterns_with_prefix
-from byocc.backends.codegen import CodegenError, EntryPoint, GeneratedModule, SourceFile, TensorSpec
+from byocc.backends.codegen import CodegenError
+from byocc.backends.codegen import EntryPoint
+from byocc.backends.codegen import GeneratedModule
+from byocc.backends.codegen import SourceFile
+from byocc.backends.codegen import TensorSpec
 from byocc.backends.cuda import common_sources
-from byocc.backends.cuda.cxx import c_comment, c_identifier, c_string, is_c_identifier
-from byocc.backends.cuda.wrapper import Wrapper, emit_wrapper
-from byocc.backends.manifest import build_manifest, dumps, load_manifest
-from byocc.backends.program import gemm_step, offloaded_program
+from byocc.backends.cuda.cxx import c_comment
+from byocc.backends.cuda.cxx import c_identifier
+from byocc.backends.cuda.cxx import c_string
+from byocc.backends.cuda.cxx import is_c_identifier
+from byocc.backends.cuda.wrapper import Wrapper
+from byocc.backends.cuda.wrapper import emit_wrapper
+from byocc.backends.manifest import build_manifest
+from byocc.backends.manifest import dumps
+from byocc.backends.manifest import load_manifest
+from byocc.backends.program import gemm_step
+from byocc.backends.program import offloaded_program
 from byocc.ir import InputError
 from byocc.text import parse_module
 from byocc.transform import partition

@@ -8,25 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    If,
-    IRModule,
-    Op,
-    SeqExpr,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.script import from_source
-from byocc.transform.eliminate_common_subexpr import (
-    EliminateCommonSubexpr,
-    eliminate_common_subexpr,
-)
+from byocc.transform.eliminate_common_subexpr import EliminateCommonSubexpr
+from byocc.transform.eliminate_common_subexpr import eliminate_common_subexpr
 from byocc.transform.pass_manager import Pass
 
 DATA = Path(__file__).parent / "data" / "cse"

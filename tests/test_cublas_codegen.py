@@ -18,16 +18,19 @@ import pytest
 
 import byocc.text
 import byocc.transform
-from byocc.backends import get_patterns_with_prefix, make_matmul_pattern
-from byocc.backends.codegen import CodegenError, GeneratedModule
-from byocc.backends.cublas.codegen import codegen, generate_function, parse_options
-from byocc.backends.cublas.runtime import RUNTIME, WORKSPACE_BYTES
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import make_matmul_pattern
+from byocc.backends.codegen import CodegenError
+from byocc.backends.codegen import GeneratedModule
+from byocc.backends.cublas.codegen import codegen
+from byocc.backends.cublas.codegen import generate_function
+from byocc.backends.cublas.codegen import parse_options
+from byocc.backends.cublas.runtime import RUNTIME
+from byocc.backends.cublas.runtime import WORKSPACE_BYTES
 from byocc.backends.cuda import common_sources
-from byocc.backends.cuda.cuda_paths import (
-    find_optional_cublaslt,
-    find_optional_cuda_include,
-    find_optional_nvcc,
-)
+from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
+from byocc.backends.cuda.cuda_paths import find_optional_cuda_include
+from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 
 REPO = Path(__file__).resolve().parent.parent
 MIB32 = 32 << 20
@@ -710,7 +713,8 @@ def _inputs(case: str, dims: dict, rng):
     if kw.get("act") == "relu":
         ref = np.maximum(ref, 0)
     elif kw.get("act") == "gelu":
-        from math import erf, sqrt
+        from math import erf
+        from math import sqrt
 
         ref = np.vectorize(lambda v: 0.5 * v * (1 + erf(v / sqrt(2))))(ref)
     return (_storage(x, dtype), _storage(w, dtype), None if bias is None else _storage(bias, out_dtype), ref,

@@ -14,7 +14,8 @@ from byocc.backends import get_patterns_with_prefix
 from byocc.backends.codegen import CodegenError
 from byocc.backends.cuda.common import common_sources
 from byocc.backends.cutlass.codegen import codegen
-from byocc.text import parse_module, read_file
+from byocc.text import parse_module
+from byocc.text import read_file
 from byocc.transform import partition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -416,7 +417,8 @@ def _fake_cutlass_unit(cfg) -> str:
 def _configs(funcs):
     """Every CUTLASS kernel configuration the codegen compiles for ``funcs``."""
     from byocc.backends.cutlass.codegen import plan_gemm
-    from byocc.backends.program import gemm_step, offloaded_program
+    from byocc.backends.program import gemm_step
+    from byocc.backends.program import offloaded_program
 
     cfgs = {}
     for sym, func in funcs:
@@ -481,7 +483,8 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
     import numpy as np
 
     from byocc.backends.cuda.common import RUNTIME_SOURCE
-    from byocc.backends.cuda.generic import GENERIC_DTYPES, header_source
+    from byocc.backends.cuda.generic import GENERIC_DTYPES
+    from byocc.backends.cuda.generic import header_source
     from byocc.runtime import Interpreter
 
     rng = np.random.default_rng(1)

@@ -13,21 +13,20 @@ from pathlib import Path
 import pytest
 
 from byocc.backends.codegen import CodegenError
-from byocc.backends.cutlass.kernels import (
-    NVCC_ARCH_FLAGS,
-    NVCC_COMMON_FLAGS,
-    EpilogueSpec,
-    GemmKernelConfig,
-    cutlass_include_dirs,
-    cutlass_version,
-    emit_kernel,
-    kernel_declarations,
-    sm80_config,
-    sm80_supports,
-    sm90_config,
-    sm90_supports,
-)
-from byocc.backends.cutlass.tiles import select_sm90, sm80_tile
+from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
+from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+from byocc.backends.cutlass.kernels import EpilogueSpec
+from byocc.backends.cutlass.kernels import GemmKernelConfig
+from byocc.backends.cutlass.kernels import cutlass_include_dirs
+from byocc.backends.cutlass.kernels import cutlass_version
+from byocc.backends.cutlass.kernels import emit_kernel
+from byocc.backends.cutlass.kernels import kernel_declarations
+from byocc.backends.cutlass.kernels import sm80_config
+from byocc.backends.cutlass.kernels import sm80_supports
+from byocc.backends.cutlass.kernels import sm90_config
+from byocc.backends.cutlass.kernels import sm90_supports
+from byocc.backends.cutlass.tiles import select_sm90
+from byocc.backends.cutlass.tiles import sm80_tile
 
 BIAS_RELU = EpilogueSpec(bias="per_column", act="relu")
 

@@ -6,26 +6,22 @@ import time
 
 import pytest
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    PassError,
-    SeqExpr,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.ir.well_formed import well_formed
-from byocc.transform.dead_code_elimination import (
-    DeadCodeElimination,
-    dead_code_elimination,
-)
+from byocc.transform.dead_code_elimination import DeadCodeElimination
+from byocc.transform.dead_code_elimination import dead_code_elimination
 
 T4 = tensor((4, 4), "float32")
 

@@ -5,46 +5,42 @@ from __future__ import annotations
 import pytest
 
 from byocc import dpl
-from byocc.dpl import (
-    ExternFuncPattern,
-    TuplePattern,
-    explain_no_match,
-    has_attr,
-    has_dtype,
-    is_const,
-    is_dfv,
-    is_expr,
-    is_gv,
-    is_op,
-    is_shape,
-    is_tuple,
-    is_tuple_get_item,
-    is_var,
-    make_fused_bias_activation_pattern,
-    match_expr,
-    match_with_trace,
-    pattern_root_ops,
-    reject,
-    wildcard,
-)
-from byocc.ir import (
-    Attrs,
-    Call,
-    Constant,
-    DataflowVar,
-    ExternFunc,
-    GlobalVar,
-    Op,
-    PatternError,
-    SeqExpr,
-    ShapeExpr,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    tensor,
-)
+from byocc.dpl import ExternFuncPattern
+from byocc.dpl import TuplePattern
+from byocc.dpl import explain_no_match
+from byocc.dpl import has_attr
+from byocc.dpl import has_dtype
+from byocc.dpl import is_const
+from byocc.dpl import is_dfv
+from byocc.dpl import is_expr
+from byocc.dpl import is_gv
+from byocc.dpl import is_op
+from byocc.dpl import is_shape
+from byocc.dpl import is_tuple
+from byocc.dpl import is_tuple_get_item
+from byocc.dpl import is_var
+from byocc.dpl import make_fused_bias_activation_pattern
+from byocc.dpl import match_expr
+from byocc.dpl import match_with_trace
+from byocc.dpl import pattern_root_ops
+from byocc.dpl import reject
+from byocc.dpl import wildcard
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import PatternError
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import tensor
 
 
 def op(name: str) -> Op:

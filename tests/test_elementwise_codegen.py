@@ -13,8 +13,10 @@ from byocc.backends import load_pattern_file
 from byocc.backends.codegen import CodegenError
 from byocc.backends.cuda.common import common_sources
 from byocc.backends.cutlass.codegen import codegen
-from byocc.dpl import is_op, wildcard
-from byocc.text import parse_module, read_file
+from byocc.dpl import is_op
+from byocc.dpl import wildcard
+from byocc.text import parse_module
+from byocc.text import read_file
 from byocc.transform import partition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +278,8 @@ def test_elementwise_ops_match_the_numpy_interpreter_on_the_host(tmp_path):
     are __host__ __device__), against byocc's numpy interpreter on the same inputs."""
     import numpy as np
 
-    from byocc.backends.cuda.generic import GENERIC_DTYPES, header_source
+    from byocc.backends.cuda.generic import GENERIC_DTYPES
+    from byocc.backends.cuda.generic import header_source
     from byocc.ops.reference import dtype_name
     from byocc.runtime import Interpreter
 

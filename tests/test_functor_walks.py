@@ -10,17 +10,16 @@ import sys
 import numpy as np
 
 from byocc.cli.summary import summarize
-from byocc.dpl import is_op, wildcard
-from byocc.ir import (
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    IRModule,
-    SeqExpr,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.dpl import is_op
+from byocc.dpl import wildcard
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.ops import make_call
 from byocc.runtime import run_module
 from byocc.transform import FuseOpsByPattern

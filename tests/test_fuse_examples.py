@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from byocc.backends import load_pattern_file
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 from byocc.transform.fuse_ops_by_pattern import FuseOpsByPattern
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.ir import NameSupply, PassError
-from byocc.text import parse_module, print_module
+from byocc.ir import NameSupply
+from byocc.ir import PassError
+from byocc.text import parse_module
+from byocc.text import print_module
 from byocc.transform.function_table import FunctionTable
-from byocc.transform.materialize import (
-    find_group_cycle,
-    fused_name_hint,
-    materialize_groups,
-)
+from byocc.transform.materialize import find_group_cycle
+from byocc.transform.materialize import fused_name_hint
+from byocc.transform.materialize import materialize_groups
 
 T = 'R.Tensor((4, 4), dtype="float32")'
 SRC = f"""# from tvm.script import ir as I

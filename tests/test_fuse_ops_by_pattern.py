@@ -8,10 +8,14 @@ import time
 
 import pytest
 
-from byocc.dpl import is_op, wildcard
-from byocc.ir import PassError, PatternError
-from byocc.text import parse_module, print_module
-from byocc.transform import FuseOpsByPattern, pattern_partition
+from byocc.dpl import is_op
+from byocc.dpl import wildcard
+from byocc.ir import PassError
+from byocc.ir import PatternError
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import FuseOpsByPattern
+from byocc.transform import pattern_partition
 
 T = 'R.Tensor((4, 4), dtype="float32")'
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"

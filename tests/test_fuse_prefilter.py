@@ -9,14 +9,22 @@ from pathlib import Path
 
 import pytest
 from conftest import shared_glob
-from randgraph import RandomChooser, random_partition_module
+from randgraph import RandomChooser
+from randgraph import random_partition_module
 
-from byocc.backends import get_patterns_with_prefix, load_pattern_file
-from byocc.dpl import is_op, match_expr, wildcard
-from byocc.ir import Call, Function, TensorStructInfo, Var
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import load_pattern_file
+from byocc.dpl import is_op
+from byocc.dpl import match_expr
+from byocc.dpl import wildcard
+from byocc.ir import Call
+from byocc.ir import Function
+from byocc.ir import TensorStructInfo
+from byocc.ir import Var
 from byocc.ops import make_call
 from byocc.text import parse_module
-from byocc.transform.pattern_partition import FunctionIndex, deep_prefilter
+from byocc.transform.pattern_partition import FunctionIndex
+from byocc.transform.pattern_partition import deep_prefilter
 
 DATA = Path(__file__).parent / "data"
 

@@ -209,7 +209,8 @@ def test_verify_a_layer_norm_on_a_non_last_axis(tmp_path, axis, length):
 def test_verify_corpus_cases_that_failed(case):
     """The corpus runs that `verify` failed on: every partition run of these cases."""
     sys.path.insert(0, str(ROOT / "tools"))
-    from verify_corpus import partition_runs, verify_one
+    from verify_corpus import partition_runs
+    from verify_corpus import verify_one
 
     runs = partition_runs([CORPUS / case])
     assert runs

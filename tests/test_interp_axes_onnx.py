@@ -13,8 +13,13 @@ import itertools
 import numpy as np
 import pytest
 
-from byocc.ir import TensorStructInfo, Tuple, TupleStructInfo, Var, tensor
-from byocc.ops import get_op_def, make_call
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import tensor
+from byocc.ops import get_op_def
+from byocc.ops import make_call
 
 SHAPE = (2, 3, 4)
 ND = len(SHAPE)
@@ -23,7 +28,8 @@ X = np.random.default_rng(7).standard_normal(SHAPE).astype(np.float32)
 
 def onnx_run(op_type, inputs: list, attrs: dict | None = None, n_out: int = 1, opset: int = 18):
     """One ONNX node run by onnx.reference: ``inputs`` are arrays (or None for absent)."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
+    from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
 
     names = [f"i{k}" if a is not None else "" for k, a in enumerate(inputs)]
@@ -198,7 +204,9 @@ def test_gather_nd_against_onnx(batch_dims, idx_shape):
 def test_gather_ops_print_parse_and_import_from_onnx(tmp_path):
     import onnx
     from click.testing import CliRunner
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto
+    from onnx import helper
+    from onnx import numpy_helper
 
     from byocc.cli import cli
 

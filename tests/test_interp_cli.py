@@ -99,7 +99,8 @@ def test_verify_reports_a_mismatch(cli, monkeypatch):
     real = byocc.transform.partition
 
     def broken_partition(mod, patterns, **kw):
-        from byocc.text import parse_module, print_module
+        from byocc.text import parse_module
+        from byocc.text import print_module
 
         text = print_module(real(mod, patterns, **kw)).replace("R.multiply(x_1, y_1)", "R.add(x_1, y_1)")
         return parse_module(text)
@@ -146,7 +147,9 @@ def test_import_params_as_inputs_to_stdout(cli):
 
 
 def test_import_unsupported_model_exit_1(cli, tmp_path):
-    from onnx import TensorProto, helper, save
+    from onnx import TensorProto
+    from onnx import helper
+    from onnx import save
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
     graph = helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="d0")], "g", [x],

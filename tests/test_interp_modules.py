@@ -9,34 +9,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    If,
-    InterpretError,
-    IRModule,
-    Op,
-    SeqExpr,
-    TensorStructInfo,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import InterpretError
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.ops import make_call
-from byocc.runtime import (
-    Interpreter,
-    ShapeValue,
-    bind_arguments,
-    compare,
-    flatten_outputs,
-    random_arguments,
-    run_module,
-)
-from byocc.text import parse_module, read_file
+from byocc.runtime import Interpreter
+from byocc.runtime import ShapeValue
+from byocc.runtime import bind_arguments
+from byocc.runtime import compare
+from byocc.runtime import flatten_outputs
+from byocc.runtime import random_arguments
+from byocc.runtime import run_module
+from byocc.text import parse_module
+from byocc.text import read_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -85,7 +82,8 @@ def test_plain_module_float16_matches_numpy():
 
 @pytest.mark.parametrize("path", ["annotate", "merge"])
 def test_partitioned_and_codegen_modules_compute_the_same(path):
-    from byocc.transform import RunCodegen, stub_codegen
+    from byocc.transform import RunCodegen
+    from byocc.transform import stub_codegen
 
     mod = sample("transformer_block_fp16.relax")
     part = partition(mod, cutlass_patterns(), path)
@@ -106,7 +104,8 @@ def test_partitioned_and_codegen_modules_compute_the_same(path):
 
 def test_codegen_module_read_back_needs_an_implementation():
     from byocc.text import print_module
-    from byocc.transform import RunCodegen, stub_codegen
+    from byocc.transform import RunCodegen
+    from byocc.transform import stub_codegen
 
     mod = sample("seed.relax")
     from byocc.backends import load_pattern_file

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
+from onnx import helper
+from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from byocc.frontend import from_onnx
 from byocc.ops import all_op_defs
-from byocc.runtime import flatten_outputs, run_module
+from byocc.runtime import flatten_outputs
+from byocc.runtime import run_module
 
 RNG = np.random.default_rng(1234)
 _NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
@@ -271,15 +274,13 @@ def _softmax_attention(q, k, v, bias=None, scale=None, keep=None):
 
 @pytest.mark.parametrize("causal", [None, "TopLeft", "BottomRight"])
 def test_attention_reference_through_the_interpreter(causal):
-    from byocc.ir import (
-        BindingBlock,
-        Function,
-        IRModule,
-        SeqExpr,
-        Var,
-        VarBinding,
-        tensor,
-    )
+    from byocc.ir import BindingBlock
+    from byocc.ir import Function
+    from byocc.ir import IRModule
+    from byocc.ir import SeqExpr
+    from byocc.ir import Var
+    from byocc.ir import VarBinding
+    from byocc.ir import tensor
     from byocc.ops import make_call
 
     b, s, skv, n, h, hv = 2, 4, 6, 3, 8, 5

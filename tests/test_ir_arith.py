@@ -7,7 +7,11 @@ import importlib.util
 
 import pytest
 
-from byocc.ir import InterpretError, PrimBinary, PrimMinMax, TirVar, arith
+from byocc.ir import InterpretError
+from byocc.ir import PrimBinary
+from byocc.ir import PrimMinMax
+from byocc.ir import TirVar
+from byocc.ir import arith
 from byocc.ir.prim import dim_text
 
 n, m = TirVar("n"), TirVar("m")

@@ -9,11 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from byocc.ir import Call, Constant, DataflowBlock, Function, PassError
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import PassError
 from byocc.ir.well_formed import well_formed
-from byocc.runtime import Interpreter, flatten_outputs
+from byocc.runtime import Interpreter
+from byocc.runtime import flatten_outputs
 from byocc.text import parse_module
-from byocc.transform.convert_layout import ConvertLayout, convert_layout
+from byocc.transform.convert_layout import ConvertLayout
+from byocc.transform.convert_layout import convert_layout
 
 RNG = np.random.default_rng(7)
 

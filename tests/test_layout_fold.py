@@ -5,13 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from byocc.ir import Call, Constant, ShapeExpr, Tuple
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import ShapeExpr
+from byocc.ir import Tuple
 from byocc.ir.well_formed import well_formed
 from byocc.runtime import Interpreter
 from byocc.text import parse_module
 from byocc.transform.dead_code_elimination import DeadCodeElimination
 from byocc.transform.fold_batch_norm import FoldBatchNorm
-from byocc.transform.fold_constant import FoldConstant, fold_constant_call
+from byocc.transform.fold_constant import FoldConstant
+from byocc.transform.fold_constant import fold_constant_call
 
 RNG = np.random.default_rng(11)
 

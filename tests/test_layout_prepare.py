@@ -8,9 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from byocc.backends import get_patterns_with_prefix, prepare_for_backend, prepare_passes
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import prepare_for_backend
+from byocc.backends import prepare_passes
 from byocc.frontend import from_onnx
-from byocc.ir import Call, DataflowBlock, Function, PassError, SeqExpr, Var, VarBinding
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.well_formed import well_formed
 from byocc.runtime import Interpreter
 from byocc.transform import partition

@@ -18,8 +18,10 @@ from conftest import shared_path
 from byocc.backends import load_pattern_file
 from byocc.ir import structural_equal
 from byocc.ir.well_formed import well_formed
-from byocc.text import parse_module, print_module
-from byocc.transform import MergeCompositeFunctions, partition
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import MergeCompositeFunctions
+from byocc.transform import partition
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
 if not EXAMPLES.is_dir():

@@ -8,22 +8,23 @@ from __future__ import annotations
 import random
 import time
 
-from byocc.ir import (
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    SeqExpr,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.ir.well_formed import well_formed
-from byocc.text import parse_module, print_module
-from byocc.transform import MergeCompositeFunctions, run_codegen, stub_codegen
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import MergeCompositeFunctions
+from byocc.transform import run_codegen
+from byocc.transform import stub_codegen
 from byocc.transform.merge_composite_functions import assign_groups
 
 T4 = tensor((4, 4), "float32")

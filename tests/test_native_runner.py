@@ -11,13 +11,19 @@ import shutil
 
 import numpy as np
 import pytest
-from test_build_cli import requires_nvcc, tiny_entry, write_tiny_library
+from test_build_cli import requires_nvcc
+from test_build_cli import tiny_entry
+from test_build_cli import write_tiny_library
 
 from byocc.ir import InputError
 from byocc.runtime import native
 from byocc.runtime.build import build
-from byocc.runtime.dlpack import DTYPES, TensorSlots, capsule_tensor, dltensor
-from byocc.runtime.native import ByoccRuntimeError, load
+from byocc.runtime.dlpack import DTYPES
+from byocc.runtime.dlpack import TensorSlots
+from byocc.runtime.dlpack import capsule_tensor
+from byocc.runtime.dlpack import dltensor
+from byocc.runtime.native import ByoccRuntimeError
+from byocc.runtime.native import load
 
 pytestmark = requires_nvcc
 

@@ -19,7 +19,8 @@ from onnx import numpy_helper
 
 from byocc.frontend import from_onnx
 from byocc.ir import UnsupportedError
-from byocc.runtime import flatten_outputs, run_module
+from byocc.runtime import flatten_outputs
+from byocc.runtime import run_module
 
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 KINDS = ("simple", "pytorch-converted", "pytorch-operator")

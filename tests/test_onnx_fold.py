@@ -11,10 +11,14 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx", reason="the ONNX importer needs the onnx package")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto  # noqa: E402
+from onnx import helper  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 from byocc.frontend import from_onnx  # noqa: E402
-from byocc.ir import Call, Constant, Op  # noqa: E402
+from byocc.ir import Call  # noqa: E402
+from byocc.ir import Constant  # noqa: E402
+from byocc.ir import Op  # noqa: E402
 from byocc.runtime import run_module  # noqa: E402
 
 RNG = np.random.default_rng(0)

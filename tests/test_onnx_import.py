@@ -11,12 +11,19 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
+from onnx import helper
+from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from byocc.frontend import from_onnx, supported_onnx_ops
-from byocc.ir import Constant, FrontendError, TirVar, UnsupportedError
-from byocc.runtime import flatten_outputs, run_module
+from byocc.frontend import from_onnx
+from byocc.frontend import supported_onnx_ops
+from byocc.ir import Constant
+from byocc.ir import FrontendError
+from byocc.ir import TirVar
+from byocc.ir import UnsupportedError
+from byocc.runtime import flatten_outputs
+from byocc.runtime import run_module
 from byocc.text import print_module
 
 ROOT = Path(__file__).resolve().parents[1]

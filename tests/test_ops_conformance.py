@@ -12,20 +12,20 @@ import ast
 import os
 
 import pytest
-from conftest import SHARED_MISSING, shared_glob
+from conftest import SHARED_MISSING
+from conftest import shared_glob
 
-from byocc.ir import (
-    ObjectStructInfo,
-    PrimStructInfo,
-    PrimValue,
-    ShapeExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-    Var,
-)
-from byocc.ops import lookup_printed, make_call
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ops import lookup_printed
+from byocc.ops import make_call
 
 FILES = [str(p) for p in shared_glob("conformance/cases/*/*.relax")]
 

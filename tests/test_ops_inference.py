@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.ir import (
-    ShapeExpr,
-    ShapeStructInfo,
-    Span,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleStructInfo,
-    TypeInferenceError,
-    Var,
-    tensor,
-)
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import Span
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import Var
+from byocc.ir import tensor
 from byocc.ir.prim import PrimBinary
 from byocc.ops import make_call
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from byocc.ir import Constant, ShapeExpr, TensorStructInfo, TupleStructInfo, Var, tensor
-from byocc.ops import get_op_def, make_call
-from byocc.ops.reference import dtype_name, np_dtype
+from byocc.ir import Constant
+from byocc.ir import ShapeExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import tensor
+from byocc.ops import get_op_def
+from byocc.ops import make_call
+from byocc.ops.reference import dtype_name
+from byocc.ops.reference import np_dtype
 
 
 def run(name, arrays, attrs=None, extra_args=()):

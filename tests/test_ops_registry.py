@@ -5,34 +5,30 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.ir import (
-    Attrs,
-    Call,
-    ExternFunc,
-    GlobalVar,
-    Op,
-    PrimStructInfo,
-    PrimValue,
-    ShapeExpr,
-    TensorStructInfo,
-    Tuple,
-    TupleStructInfo,
-    TypeInferenceError,
-    Var,
-    tensor,
-)
-from byocc.ops import (
-    REQUIRED,
-    AttrField,
-    OpDef,
-    all_op_defs,
-    binary,
-    get_op_def,
-    infer_struct_info,
-    lookup_printed,
-    make_call,
-    unary,
-)
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import ExternFunc
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import Var
+from byocc.ir import tensor
+from byocc.ops import REQUIRED
+from byocc.ops import AttrField
+from byocc.ops import OpDef
+from byocc.ops import all_op_defs
+from byocc.ops import binary
+from byocc.ops import get_op_def
+from byocc.ops import infer_struct_info
+from byocc.ops import lookup_printed
+from byocc.ops import make_call
+from byocc.ops import unary
 
 
 def v(name, shape, dtype="float32"):
@@ -377,7 +373,8 @@ def test_op_defs_are_complete_and_immutable_once_registered():
     import subprocess
     import sys
 
-    from byocc.ops import evaluate_call, reference_of
+    from byocc.ops import evaluate_call
+    from byocc.ops import reference_of
 
     opdef = get_op_def("relax.add")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.ir import ParseError, TypeInferenceError, UnsupportedError
+from byocc.ir import ParseError
+from byocc.ir import TypeInferenceError
+from byocc.ir import UnsupportedError
 from byocc.text import parse_module
 
 BASE = """\

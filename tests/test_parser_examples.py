@@ -9,29 +9,28 @@ import re
 import pytest
 from conftest import shared_path
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    FuncStructInfo,
-    Function,
-    GlobalVar,
-    MatchCast,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-)
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import MatchCast
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
 from byocc.ir.prim import PrimBinary
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 
 SPEC = shared_path("spec", "textual-ir.md")
 

@@ -10,7 +10,10 @@ import pytest
 
 from byocc.ir import TensorStructInfo
 from byocc.text import parse_module
-from byocc.text.grammar import LalrDriver, RelaxIndenter, RelaxLexer, load_grammar_text
+from byocc.text.grammar import LalrDriver
+from byocc.text.grammar import RelaxIndenter
+from byocc.text.grammar import RelaxLexer
+from byocc.text.grammar import load_grammar_text
 from byocc.text.parser import parse_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +24,8 @@ def test_grammar_text_is_the_shipped_file():
 
 
 def test_lalr_tables_have_no_conflicts(caplog):
-    from lark import Lark, logger
+    from lark import Lark
+    from lark import logger
 
     level = logger.level
     logger.setLevel(logging.DEBUG)
@@ -118,7 +122,9 @@ def test_prebuilt_tables_are_current():
     """byocc/text/_lalr_tables.py is what Lark's analysis of the shipped grammar gives
     (regenerate it with `python -m byocc.text.grammar` after editing the grammar)."""
     from byocc.text._lalr_tables import TABLES
-    from byocc.text.grammar import get_lark, parser_tables, prebuilt_tables
+    from byocc.text.grammar import get_lark
+    from byocc.text.grammar import parser_tables
+    from byocc.text.grammar import prebuilt_tables
     from byocc.text.syntax import SyntaxBuilder
 
     assert parser_tables(get_lark(SyntaxBuilder)) == TABLES, \
@@ -129,7 +135,9 @@ def test_prebuilt_tables_are_current():
 def test_prebuilt_callbacks_are_lark_callbacks():
     """The callbacks made from the tables wrap the same methods in the same child filters
     as Lark's ParseTreeBuilder, rule by rule."""
-    from byocc.text.grammar import _export, build_callbacks, get_lark
+    from byocc.text.grammar import _export
+    from byocc.text.grammar import build_callbacks
+    from byocc.text.grammar import get_lark
     from byocc.text.syntax import SyntaxBuilder
 
     lark = get_lark(SyntaxBuilder)
@@ -140,7 +148,8 @@ def test_prebuilt_callbacks_are_lark_callbacks():
 
 
 def test_process_driver_uses_prebuilt_tables_and_parses_as_lark():
-    from byocc.text.grammar import get_driver, get_lark
+    from byocc.text.grammar import get_driver
+    from byocc.text.grammar import get_lark
     from byocc.text.syntax import SyntaxBuilder
 
     driver = get_driver(SyntaxBuilder)

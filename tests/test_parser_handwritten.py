@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from byocc.ir import DataflowVar, TensorStructInfo
-from byocc.text import parse_module, print_module
+from byocc.ir import DataflowVar
+from byocc.ir import TensorStructInfo
+from byocc.text import parse_module
+from byocc.text import print_module
 
 CANONICAL = """\
 # from tvm.script import ir as I

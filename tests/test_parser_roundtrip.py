@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import require_shared, shared_glob
+from conftest import require_shared
+from conftest import shared_glob
 
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 
 
 def _files() -> list[Path]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
-from byocc.ir import DataflowBlock, DataflowVar, Var
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Var
 from byocc.text import parse_module
 
 N = 100_000

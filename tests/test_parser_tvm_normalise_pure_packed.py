@@ -4,8 +4,14 @@ calls the ExternFunc itself and is impure). TVM outputs used here come from the 
 
 import numpy as np
 
-from byocc.ir import Call, ExternFunc, Op, TensorStructInfo, TupleStructInfo, Var
-from byocc.ir.analysis import contains_impure_call, find_impure_call
+from byocc.ir import Call
+from byocc.ir import ExternFunc
+from byocc.ir import Op
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir.analysis import contains_impure_call
+from byocc.ir.analysis import find_impure_call
 from byocc.script import from_source
 from byocc.transform import dead_code_elimination
 

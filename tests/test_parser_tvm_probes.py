@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 
 PROBES = sorted((Path(__file__).parent / "data" / "tvm_probes").glob("*.input.relax"))
 

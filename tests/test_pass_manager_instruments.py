@@ -7,34 +7,30 @@ from typing import ClassVar
 
 import pytest
 
-from byocc.ir import (
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    IRModule,
-    MultipleErrors,
-    Op,
-    PassError,
-    SeqExpr,
-    Var,
-    VarBinding,
-    WellFormedError,
-    tensor,
-)
-from byocc.transform import (
-    DeadCodeElimination,
-    DumpIR,
-    Pass,
-    PassContext,
-    PassInstrument,
-    PassTimingInstrument,
-    PrintAfterAll,
-    PrintBeforeAll,
-    Sequential,
-    WellFormedInstrument,
-    pass_instrument,
-)
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import MultipleErrors
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import WellFormedError
+from byocc.ir import tensor
+from byocc.transform import DeadCodeElimination
+from byocc.transform import DumpIR
+from byocc.transform import Pass
+from byocc.transform import PassContext
+from byocc.transform import PassInstrument
+from byocc.transform import PassTimingInstrument
+from byocc.transform import PrintAfterAll
+from byocc.transform import PrintBeforeAll
+from byocc.transform import Sequential
+from byocc.transform import WellFormedInstrument
+from byocc.transform import pass_instrument
 
 T4 = tensor((4, 4), "float32")
 

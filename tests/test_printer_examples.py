@@ -5,36 +5,35 @@ from __future__ import annotations
 import numpy as np
 from test_printer_spec_texts import EXAMPLES
 
-from byocc.ir import (
-    EMPTY_TUPLE,
-    Attrs,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    FuncStructInfo,
-    Function,
-    GlobalVar,
-    IRModule,
-    MatchCast,
-    ObjectStructInfo,
-    Op,
-    PrimStructInfo,
-    SeqExpr,
-    ShapeExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    tensor,
-)
-from byocc.text.printer import print_function, print_module
+from byocc.ir import EMPTY_TUPLE
+from byocc.ir import Attrs
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import PrimStructInfo
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
+from byocc.text.printer import print_function
+from byocc.text.printer import print_module
 
 F32, F16 = "float32", "float16"
 

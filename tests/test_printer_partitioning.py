@@ -7,24 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from byocc.ir import (
-    Attrs,
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    SeqExpr,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import Attrs
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.text.printer import print_module
 
 EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"

@@ -5,39 +5,37 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from byocc.ir import (
-    Attrs,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    PrimMinMax,
-    PrimStructInfo,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-    tensor,
-)
-from byocc.text._print_format import (
-    NameTable,
-    format_float,
-    quote_string,
-    sanitize_name,
-)
-from byocc.text.printer import print_expr, print_function, print_module
+from byocc.ir import Attrs
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import PrimMinMax
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
+from byocc.text._print_format import NameTable
+from byocc.text._print_format import format_float
+from byocc.text._print_format import quote_string
+from byocc.text._print_format import sanitize_name
+from byocc.text.printer import print_expr
+from byocc.text.printer import print_function
+from byocc.text.printer import print_module
 
 T4 = tensor((4,), "float32")
 

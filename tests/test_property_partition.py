@@ -11,20 +11,26 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, given, note, settings
-from randgraph import (
-    RandomChooser,
-    print_with_constants,
-    random_partition_module,
-    strategy,
-)
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import note
+from hypothesis import settings
+from randgraph import RandomChooser
+from randgraph import print_with_constants
+from randgraph import random_partition_module
+from randgraph import strategy
 
 from byocc.backends import get_patterns_with_prefix
-from byocc.ir import Call, Function, GlobalVar
+from byocc.ir import Call
+from byocc.ir import Function
+from byocc.ir import GlobalVar
 from byocc.ir.analysis import post_order_visit
 from byocc.ir.well_formed import well_formed
-from byocc.text import parse_module, print_module
-from byocc.transform import PassInstrument, partition, stub_codegen
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import PassInstrument
+from byocc.transform import partition
+from byocc.transform import stub_codegen
 
 EXAMPLES = int(os.environ.get("BYOCC_PROPERTY_EXAMPLES", "0") or 0)
 TABLES = {"cutlass": ("cutlass",), "cublas": ("cublas",), "cublas+cutlass": ("cublas", "cutlass"),

@@ -11,18 +11,20 @@ from __future__ import annotations
 import os
 import re
 
-from hypothesis import HealthCheck, given, note, settings
-from randgraph import (
-    RandomChooser,
-    print_with_constants,
-    random_module,
-    random_partition_module,
-    strategy,
-)
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import note
+from hypothesis import settings
+from randgraph import RandomChooser
+from randgraph import print_with_constants
+from randgraph import random_module
+from randgraph import random_partition_module
+from randgraph import strategy
 
 from byocc.ir import structural_equal
 from byocc.ir.well_formed import well_formed
-from byocc.text import parse_module, print_module
+from byocc.text import parse_module
+from byocc.text import print_module
 
 EXAMPLES = int(os.environ.get("BYOCC_PROPERTY_EXAMPLES", "0") or 0)
 SETTINGS = {"deadline": None, "derandomize": True, "database": None,

@@ -15,20 +15,26 @@ import os
 import click
 import numpy as np
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import note
+from hypothesis import settings
 from hypothesis import strategies as st
-from randgraph import (
-    RandomChooser,
-    print_with_constants,
-    random_partition_module,
-    strategy,
-    through_text,
-)
+from randgraph import RandomChooser
+from randgraph import print_with_constants
+from randgraph import random_partition_module
+from randgraph import strategy
+from randgraph import through_text
 
 from byocc.backends import get_patterns_with_prefix
 from byocc.ir import Function
-from byocc.runtime import Interpreter, bind_arguments, compare, random_arguments
-from byocc.transform import RunCodegen, partition, stub_codegen
+from byocc.runtime import Interpreter
+from byocc.runtime import bind_arguments
+from byocc.runtime import compare
+from byocc.runtime import random_arguments
+from byocc.transform import RunCodegen
+from byocc.transform import partition
+from byocc.transform import stub_codegen
 
 EXAMPLES = int(os.environ.get("BYOCC_PROPERTY_EXAMPLES", "0") or 0)
 PATHS = ("annotate", "merge")

@@ -9,7 +9,9 @@ import pytest
 
 from byocc import relax
 from byocc.ir import Function
-from byocc.relax.dpl import is_op, rewrite_call, wildcard
+from byocc.relax.dpl import is_op
+from byocc.relax.dpl import rewrite_call
+from byocc.relax.dpl import wildcard
 from byocc.script import from_source
 
 DATA = Path(__file__).parent / "data" / "rewrite_call"

@@ -5,19 +5,20 @@ backend call; one per function for ``cublas``), and the whole annotate path from
 from __future__ import annotations
 
 import pytest
-from test_merge_goldens import (
-    BIND_FALSE,
-    EXAMPLES,
-    assert_same_text,
-    cases_with,
-    constants,
-)
+from test_merge_goldens import BIND_FALSE
+from test_merge_goldens import EXAMPLES
+from test_merge_goldens import assert_same_text
+from test_merge_goldens import cases_with
+from test_merge_goldens import constants
 
 from byocc.backends import load_pattern_file
 from byocc.ir import structural_equal
 from byocc.ir.well_formed import well_formed
-from byocc.text import parse_module, print_module
-from byocc.transform import RunCodegen, partition, stub_codegen
+from byocc.text import parse_module
+from byocc.text import print_module
+from byocc.transform import RunCodegen
+from byocc.transform import partition
+from byocc.transform import stub_codegen
 
 BACKENDS = ("cutlass", "cublas", "compiler_A", "compiler_B", "A", "x")
 CODEGENS = {b: stub_codegen(b, per_function=(b == "cublas")) for b in BACKENDS}

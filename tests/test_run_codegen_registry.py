@@ -5,32 +5,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    PassError,
-    SeqExpr,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    tensor,
-)
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import tensor
 from byocc.ir.well_formed import well_formed
-from byocc.transform import (
-    CodegenModule,
-    RunCodegen,
-    get_codegen,
-    register_codegen,
-    run_codegen,
-    stub_codegen,
-    unregister_codegen,
-)
+from byocc.transform import CodegenModule
+from byocc.transform import RunCodegen
+from byocc.transform import get_codegen
+from byocc.transform import register_codegen
+from byocc.transform import run_codegen
+from byocc.transform import stub_codegen
+from byocc.transform import unregister_codegen
 
 T4 = tensor((4, 4), "float32")
 

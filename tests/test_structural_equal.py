@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from byocc.ir import (
-    Attrs,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    SeqExpr,
-    Span,
-    TensorStructInfo,
-    TirVar,
-    Var,
-    VarBinding,
-    structural_equal,
-    structural_hash,
-    tensor,
-)
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Span
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import structural_equal
+from byocc.ir import structural_hash
+from byocc.ir import tensor
 
 T4 = tensor((4, 4), "float32")
 

@@ -10,7 +10,8 @@ import pytest
 from byocc.backends import get_patterns_with_prefix
 from byocc.ir.arith import simplify_dim
 from byocc.ir.prim import PrimBinary as B
-from byocc.ir.prim import TirVar, dim_text
+from byocc.ir.prim import TirVar
+from byocc.ir.prim import dim_text
 from byocc.script import from_source
 from byocc.transform import partition
 

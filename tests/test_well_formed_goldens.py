@@ -4,9 +4,11 @@ FuseOpsByPattern output, which TVM itself produces ill formed (spec section 9)."
 from __future__ import annotations
 
 import pytest
-from test_merge_goldens import EXAMPLES, constants
+from test_merge_goldens import EXAMPLES
+from test_merge_goldens import constants
 
-from byocc.ir.well_formed import check_well_formed, well_formed
+from byocc.ir.well_formed import check_well_formed
+from byocc.ir.well_formed import well_formed
 from byocc.text import parse_module
 
 TEXTS = [(d.name, f.name) for d in sorted(EXAMPLES.iterdir()) if d.is_dir()

@@ -3,29 +3,28 @@ located by the binding or node at fault."""
 
 from __future__ import annotations
 
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    GlobalVar,
-    If,
-    IRModule,
-    Op,
-    SeqExpr,
-    ShapeExpr,
-    Span,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    WellFormedError,
-    tensor,
-)
-from byocc.ir.well_formed import check_well_formed, well_formed
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import Span
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import WellFormedError
+from byocc.ir import tensor
+from byocc.ir.well_formed import check_well_formed
+from byocc.ir.well_formed import well_formed
 
 T4 = tensor((4, 4), "float32")
 SPAN = Span("m.relax", 7, 13)

@@ -25,7 +25,9 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DEFAULT_OUT = os.path.join(ROOT, "tests", "data", "attention_rewrite")

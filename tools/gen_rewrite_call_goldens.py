@@ -5,7 +5,9 @@ rewriters with byocc's API."""
 import pathlib
 
 import tvm
-from tvm.relax.dpl import is_op, rewrite_call, wildcard
+from tvm.relax.dpl import is_op
+from tvm.relax.dpl import rewrite_call
+from tvm.relax.dpl import wildcard
 from tvm.script import relax as R
 
 D = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "rewrite_call"

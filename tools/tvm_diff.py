@@ -65,10 +65,12 @@ def main() -> int:
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "byocc_tvm_diff"))
     args = ap.parse_args()
 
-    from randgraph import RandomChooser, random_partition_module
+    from randgraph import RandomChooser
+    from randgraph import random_partition_module
 
     from byocc.backends import get_patterns_with_prefix
-    from byocc.text import parse_module, print_module
+    from byocc.text import parse_module
+    from byocc.text import print_module
     from byocc.transform import partition
 
     cases = {}

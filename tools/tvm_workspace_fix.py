@@ -14,7 +14,8 @@ import tvm
 from tvm import tirx
 from tvm.relax import Function
 from tvm.relax.backend.cuda import cutlass
-from tvm.relax.expr_functor import PyExprMutator, mutator
+from tvm.relax.expr_functor import PyExprMutator
+from tvm.relax.expr_functor import mutator
 
 
 @mutator

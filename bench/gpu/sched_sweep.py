@@ -101,7 +101,8 @@ def scheduler_lines(swizzle=None, raster=None, decomposition=None, splits=None) 
 
 
 def variants():
-    from byocc.backends.cutlass.kernels import EpilogueSpec, GemmKernelConfig
+    from byocc.backends.cutlass.kernels import EpilogueSpec
+    from byocc.backends.cutlass.kernels import GemmKernelConfig
 
     ep = EpilogueSpec(bias="per_column", act="relu")
     base = dict(arch="sm90", dtype_a="float16", dtype_b="float16", dtype_c=None, dtype_d="float16",
@@ -158,11 +159,9 @@ def main(argv=None) -> int:
     work = ROOT / ".gpu_work" / "sweep"
     work.mkdir(parents=True, exist_ok=True)
     from byocc.backends.cuda import common_sources
-    from byocc.backends.cutlass.kernels import (
-        NVCC_ARCH_FLAGS,
-        NVCC_COMMON_FLAGS,
-        cutlass_include_dirs,
-    )
+    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
+    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+    from byocc.backends.cutlass.kernels import cutlass_include_dirs
 
     src_dir = work / "src"
     src_dir.mkdir(exist_ok=True)

@@ -427,11 +427,9 @@ def main(argv=None) -> int:
     work = ROOT / ".gpu_work" / "probe"
     work.mkdir(parents=True, exist_ok=True)
     from byocc.backends.cuda import common_sources
-    from byocc.backends.cutlass.kernels import (
-        NVCC_ARCH_FLAGS,
-        NVCC_COMMON_FLAGS,
-        cutlass_include_dirs,
-    )
+    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
+    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+    from byocc.backends.cutlass.kernels import cutlass_include_dirs
 
     src_dir = work / "src"
     src_dir.mkdir(exist_ok=True)

@@ -9,52 +9,48 @@ TVM's order) and their codegens, whose code is imported on first use; the patter
 are built on the first use of the registry (:func:`get_patterns_with_prefix`).
 """
 
-from byocc.dpl import CheckResult, FusionPattern, PatternCheckContext, backend_of, explain_no_match
+from byocc.dpl import CheckResult
+from byocc.dpl import FusionPattern
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import backend_of
+from byocc.dpl import explain_no_match
 
-from .driver import (
-    PREFERRED,
-    backend_steps,
-    partition_for_backend,
-    prepare_for_backend,
-    prepare_passes,
-)
-from .pattern_file import load_pattern_file, pattern_file_namespace, user_code_span
-from .patterns import (
-    make_attention_pattern,
-    make_conv2d_pattern,
-    make_fused_bias_activation_pattern,
-    make_layer_norm_pattern,
-    make_matmul_dequantize_pattern,
-    make_matmul_multiply_pattern,
-    make_matmul_pattern,
-    make_residual_block_pattern,
-    make_rms_norm_pattern,
-    make_stacked_attention_pattern,
-)
-from .record import (
-    BUILTIN_BACKENDS,
-    Backend,
-    FunctionRewrite,
-    Lazy,
-    ModuleStep,
-    get_backend,
-    lazy,
-    load_builtin_backends,
-    register_backend,
-    registered_backends,
-    unregister_backend,
-)
-from .registry import (
-    get_pattern,
-    get_patterns_with_prefix,
-    register_patterns,
-    remove_patterns,
-)
-from .utils import (
-    has_leaking_intermediate_variables,
-    is_shape_valid_for_cutlass_matmul,
-    leak_reason,
-)
+from .driver import PREFERRED
+from .driver import backend_steps
+from .driver import partition_for_backend
+from .driver import prepare_for_backend
+from .driver import prepare_passes
+from .pattern_file import load_pattern_file
+from .pattern_file import pattern_file_namespace
+from .pattern_file import user_code_span
+from .patterns import make_attention_pattern
+from .patterns import make_conv2d_pattern
+from .patterns import make_fused_bias_activation_pattern
+from .patterns import make_layer_norm_pattern
+from .patterns import make_matmul_dequantize_pattern
+from .patterns import make_matmul_multiply_pattern
+from .patterns import make_matmul_pattern
+from .patterns import make_residual_block_pattern
+from .patterns import make_rms_norm_pattern
+from .patterns import make_stacked_attention_pattern
+from .record import BUILTIN_BACKENDS
+from .record import Backend
+from .record import FunctionRewrite
+from .record import Lazy
+from .record import ModuleStep
+from .record import get_backend
+from .record import lazy
+from .record import load_builtin_backends
+from .record import register_backend
+from .record import registered_backends
+from .record import unregister_backend
+from .registry import get_pattern
+from .registry import get_patterns_with_prefix
+from .registry import register_patterns
+from .registry import remove_patterns
+from .utils import has_leaking_intermediate_variables
+from .utils import is_shape_valid_for_cutlass_matmul
+from .utils import leak_reason
 
 load_builtin_backends()  # the built-in records and their (lazy) codegens
 

@@ -33,27 +33,27 @@ import re
 import shlex
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from byocc.ir import ExternalToolError
 
-from .codegen import CODEGEN_VERSION, CodegenError, SourceFile
-from .cuda.cuda_paths import (
-    CublasLtPaths,
-    find_cublaslt,
-    find_nvcc,
-    find_optional_cublaslt,
-    find_optional_cuda_include,
-    find_optional_nvcc,
-)
-from .cutlass.kernels import (
-    NVCC_ARCH_FLAGS,
-    NVCC_COMMON_FLAGS,
-    cutlass_include_dirs,
-    cutlass_version,
-)
+from .codegen import CODEGEN_VERSION
+from .codegen import CodegenError
+from .codegen import SourceFile
+from .cuda.cuda_paths import CublasLtPaths
+from .cuda.cuda_paths import find_cublaslt
+from .cuda.cuda_paths import find_nvcc
+from .cuda.cuda_paths import find_optional_cublaslt
+from .cuda.cuda_paths import find_optional_cuda_include
+from .cuda.cuda_paths import find_optional_nvcc
+from .cutlass.kernels import NVCC_ARCH_FLAGS
+from .cutlass.kernels import NVCC_COMMON_FLAGS
+from .cutlass.kernels import cutlass_include_dirs
+from .cutlass.kernels import cutlass_version
 
 #: Unit kinds compiled in pool ``heavy``.
 HEAVY_KINDS = ("sm90", "sm80")

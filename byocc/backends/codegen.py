@@ -18,8 +18,10 @@ codegens is :mod:`byocc.backends.codegens`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 from byocc.ir import InputError
 

@@ -9,18 +9,20 @@ and ``transform``'s passes get them as parameters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from byocc.ir import IRModule
-from byocc.transform import (
-    FuseOpsByPattern,
-    Pass,
-    Sequential,
-    preparation_passes,
-    rewrite_functions,
-)
+from byocc.transform import FuseOpsByPattern
+from byocc.transform import Pass
+from byocc.transform import Sequential
+from byocc.transform import preparation_passes
+from byocc.transform import rewrite_functions
 
-from .record import Backend, FunctionRewrite, ModuleStep, get_backend
+from .record import Backend
+from .record import FunctionRewrite
+from .record import ModuleStep
+from .record import get_backend
 
 #: ``layout=PREFERRED``: the first backend's ``preferred_layout`` that is not None.
 PREFERRED: Final = "preferred"

@@ -16,7 +16,9 @@ from typing import Any
 
 from byocc.ir import InputError
 
-from .codegen import ABI_VERSION, CODEGEN_VERSION, GeneratedModule
+from .codegen import ABI_VERSION
+from .codegen import CODEGEN_VERSION
+from .codegen import GeneratedModule
 
 MANIFEST = "manifest.json"
 REQUIRED_TOP = ("abi_version", "library", "functions")

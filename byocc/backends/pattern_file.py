@@ -16,8 +16,12 @@ import os
 import types
 
 from byocc import dpl
-from byocc.dpl import FusionPattern, PatternCheckContext, as_fusion_pattern
-from byocc.ir import ByoccError, PatternError, Span
+from byocc.dpl import FusionPattern
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import as_fusion_pattern
+from byocc.ir import ByoccError
+from byocc.ir import PatternError
+from byocc.ir import Span
 
 from . import patterns as helpers
 from . import utils

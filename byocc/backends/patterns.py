@@ -6,17 +6,15 @@ or codegen wants to see. Every call builds fresh pattern objects.
 
 from __future__ import annotations
 
-from byocc.dpl import (
-    DFPattern,
-    GlobalVarPattern,
-    TuplePattern,
-    append_bias_activation,
-    is_const,
-    is_op,
-    is_tuple_get_item,
-    wildcard,
-)
+from byocc.dpl import DFPattern
+from byocc.dpl import GlobalVarPattern
+from byocc.dpl import TuplePattern
+from byocc.dpl import append_bias_activation
+from byocc.dpl import is_const
+from byocc.dpl import is_op
+from byocc.dpl import is_tuple_get_item
 from byocc.dpl import make_fused_bias_activation_pattern as dpl_fused_bias_activation
+from byocc.dpl import wildcard
 from byocc.ir import PatternError
 
 PatternAndAnnotations = tuple  # (DFPattern, dict[str, DFPattern])

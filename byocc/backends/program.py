@@ -21,18 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    Function,
-    Op,
-    SeqExpr,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.prim import TirVar
 
 from .codegen import CodegenError

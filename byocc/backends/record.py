@@ -16,10 +16,13 @@ until used, and their pattern tables are built on the first use of the pattern r
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from byocc.ir import Function, InputError, IRModule
+from byocc.ir import Function
+from byocc.ir import InputError
+from byocc.ir import IRModule
 
 #: A rewrite of one Relax function run before fusion: ``rewrite(func, **options) -> func``
 #: (the driver's keyword options, e.g. ``partition_for_cutlass``'s ``use_flash_mqa``).
@@ -115,7 +118,8 @@ def unregister_backend(name: str) -> None:
     get_backend(name)  # raises for an unknown name
     from byocc.transform import unregister_codegen
 
-    from .registry import get_patterns_with_prefix, remove_patterns
+    from .registry import get_patterns_with_prefix
+    from .registry import remove_patterns
 
     _BACKENDS.pop(name, None)
     remove_patterns([e.name for e in get_patterns_with_prefix(name + ".")])
@@ -165,7 +169,8 @@ def load_builtin_backends() -> None:
 
 
 def _install(backend: Backend, builtin: bool, override: bool = False) -> None:
-    from byocc.transform import register_codegen, registered_codegens
+    from byocc.transform import register_codegen
+    from byocc.transform import registered_codegens
 
     _BACKENDS[backend.name] = backend
     if backend.codegen is not None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from byocc.dpl import FusionPattern, as_fusion_pattern, backend_of
+from byocc.dpl import FusionPattern
+from byocc.dpl import as_fusion_pattern
+from byocc.dpl import backend_of
 
 _TABLE: list = []
 _builtins_loaded = False

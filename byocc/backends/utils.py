@@ -15,9 +15,16 @@ import re
 from collections.abc import Sequence
 from itertools import zip_longest
 
-from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, can_prove_equal, fail, product
+from byocc.dpl import ACCEPT
+from byocc.dpl import CheckResult
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import can_prove_equal
+from byocc.dpl import fail
+from byocc.dpl import product
 from byocc.dpl.printing import describe_expr
-from byocc.ir import DataflowVar, TensorStructInfo, Var
+from byocc.ir import DataflowVar
+from byocc.ir import TensorStructInfo
+from byocc.ir import Var
 
 
 # ---------------------------------------------------------------------------- leaks
@@ -213,7 +220,9 @@ def is_shape_valid_for_cutlass_matmul(lhs_shape: Sequence, rhs_shape: Sequence) 
 
 def int_list(expr) -> list:
     """Integers of a tuple of prim values / a shape literal (TVM ``[int(e.value) for e in t]``)."""
-    from byocc.ir import PrimValue, ShapeExpr, Tuple
+    from byocc.ir import PrimValue
+    from byocc.ir import ShapeExpr
+    from byocc.ir import Tuple
 
     if isinstance(expr, Tuple):
         out = []

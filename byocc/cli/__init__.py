@@ -6,6 +6,7 @@ the one writer of outputs and consoles in ``output``; library layers are importe
 the commands so that ``byocc --help`` starts fast.
 """
 
-from .main import cli, main
+from .main import cli
+from .main import main
 
 __all__ = ["cli", "main"]

@@ -18,8 +18,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from byocc.backends.codegen import ABI_VERSION, GeneratedModule
-from byocc.ir import Function, InternalError, TensorStructInfo, TupleStructInfo
+from byocc.backends.codegen import ABI_VERSION
+from byocc.backends.codegen import GeneratedModule
+from byocc.ir import Function
+from byocc.ir import InternalError
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
 
 SOURCE_DIR = "src"
 
@@ -74,7 +78,9 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
     (spec/backends.md sections 13, 14, 17)."""
     from byocc.backends.build_files import build_files
     from byocc.backends.cuda import common_sources
-    from byocc.backends.manifest import build_manifest, constants_file, dumps
+    from byocc.backends.manifest import build_manifest
+    from byocc.backends.manifest import constants_file
+    from byocc.backends.manifest import dumps
 
     files: dict[str, str | bytes] = {}
     sources = list(common_sources())
@@ -138,7 +144,8 @@ def constant_values(modules: list, named: Mapping) -> dict:
 def module_files(stem: str, mod) -> dict[str, str | bytes]:
     """``<stem>.relax`` and, when it prints constants with known values, the sidecar
     ``<stem>.npz`` that ``byocc.text.read_file`` reads back."""
-    from byocc.text import constant_arrays, print_module_with_metadata
+    from byocc.text import constant_arrays
+    from byocc.text import print_module_with_metadata
 
     text, meta = print_module_with_metadata(mod)
     files: dict[str, str | bytes] = {f"{stem}.relax": text + "\n"}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import click
 
-from .output import console, stderr_is_terminal
+from .output import console
+from .output import stderr_is_terminal
 
 
 @click.command()
@@ -72,13 +73,11 @@ class _PlainReporter:
 
 class _RichReporter:
     def __init__(self) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import BarColumn
+        from rich.progress import MofNCompleteColumn
+        from rich.progress import Progress
+        from rich.progress import TextColumn
+        from rich.progress import TimeElapsedColumn
 
         self._progress = Progress(TextColumn("building", markup=False), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TextColumn("{task.description}", markup=False),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .model import load_model, model_argument
+from .model import load_model
+from .model import model_argument
 
 
 @click.command()
@@ -16,7 +17,9 @@ def check(model: str) -> None:
     as file:line:col with the offending line. MODEL may be - for stdin.
     """
     mod = load_model(model)
-    from byocc.ir import ByoccError, MultipleErrors, WellFormedError
+    from byocc.ir import ByoccError
+    from byocc.ir import MultipleErrors
+    from byocc.ir import WellFormedError
     from byocc.ir.well_formed import well_formed
 
     problems = list(well_formed(mod))

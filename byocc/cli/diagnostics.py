@@ -19,7 +19,8 @@ import os
 
 import click
 
-from .output import stderr_is_terminal, use_colour
+from .output import stderr_is_terminal
+from .output import use_colour
 
 EXIT_INPUT = 1
 EXIT_INTERNAL = 70
@@ -67,7 +68,8 @@ def exit_code_for(exc: BaseException) -> int:
 def format_error(exc: BaseException, default_source: str | None = None) -> list[tuple[str, str]]:
     """The lines describing ``exc``, each as ``(kind, text)`` with kind one of
     ``location``/``source``/``caret``/``note``/``plain`` (used for colouring)."""
-    from byocc.ir import ByoccError, MultipleErrors
+    from byocc.ir import ByoccError
+    from byocc.ir import MultipleErrors
 
     if isinstance(exc, MultipleErrors):
         out: list[tuple[str, str]] = []

@@ -25,7 +25,12 @@ from typing import Any
 
 import click
 
-from byocc.ir import Call, DataflowBlock, Function, IRModule, Op, Var
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import Var
 
 _NOT_OPS = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed", "relax.call_tir"))
 # The operators worth offloading (issue: "every call to a heavy op ... NOT offloaded").
@@ -110,7 +115,9 @@ def _offloaded(mod: IRModule) -> list[dict[str, Any]]:
 
 
 def _host_calls(name: str, func: Function, source: Function | None, patterns: Sequence) -> list:
-    from byocc.dpl import as_fusion_pattern, explain_no_match, match_expr
+    from byocc.dpl import as_fusion_pattern
+    from byocc.dpl import explain_no_match
+    from byocc.dpl import match_expr
     from byocc.ir.analysis import collect_var_usage
 
     # The input binding of each output binding: the same variable when the pass kept it,
@@ -171,7 +178,9 @@ def _host_calls(name: str, func: Function, source: Function | None, patterns: Se
 def _context_factory(call: Call, var2val: dict, usage: dict):
     """Builds the :class:`~byocc.dpl.PatternCheckContext` a check function sees for a match
     rooted at ``call`` (TVM's fields; var_usages over the whole function)."""
-    from byocc.dpl import CallPattern, PatternCheckContext, TupleGetItemPattern
+    from byocc.dpl import CallPattern
+    from byocc.dpl import PatternCheckContext
+    from byocc.dpl import TupleGetItemPattern
 
     value_to_bound_var = {value: var for var, value in var2val.items()}
 

@@ -8,14 +8,12 @@ import os
 import click
 
 from .model import set_source
-from .output import (
-    check_output_file,
-    note_input,
-    warn_dropped_constants,
-    write_file,
-    write_npz,
-    write_stdout,
-)
+from .output import check_output_file
+from .output import note_input
+from .output import warn_dropped_constants
+from .output import write_file
+from .output import write_npz
+from .output import write_stdout
 
 
 @click.command("import")
@@ -72,7 +70,8 @@ def _bindings(mod):
 
 def print_with_constants(mod) -> tuple[str, dict]:
     """The module's text and ``{"ir.GenericConst/<i>": array}`` for its printed constants."""
-    from byocc.text import constant_arrays, print_module_with_metadata
+    from byocc.text import constant_arrays
+    from byocc.text import print_module_with_metadata
 
     text, meta = print_module_with_metadata(mod)
     return text, constant_arrays(meta)

@@ -19,7 +19,13 @@ import click
 
 from byocc import __version__
 
-from . import build, check, import_, partition, run, show, verify
+from . import build
+from . import check
+from . import import_
+from . import partition
+from . import run
+from . import show
+from . import verify
 from .output import StdoutClosed
 
 EXIT_INTERNAL = 70
@@ -43,7 +49,8 @@ class ByoccGroup(click.Group):
         except Exception as exc:  # the error boundary: every failure becomes a message
             if _debug_enabled(ctx):
                 raise
-            from .diagnostics import exit_code_for, render_error
+            from .diagnostics import exit_code_for
+            from .diagnostics import render_error
 
             render_error(exc, default_source=ctx.meta.get("byocc.source"))
             ctx.exit(exit_code_for(exc))

@@ -24,7 +24,8 @@ def load_model(path: str, params_as_inputs: bool = False):
     set_source(path)
     note_model_input(path)
     if path == "-":
-        from byocc.text import decode_source, parse_module
+        from byocc.text import decode_source
+        from byocc.text import parse_module
 
         text = decode_source(_read_stdin())
         remember_source(STDIN_NAME, text)

@@ -96,7 +96,8 @@ def apply_prepare(mod, backends, prepare: bool, layout: str | None, fold_bn: boo
     backends' preferred layout unless ``--layout`` names one (``none``: kept)."""
     if not (prepare or layout is not None or fold_bn is not None):
         return mod
-    from byocc.backends import PREFERRED, prepare_for_backend
+    from byocc.backends import PREFERRED
+    from byocc.backends import prepare_for_backend
 
     chosen = PREFERRED if layout is None else (None if layout == "none" else layout)
     return prepare_for_backend(mod, list(backends), layout=chosen,

@@ -17,16 +17,19 @@ from pathlib import Path
 
 import click
 
-from .model import load_model, model_argument
-from .options import BACKEND, apply_prepare, backend_steps_option, prepare_options, steps_of
-from .output import (
-    check_output_dir,
-    check_output_file,
-    note_input,
-    warn_dropped_constants,
-    write_stdout,
-    write_tree_atomic,
-)
+from .model import load_model
+from .model import model_argument
+from .options import BACKEND
+from .options import apply_prepare
+from .options import backend_steps_option
+from .options import prepare_options
+from .options import steps_of
+from .output import check_output_dir
+from .output import check_output_file
+from .output import note_input
+from .output import warn_dropped_constants
+from .output import write_stdout
+from .output import write_tree_atomic
 
 
 @click.command()
@@ -87,7 +90,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     check_output_dir(out_dir)
     check_output_dir(dump_dir, "--dump-ir")
 
-    from byocc.transform import PassContext, PassTimingInstrument
+    from byocc.transform import PassContext
+    from byocc.transform import PassTimingInstrument
     from byocc.transform import partition as run_partition
 
     instruments = list(_instruments(print_after_all, dump_dir, verify_each))
@@ -121,14 +125,16 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
 
     report = None
     if explain or explain_json:
-        from .explain import explain_partition, render_explanation
+        from .explain import explain_partition
+        from .explain import render_explanation
 
         report = explain_partition(mod, partitioned, patterns, path=path_, entries=list(entries) or None)
         if explain:
             render_explanation(report)
 
     if out_dir is None:
-        from byocc.text import constant_arrays, print_module_with_metadata
+        from byocc.text import constant_arrays
+        from byocc.text import print_module_with_metadata
 
         text, meta = print_module_with_metadata(partitioned)
         text += "\n"
@@ -178,7 +184,9 @@ def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
 
 
 def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool):
-    from byocc.transform import DumpIR, PrintAfterAll, WellFormedInstrument
+    from byocc.transform import DumpIR
+    from byocc.transform import PrintAfterAll
+    from byocc.transform import WellFormedInstrument
 
     if verify_each:
         yield WellFormedInstrument()

@@ -13,7 +13,10 @@ import click
 
 from .model import load_model
 from .options import DIM
-from .output import check_output_file, note_input, render_table, write_npz
+from .output import check_output_file
+from .output import note_input
+from .output import render_table
+from .output import write_npz
 
 MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
 
@@ -42,12 +45,10 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
       byocc run samples/small_cnn.onnx -o out.npz
       byocc run model.relax --inputs inputs.npz --entry main
     """
-    from byocc.runtime import (
-        Interpreter,
-        bind_arguments,
-        flatten_outputs,
-        random_arguments,
-    )
+    from byocc.runtime import Interpreter
+    from byocc.runtime import bind_arguments
+    from byocc.runtime import flatten_outputs
+    from byocc.runtime import random_arguments
 
     if inputs_file and seed is not None:
         raise click.UsageError("give either --inputs or --random-inputs, not both")
@@ -98,7 +99,8 @@ def _func_name(func) -> str:
 def entry_function(mod, entry: str | None):
     """``(name, function)`` of ``--entry``; without it ``main``, or else the module's only
     public Relax function (a module whose one function is ``forward`` runs as is)."""
-    from byocc.ir import Function, InterpretError
+    from byocc.ir import Function
+    from byocc.ir import InterpretError
 
     if entry is None:
         if "main" in mod:

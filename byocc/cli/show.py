@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import click
 
-from .model import load_model, model_argument
-from .output import (
-    console,
-    stdout_closed,
-    stdout_is_terminal,
-    warn_dropped_constants,
-    write_stdout,
-)
+from .model import load_model
+from .model import model_argument
+from .output import console
+from .output import stdout_closed
+from .output import stdout_is_terminal
+from .output import warn_dropped_constants
+from .output import write_stdout
 
 
 @click.command(short_help="Print MODEL as TVM prints it; on a terminal, highlighted with a summary.")
@@ -34,7 +33,8 @@ def show(model: str, pep695: bool, summary: bool | None) -> None:
     and the functions offloaded to each backend. MODEL may be - for stdin.
     """
     mod = load_model(model)
-    from byocc.text import constant_arrays, print_module_with_metadata
+    from byocc.text import constant_arrays
+    from byocc.text import print_module_with_metadata
 
     text, meta = print_module_with_metadata(mod, pep695=pep695)
     if model.lower().endswith(".onnx"):  # a .relax model's values are in its own sidecar

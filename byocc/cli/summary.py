@@ -8,9 +8,16 @@ functions nest), so its cost is linear in the size of the module.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from byocc.ir import Call, ExprVisitor, ExternFunc, Function, IRModule, Op, StringImm
+from byocc.ir import Call
+from byocc.ir import ExprVisitor
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import StringImm
 
 _PACKED_CALLS = ("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed")
 

@@ -9,9 +9,18 @@ from __future__ import annotations
 import click
 
 from .model import load_model
-from .options import BACKEND, DIM, apply_prepare, backend_steps_option, prepare_options, steps_of
+from .options import BACKEND
+from .options import DIM
+from .options import apply_prepare
+from .options import backend_steps_option
+from .options import prepare_options
+from .options import steps_of
 from .output import render_table
-from .run import MODEL_HELP, check_dims, entry_function, fmt_number, quiet_numpy
+from .run import MODEL_HELP
+from .run import check_dims
+from .run import entry_function
+from .run import fmt_number
+from .run import quiet_numpy
 
 
 @click.command("verify", epilog=MODEL_HELP)
@@ -52,7 +61,10 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
     from byocc import transform
-    from byocc.runtime import Interpreter, bind_arguments, compare, random_arguments
+    from byocc.runtime import Interpreter
+    from byocc.runtime import bind_arguments
+    from byocc.runtime import compare
+    from byocc.runtime import random_arguments
 
     from .partition import load_patterns
 
@@ -121,8 +133,10 @@ def _worse(a: dict, b: dict) -> bool:
 def _try_codegen(partitioned):
     """The module after RunCodegen, or None when it cannot run. Stand-in codegens are
     used: the interpreter runs the functions RunCodegen replaced, not generated code."""
-    from byocc.ir import ByoccError, Function
-    from byocc.transform import RunCodegen, stub_codegen
+    from byocc.ir import ByoccError
+    from byocc.ir import Function
+    from byocc.transform import RunCodegen
+    from byocc.transform import stub_codegen
 
     backends = {f.attrs["Codegen"] for _, f in partitioned.items()
                 if isinstance(f, Function) and isinstance(f.attrs.get("Codegen"), str)}

@@ -3,30 +3,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import Expr, Op, PatternError
+from byocc.ir import Expr
+from byocc.ir import Op
+from byocc.ir import PatternError
 
-from .pattern import (
-    AttrPattern,
-    CallPattern,
-    ConstantPattern,
-    DataflowVarPattern,
-    DataTypePattern,
-    DFPattern,
-    ExprPattern,
-    ExternFuncPattern,
-    GlobalVarPattern,
-    NotPattern,
-    PrimArrPattern,
-    ShapePattern,
-    TupleGetItemPattern,
-    TuplePattern,
-    UnorderedTuplePattern,
-    VarPattern,
-    WildcardPattern,
-)
+from .pattern import AttrPattern
+from .pattern import CallPattern
+from .pattern import ConstantPattern
+from .pattern import DataflowVarPattern
+from .pattern import DataTypePattern
+from .pattern import DFPattern
+from .pattern import ExprPattern
+from .pattern import ExternFuncPattern
+from .pattern import GlobalVarPattern
+from .pattern import NotPattern
+from .pattern import PrimArrPattern
+from .pattern import ShapePattern
+from .pattern import TupleGetItemPattern
+from .pattern import TuplePattern
+from .pattern import UnorderedTuplePattern
+from .pattern import VarPattern
+from .pattern import WildcardPattern
 
 
 def wildcard() -> WildcardPattern:

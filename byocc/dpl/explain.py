@@ -9,12 +9,17 @@ sub-pattern (with its path, e.g. ``argument 1 of R.matmul``) or the check functi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 
-from byocc.ir import Call, Op
+from byocc.ir import Call
+from byocc.ir import Op
 
 from . import pattern as P
-from .fusion import FusionPattern, as_fusion_pattern, check_reason
+from .fusion import FusionPattern
+from .fusion import as_fusion_pattern
+from .fusion import check_reason
 from .matcher import match_with_trace
 from .printing import op_display_name
 

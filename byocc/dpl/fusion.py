@@ -8,15 +8,20 @@ byocc's built-in check functions return: it behaves as a bool and says why it fa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
 from byocc.ir import PatternError
 
 from .pattern import DFPattern
 
 if TYPE_CHECKING:
-    from byocc.ir import Expr, Var
+    from byocc.ir import Expr
+    from byocc.ir import Var
 
 
 class CheckResult:
@@ -115,7 +120,8 @@ def make_check_context(entry: FusionPattern, call: Expr, memo: Mapping[DFPattern
     ``annotated_expr`` follows the entry's annotation order; ``matched_bindings`` the memo
     order, over call and tuple-get-item pattern nodes whose value is bound to a variable.
     """
-    from .pattern import CallPattern, TupleGetItemPattern
+    from .pattern import CallPattern
+    from .pattern import TupleGetItemPattern
 
     annotated = {key: memo[p] for key, p in entry.annotation_patterns.items() if p in memo}
     matched: dict[Var, Expr] = {}

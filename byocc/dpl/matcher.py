@@ -23,30 +23,33 @@ progress (the deepest point reached), for ``--explain``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowVar,
-    Expr,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    Op,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
 from byocc.ir.struct_info import TensorStructInfo
 
 from . import pattern as P
-from .predicates import expr_equal_same_vars, match_call_attrs, match_dict, struct_info_base_of
-from .printing import describe_expr, describe_pattern
+from .predicates import expr_equal_same_vars
+from .predicates import match_call_attrs
+from .predicates import match_dict
+from .predicates import struct_info_base_of
+from .printing import describe_expr
+from .printing import describe_pattern
 
 _COMMUTATIVE = frozenset(("relax.add", "relax.multiply"))
 

@@ -12,13 +12,18 @@ them, as TVM does outside a ``PatternContext``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
 
-from byocc.ir import Expr, PatternError
+from byocc.ir import Expr
+from byocc.ir import PatternError
 
 if TYPE_CHECKING:
-    from byocc.ir import Dim, StructInfo, Var
+    from byocc.ir import Dim
+    from byocc.ir import StructInfo
+    from byocc.ir import Var
 
 
 class DFPattern:

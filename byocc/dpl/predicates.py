@@ -7,31 +7,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataTypeImm,
-    Expr,
-    ExternFunc,
-    GlobalVar,
-    Op,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
-from byocc.ir.struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
+from byocc.ir.struct_info import FuncStructInfo
+from byocc.ir.struct_info import ObjectStructInfo
+from byocc.ir.struct_info import PrimStructInfo
+from byocc.ir.struct_info import ShapeStructInfo
+from byocc.ir.struct_info import StructInfo
+from byocc.ir.struct_info import TensorStructInfo
+from byocc.ir.struct_info import TupleStructInfo
 
 from .printing import op_display_name
 

@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    Op,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
 
 
 def op_display_name(name: str) -> str:

@@ -26,25 +26,23 @@ import keyword
 import re
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    FrontendError,
-    Function,
-    IRModule,
-    SeqExpr,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    UnsupportedError,
-    Var,
-    VarBinding,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import FrontendError
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
+from byocc.ir import VarBinding
 
 MIN_OPSET = 6
 
@@ -246,7 +244,9 @@ class Importer:
         (:func:`byocc.ops.fold_call`) to a Constant (a Tuple of them) when its operands are
         constants, so constant weights are transposed or reshaped, and shape computations
         on constants vanish, at import time."""
-        from byocc.ops import fold_call, get_op_def, make_call
+        from byocc.ops import fold_call
+        from byocc.ops import get_op_def
+        from byocc.ops import make_call
         from byocc.ops.convert import OPERAND_KINDS
 
         try:

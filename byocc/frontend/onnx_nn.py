@@ -3,9 +3,12 @@ normalisation, softmax, Gemm/MatMul, activations with parameters, Pad."""
 
 from __future__ import annotations
 
-from byocc.ir import UnsupportedError, arith
+from byocc.ir import UnsupportedError
+from byocc.ir import arith
 
-from .onnx_ops import converter, ints, opt
+from .onnx_ops import converter
+from .onnx_ops import ints
+from .onnx_ops import opt
 
 
 # --------------------------------------------------------------------------- linear algebra

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from byocc.ir import UnsupportedError
 
-from .onnx_fold import fold_symbolic, is_symbolic
+from .onnx_fold import fold_symbolic
+from .onnx_fold import is_symbolic
 
 Converter = Callable[..., list]
 CONVERTERS: dict[str, Converter] = {}
@@ -31,7 +32,8 @@ def converter(*names: str):
 
 
 def supported_op_types() -> list[str]:
-    from . import onnx_nn, onnx_shape  # noqa: F401  (register their converters)
+    from . import onnx_nn  # noqa: F401  (register their converters)
+    from . import onnx_shape  # noqa: F401  (register their converters)
 
     return sorted(CONVERTERS)
 
@@ -56,7 +58,8 @@ def node_attrs(node) -> dict:
 
 def import_node(imp, node) -> list:
     """Fold or convert one node; returns its output values."""
-    from . import onnx_nn, onnx_shape  # noqa: F401  (register their converters)
+    from . import onnx_nn  # noqa: F401  (register their converters)
+    from . import onnx_shape  # noqa: F401  (register their converters)
 
     attrs = node_attrs(node)
     inputs = list(node.input)

@@ -5,10 +5,15 @@ symbolic (``PrimExpr``) wherever a shape flows from a graph input with ``dim_par
 
 from __future__ import annotations
 
-from byocc.ir import UnsupportedError, arith
+from byocc.ir import UnsupportedError
+from byocc.ir import arith
 
 from .onnx_fold import is_symbolic
-from .onnx_ops import axis_list, converter, dim_list, ints, opt
+from .onnx_ops import axis_list
+from .onnx_ops import converter
+from .onnx_ops import dim_list
+from .onnx_ops import ints
+from .onnx_ops import opt
 
 
 def shape_array(dim_list):

@@ -10,21 +10,20 @@ derived from them is deterministic.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from .expr import (
-    Binding,
-    Call,
-    DataflowBlock,
-    Expr,
-    Function,
-    GlobalVar,
-    MatchCast,
-    Op,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
+from .expr import Binding
+from .expr import Call
+from .expr import DataflowBlock
+from .expr import Expr
+from .expr import Function
+from .expr import GlobalVar
+from .expr import MatchCast
+from .expr import Op
+from .expr import SeqExpr
+from .expr import Var
+from .expr import VarBinding
 from .functor import ExprVisitor
 from .struct_info import FuncStructInfo
 

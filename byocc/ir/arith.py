@@ -33,16 +33,24 @@ nodes), never the bindings.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
 
-from .diagnostics import InterpretError, Span
-from .prim import Dim, PrimBinary, PrimMinMax, TirVar
+from .diagnostics import InterpretError
+from .diagnostics import Span
+from .prim import Dim
+from .prim import PrimBinary
+from .prim import PrimMinMax
+from .prim import TirVar
 
 if TYPE_CHECKING:
     from typing import TypeGuard
 
-    from .struct_info import StructInfo, TensorStructInfo
+    from .struct_info import StructInfo
+    from .struct_info import TensorStructInfo
 
     #: ``{id(var): (var, coefficient)}`` in insertion order, and the constant term.
     LinearForm = tuple[dict[int, tuple[TirVar, int]], int]
@@ -362,7 +370,9 @@ def eval_dim(dim: Any, scope: Mapping, span: Span | None = None) -> int:
 
 def simplify_struct_info_dims(si: StructInfo) -> StructInfo:
     """``si`` with every symbolic tensor/shape dim simplified (the same object if none changes)."""
-    from .struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
+    from .struct_info import ShapeStructInfo
+    from .struct_info import TensorStructInfo
+    from .struct_info import TupleStructInfo
 
     if isinstance(si, TensorStructInfo) and si.shape is not None:
         dims = tuple(simplify_dim(x) for x in si.shape)

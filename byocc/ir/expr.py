@@ -7,23 +7,24 @@ Children are tuples. ``struct_info`` is filled when a node is normalized (parser
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+from typing import Any
 
 from .diagnostics import Span
-from .prim import Dim, TirVar
-from .struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    erase_to_well_defined,
-    is_base_of,
-    struct_info_vars,
-)
+from .prim import Dim
+from .prim import TirVar
+from .struct_info import FuncStructInfo
+from .struct_info import ObjectStructInfo
+from .struct_info import PrimStructInfo
+from .struct_info import ShapeStructInfo
+from .struct_info import StructInfo
+from .struct_info import TensorStructInfo
+from .struct_info import TupleStructInfo
+from .struct_info import erase_to_well_defined
+from .struct_info import is_base_of
+from .struct_info import struct_info_vars
 
 
 class Expr:

@@ -7,33 +7,34 @@ depth is bounded by expression nesting (shallow in normal form) and function nes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Any
+from typing import cast
 
-from .expr import (
-    Binding,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    DataTypeImm,
-    Expr,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from .expr import Binding
+from .expr import BindingBlock
+from .expr import Call
+from .expr import Constant
+from .expr import DataflowBlock
+from .expr import DataflowVar
+from .expr import DataTypeImm
+from .expr import Expr
+from .expr import ExternFunc
+from .expr import Function
+from .expr import GlobalVar
+from .expr import If
+from .expr import MatchCast
+from .expr import Op
+from .expr import PrimValue
+from .expr import SeqExpr
+from .expr import ShapeExpr
+from .expr import StringImm
+from .expr import Tuple
+from .expr import TupleGetItem
+from .expr import Var
+from .expr import VarBinding
 
 EXPR_METHODS: dict[type[Expr], str] = {
     Var: "visit_var_",

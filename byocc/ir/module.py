@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import ItemsView
+from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
-from .expr import ExternFunc, Function, GlobalVar
+from .expr import ExternFunc
+from .expr import Function
+from .expr import GlobalVar
 
 # What a module maps names to.
 BaseFunc = Function | ExternFunc

@@ -6,11 +6,14 @@ Printed forms are in spec/textual-ir.md section 3. ``dtype`` is ``None`` when un
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .prim import Dim, TirVar, dim_vars
+from .prim import Dim
+from .prim import TirVar
+from .prim import dim_vars
 
 if TYPE_CHECKING:
     from .expr import Var

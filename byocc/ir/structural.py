@@ -19,38 +19,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from .expr import (
-    Attrs,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    DataTypeImm,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from .expr import Attrs
+from .expr import Call
+from .expr import Constant
+from .expr import DataflowBlock
+from .expr import DataflowVar
+from .expr import DataTypeImm
+from .expr import ExternFunc
+from .expr import Function
+from .expr import GlobalVar
+from .expr import If
+from .expr import MatchCast
+from .expr import Op
+from .expr import PrimValue
+from .expr import SeqExpr
+from .expr import ShapeExpr
+from .expr import StringImm
+from .expr import Tuple
+from .expr import TupleGetItem
+from .expr import Var
+from .expr import VarBinding
 from .module import IRModule
-from .prim import PrimBinary, PrimMinMax, TirVar
-from .struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
+from .prim import PrimBinary
+from .prim import PrimMinMax
+from .prim import TirVar
+from .struct_info import FuncStructInfo
+from .struct_info import ObjectStructInfo
+from .struct_info import PrimStructInfo
+from .struct_info import ShapeStructInfo
+from .struct_info import TensorStructInfo
+from .struct_info import TupleStructInfo
 
 
 class _Canon:

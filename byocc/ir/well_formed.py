@@ -24,43 +24,44 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .analysis import find_impure_call, is_impure_call
-from .diagnostics import Span, WellFormedError
-from .expr import (
-    Binding,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    DataTypeImm,
-    Expr,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    If,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from .analysis import find_impure_call
+from .analysis import is_impure_call
+from .diagnostics import Span
+from .diagnostics import WellFormedError
+from .expr import Binding
+from .expr import Call
+from .expr import Constant
+from .expr import DataflowBlock
+from .expr import DataflowVar
+from .expr import DataTypeImm
+from .expr import Expr
+from .expr import ExternFunc
+from .expr import Function
+from .expr import GlobalVar
+from .expr import If
+from .expr import MatchCast
+from .expr import Op
+from .expr import PrimValue
+from .expr import SeqExpr
+from .expr import ShapeExpr
+from .expr import StringImm
+from .expr import Tuple
+from .expr import TupleGetItem
+from .expr import Var
+from .expr import VarBinding
 from .module import IRModule
-from .prim import Dim, TirVar, dim_text, dim_vars
-from .struct_info import (
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    struct_info_vars,
-)
+from .prim import Dim
+from .prim import TirVar
+from .prim import dim_text
+from .prim import dim_vars
+from .struct_info import FuncStructInfo
+from .struct_info import ObjectStructInfo
+from .struct_info import PrimStructInfo
+from .struct_info import ShapeStructInfo
+from .struct_info import StructInfo
+from .struct_info import TensorStructInfo
+from .struct_info import TupleStructInfo
+from .struct_info import struct_info_vars
 
 _LEAVES = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Op, Tuple)
 _TYPE_KEYS = {

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, PrimStructInfo, TensorStructInfo
+from byocc.ir import Call
+from byocc.ir import PrimStructInfo
+from byocc.ir import TensorStructInfo
 
-from .common import (
-    binary_out_dtype,
-    broadcast_shapes,
-    check_num_args,
-    fail,
-    fmt_sinfo,
-    shape_values,
-    sinfo_of,
-)
+from .common import binary_out_dtype
+from .common import broadcast_shapes
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import shape_values
+from .common import sinfo_of
 from .registry import define
 
 

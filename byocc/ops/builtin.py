@@ -3,23 +3,27 @@
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Attrs,
-    Call,
-    DataTypeImm,
-    ExternFunc,
-    FuncStructInfo,
-    GlobalVar,
-    Op,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-    TypeInferenceError,
-)
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import DataTypeImm
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import GlobalVar
+from byocc.ir import Op
+from byocc.ir import ShapeStructInfo
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
 
-from .common import check_num_args, fail, fmt_sinfo, sinfo_of, tensor_from_shape_expr
-from .registry import _sinfo_list, define, packed_result
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import sinfo_of
+from .common import tensor_from_shape_expr
+from .registry import _sinfo_list
+from .registry import define
+from .registry import packed_result
 
 
 def infer_dps(call: Call):

@@ -3,20 +3,18 @@ axis normalisation, broadcasting, dtype classes, data layouts."""
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Call,
-    Expr,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    Tuple,
-    TupleStructInfo,
-    TypeInferenceError,
-    Var,
-    arith,
-)
+from byocc.ir import Call
+from byocc.ir import Expr
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import Var
+from byocc.ir import arith
 from byocc.ir.prim import dim_text
 
 

@@ -7,20 +7,22 @@ are supported, packed layouts (``NCHW4c``) give a rank-only result.
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo, TypeInferenceError, arith
+from byocc.ir import Call
+from byocc.ir import TensorStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import arith
 
-from .common import (
-    binary_out_dtype,
-    check_ndim_for_layout,
-    check_num_args,
-    fail,
-    from_layout,
-    parse_layout,
-    tensor_arg,
-    tensor_args,
-    to_layout,
-)
-from .registry import AttrField, define
+from .common import binary_out_dtype
+from .common import check_ndim_for_layout
+from .common import check_num_args
+from .common import fail
+from .common import from_layout
+from .common import parse_layout
+from .common import tensor_arg
+from .common import tensor_args
+from .common import to_layout
+from .registry import AttrField
+from .registry import define
 
 SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 

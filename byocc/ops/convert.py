@@ -10,19 +10,17 @@ into a located :class:`~byocc.ir.TypeInferenceError`.
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Constant,
-    DataTypeImm,
-    Expr,
-    ExternFunc,
-    PrimExpr,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
-    TensorStructInfo,
-    Tuple,
-    TupleStructInfo,
-)
+from byocc.ir import Constant
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import PrimExpr
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
 
 
 def _is_int(v) -> bool:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, ShapeStructInfo, TensorStructInfo
+from byocc.ir import Call
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
 
-from .common import (
-    check_num_args,
-    fail,
-    fmt_sinfo,
-    sinfo_of,
-    tensor_arg,
-    tensor_from_shape_expr,
-    with_dtype,
-)
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import sinfo_of
+from .common import tensor_arg
+from .common import tensor_from_shape_expr
+from .common import with_dtype
+from .registry import AttrField
+from .registry import define
 
 
 def _shape_arg(call: Call, i: int):

@@ -11,23 +11,22 @@ table). Calling convention (operands, attributes as keywords): :mod:`byocc.ops.r
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataTypeImm,
-    Expr,
-    Op,
-    PrimValue,
-    ShapeExpr,
-    StringImm,
-    TensorStructInfo,
-    Tuple,
-    TupleStructInfo,
-    UnsupportedError,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import UnsupportedError
 
 _TABLE: dict[str, Callable[..., Any]] = {}
 

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, ShapeStructInfo, TensorStructInfo
+from byocc.ir import Call
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
 
-from .common import (
-    check_ndim_for_layout,
-    check_num_args,
-    fail,
-    fmt_sinfo,
-    from_layout,
-    parse_layout,
-    sinfo_of,
-    tensor_arg,
-    to_layout,
-)
+from .common import check_ndim_for_layout
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import from_layout
+from .common import parse_layout
+from .common import sinfo_of
+from .common import tensor_arg
+from .common import to_layout
 from .convert import attr_float32_imms
-from .registry import AttrField, define
+from .registry import AttrField
+from .registry import define
 
 
 def infer_resize2d(call: Call):

@@ -3,28 +3,25 @@ tensor/manipulate, the ONNX GatherElements/GatherND meaning)."""
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Call,
-    ObjectStructInfo,
-    PrimStructInfo,
-    PrimValue,
-    TensorStructInfo,
-    Tuple,
-    TupleStructInfo,
-    arith,
-)
+from byocc.ir import Call
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import arith
 
-from .common import (
-    check_num_args,
-    fail,
-    fmt_sinfo,
-    is_int_dtype,
-    normalize_axes,
-    normalize_axis,
-    sinfo_of,
-    tensor_arg,
-)
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import is_int_dtype
+from .common import normalize_axes
+from .common import normalize_axis
+from .common import sinfo_of
+from .common import tensor_arg
+from .registry import AttrField
+from .registry import define
 
 
 def infer_take(call: Call):

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo, arith
+from byocc.ir import Call
+from byocc.ir import TensorStructInfo
+from byocc.ir import arith
 
-from .common import binary_out_dtype, broadcast_shapes, fail, tensor_args
-from .registry import AttrField, define
+from .common import binary_out_dtype
+from .common import broadcast_shapes
+from .common import fail
+from .common import tensor_args
+from .registry import AttrField
+from .registry import define
 
 
 def infer_matmul(call: Call):

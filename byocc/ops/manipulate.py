@@ -3,21 +3,26 @@ broadcast_to, repeat, tile, stack (TVM's tensor/manipulate)."""
 
 from __future__ import annotations
 
-from byocc.ir import Call, ShapeExpr, ShapeStructInfo, TensorStructInfo, TupleStructInfo, Var, arith
+from byocc.ir import Call
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import arith
 from byocc.ir.prim import PrimMinMax
 
-from .common import (
-    check_num_args,
-    fail,
-    fmt_sinfo,
-    normalize_axes,
-    normalize_axis,
-    shape_values,
-    sinfo_of,
-    tensor_arg,
-    tensor_from_shape_expr,
-)
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import normalize_axes
+from .common import normalize_axis
+from .common import shape_values
+from .common import sinfo_of
+from .common import tensor_arg
+from .common import tensor_from_shape_expr
+from .registry import AttrField
+from .registry import define
 
 
 # --------------------------------------------------------------------------- reshape

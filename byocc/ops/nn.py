@@ -3,19 +3,21 @@ attention (TVM's nn/nn and nn/attention). Convolution and pooling are in ``conv`
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo, TupleStructInfo, arith
+from byocc.ir import Call
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import arith
 
-from .common import (
-    check_num_args,
-    fail,
-    normalize_axes,
-    normalize_axis,
-    require_float,
-    shape_values,
-    tensor_arg,
-    tensor_args,
-)
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import fail
+from .common import normalize_axes
+from .common import normalize_axis
+from .common import require_float
+from .common import shape_values
+from .common import tensor_arg
+from .common import tensor_args
+from .registry import AttrField
+from .registry import define
 from .unary import unary_infer
 
 # --------------------------------------------------------------------------- activations

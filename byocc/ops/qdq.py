@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, arith
+from byocc.ir import Call
+from byocc.ir import arith
 
-from .common import fail, tensor_args, with_dtype
-from .registry import AttrField, define
+from .common import fail
+from .common import tensor_args
+from .common import with_dtype
+from .registry import AttrField
+from .registry import define
 
 _PARAM_OK_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16")
 

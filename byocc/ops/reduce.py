@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo
+from byocc.ir import Call
+from byocc.ir import TensorStructInfo
 
-from .common import check_num_args, normalize_axes, tensor_arg
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import normalize_axes
+from .common import tensor_arg
+from .registry import AttrField
+from .registry import define
 
 
 def infer_statistical(call: Call):

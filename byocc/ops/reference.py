@@ -272,7 +272,9 @@ def _table() -> dict[str, Callable[..., Any]]:
 
 def reference_table() -> dict[str, Callable[..., Any]]:
     """Every numpy reference byocc has, keyed by op name (``relax.nn.conv2d``...)."""
-    from . import reference_image, reference_nn, reference_tensor
+    from . import reference_image
+    from . import reference_nn
+    from . import reference_tensor
 
     table = _table()
     table.update(reference_tensor.table())

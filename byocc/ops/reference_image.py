@@ -18,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .reference import _cast, _f64, np_dtype
-from .reference_nn import _from_first, _to_first
+from .reference import _cast
+from .reference import _f64
+from .reference import np_dtype
+from .reference_nn import _from_first
+from .reference_nn import _to_first
 
 
 def _coords(mode: str, n_out: int, n_in: int, start: float, end: float):

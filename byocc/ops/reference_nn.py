@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .reference import _cast, _f64, erf, is_float_dtype, np_dtype
+from .reference import _cast
+from .reference import _f64
+from .reference import erf
+from .reference import is_float_dtype
+from .reference import np_dtype
 
 
 def _np():

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .reference import _binary_dtype, _cast, _f64, np_dtype
+from .reference import _binary_dtype
+from .reference import _cast
+from .reference import _f64
+from .reference import np_dtype
 
 
 # --------------------------------------------------------------------------- reductions

@@ -10,21 +10,20 @@ inference. :func:`make_call` builds a fully normalised, typed :class:`~byocc.ir.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from byocc.ir import (
-    Attrs,
-    Call,
-    Expr,
-    ExternFunc,
-    FuncStructInfo,
-    ObjectStructInfo,
-    Op,
-    StructInfo,
-    TupleStructInfo,
-    TypeInferenceError,
-    UnsupportedError,
-)
+from byocc.ir import Attrs
+from byocc.ir import Call
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import StructInfo
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import UnsupportedError
 
 from . import convert
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, TensorStructInfo
+from byocc.ir import Call
+from byocc.ir import TensorStructInfo
 
-from .common import binary_out_dtype, broadcast_shapes, fail, tensor_args
+from .common import binary_out_dtype
+from .common import broadcast_shapes
+from .common import fail
+from .common import tensor_args
 from .registry import define
 
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from byocc.ir import Call, PrimStructInfo
+from byocc.ir import Call
+from byocc.ir import PrimStructInfo
 
-from .common import check_num_args, fail, fmt_sinfo, require_float, sinfo_of, tensor_arg, with_dtype
-from .registry import AttrField, define
+from .common import check_num_args
+from .common import fail
+from .common import fmt_sinfo
+from .common import require_float
+from .common import sinfo_of
+from .common import tensor_arg
+from .common import with_dtype
+from .registry import AttrField
+from .registry import define
 
 
 def unary_infer(require_float_dtype: bool, out_dtype: str | None = None):

@@ -22,43 +22,44 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from byocc.ir import Constant, Expr, GlobalVar, IRModule, Op, StructInfo
+from byocc.ir import Constant
+from byocc.ir import Expr
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import StructInfo
 
 from .block_builder import BlockBuilder
-from .expr import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-    const,
-    extern,
-    prim_value,
-)
-from .struct_info import (
-    FuncStructInfo,
-    FuncType,
-    ObjectStructInfo,
-    ObjectType,
-    PrimStructInfo,
-    PrimType,
-    ShapeStructInfo,
-    ShapeType,
-    TensorStructInfo,
-    TensorType,
-    TupleStructInfo,
-    TupleType,
-)
+from .expr import BindingBlock
+from .expr import Call
+from .expr import DataflowBlock
+from .expr import DataflowVar
+from .expr import ExternFunc
+from .expr import Function
+from .expr import MatchCast
+from .expr import PrimValue
+from .expr import SeqExpr
+from .expr import ShapeExpr
+from .expr import StringImm
+from .expr import Tuple
+from .expr import TupleGetItem
+from .expr import Var
+from .expr import VarBinding
+from .expr import const
+from .expr import extern
+from .expr import prim_value
+from .struct_info import FuncStructInfo
+from .struct_info import FuncType
+from .struct_info import ObjectStructInfo
+from .struct_info import ObjectType
+from .struct_info import PrimStructInfo
+from .struct_info import PrimType
+from .struct_info import ShapeStructInfo
+from .struct_info import ShapeType
+from .struct_info import TensorStructInfo
+from .struct_info import TensorType
+from .struct_info import TupleStructInfo
+from .struct_info import TupleType
 
 _SUBMODULES = ("analysis", "backend", "dpl", "op", "transform")
 

@@ -7,8 +7,12 @@ and its ``check_well_formed`` returns the bool. Both are offered.
 
 from __future__ import annotations
 
-from byocc.ir import Function, IRModule
-from byocc.ir.analysis import all_global_vars, all_vars, bound_vars, free_vars
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir.analysis import all_global_vars
+from byocc.ir.analysis import all_vars
+from byocc.ir.analysis import bound_vars
+from byocc.ir.analysis import free_vars
 from byocc.ir.well_formed import well_formed as _problems
 
 

@@ -19,41 +19,40 @@ renaming of public functions whose name differs from their ``global_symbol``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    DataTypeImm,
-    Expr,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    If,
-    InputError,
-    IRModule,
-    MatchCast,
-    NameSupply,
-    ObjectStructInfo,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    StructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    UnsupportedError,
-    Var,
-    VarBinding,
-    structural_equal,
-    structural_hash,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import InputError
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import NameSupply
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import StructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import structural_equal
+from byocc.ir import structural_hash
 
 _LEAVES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar, Op)
 

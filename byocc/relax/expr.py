@@ -9,63 +9,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    BindingBlock as _BindingBlock,
-)
-from byocc.ir import (
-    Call as _Call,
-)
-from byocc.ir import (
-    Constant,
-    Expr,
-    GlobalVar,
-    InputError,
-    ObjectStructInfo,
-    Op,
-    PrimExpr,
-    StructInfo,
-    TensorStructInfo,
-    TupleStructInfo,
-)
-from byocc.ir import (
-    DataflowBlock as _DataflowBlock,
-)
-from byocc.ir import (
-    DataflowVar as _DataflowVar,
-)
-from byocc.ir import (
-    ExternFunc as _ExternFunc,
-)
-from byocc.ir import (
-    Function as _Function,
-)
-from byocc.ir import (
-    MatchCast as _MatchCast,
-)
-from byocc.ir import (
-    PrimValue as _PrimValue,
-)
-from byocc.ir import (
-    SeqExpr as _SeqExpr,
-)
-from byocc.ir import (
-    ShapeExpr as _ShapeExpr,
-)
-from byocc.ir import (
-    StringImm as _StringImm,
-)
-from byocc.ir import (
-    Tuple as _Tuple,
-)
-from byocc.ir import (
-    TupleGetItem as _TupleGetItem,
-)
-from byocc.ir import (
-    Var as _Var,
-)
-from byocc.ir import (
-    VarBinding as _VarBinding,
-)
+from byocc.ir import BindingBlock as _BindingBlock
+from byocc.ir import Call as _Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock as _DataflowBlock
+from byocc.ir import DataflowVar as _DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExternFunc as _ExternFunc
+from byocc.ir import Function as _Function
+from byocc.ir import GlobalVar
+from byocc.ir import InputError
+from byocc.ir import MatchCast as _MatchCast
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import PrimExpr
+from byocc.ir import PrimValue as _PrimValue
+from byocc.ir import SeqExpr as _SeqExpr
+from byocc.ir import ShapeExpr as _ShapeExpr
+from byocc.ir import StringImm as _StringImm
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple as _Tuple
+from byocc.ir import TupleGetItem as _TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var as _Var
+from byocc.ir import VarBinding as _VarBinding
 
 from ._factory import Factory
 from .struct_info import to_dims
@@ -218,7 +186,8 @@ class Call(Factory):
 
     def __new__(cls, op: Any, args: Sequence[Expr], attrs: Any = None,  # type: ignore[misc]
                 sinfo_args: Sequence[StructInfo] | None = None, span: Any = None) -> _Call:
-        from byocc.ops import infer_struct_info, make_call
+        from byocc.ops import infer_struct_info
+        from byocc.ops import make_call
 
         if isinstance(op, str):
             op = Op.get(op, create=True)

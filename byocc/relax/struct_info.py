@@ -10,32 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    FuncStructInfo as _Func,
-)
-from byocc.ir import (
-    InputError,
-    PrimExpr,
-    ShapeExpr,
-    StructInfo,
-    UnsupportedError,
-    Var,
-)
-from byocc.ir import (
-    ObjectStructInfo as _Object,
-)
-from byocc.ir import (
-    PrimStructInfo as _Prim,
-)
-from byocc.ir import (
-    ShapeStructInfo as _Shape,
-)
-from byocc.ir import (
-    TensorStructInfo as _Tensor,
-)
-from byocc.ir import (
-    TupleStructInfo as _Tuple,
-)
+from byocc.ir import FuncStructInfo as _Func
+from byocc.ir import InputError
+from byocc.ir import ObjectStructInfo as _Object
+from byocc.ir import PrimExpr
+from byocc.ir import PrimStructInfo as _Prim
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo as _Shape
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo as _Tensor
+from byocc.ir import TupleStructInfo as _Tuple
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
 
 from ._factory import Factory
 

@@ -8,21 +8,20 @@ tuples or :class:`FusionPattern` entries, highest priority first.
 
 from __future__ import annotations
 
-from byocc.dpl import FusionPattern, PatternCheckContext
-from byocc.transform import (
-    CanonicalizeBindings,
-    DeadCodeElimination,
-    EliminateCommonSubexpr,
-    FuseOpsByPattern,
-    MergeCompositeFunctions,
-    ModulePass,
-    Pass,
-    PassContext,
-    PassInfo,
-    PassInstrument,
-    RunCodegen,
-    Sequential,
-)
+from byocc.dpl import FusionPattern
+from byocc.dpl import PatternCheckContext
+from byocc.transform import CanonicalizeBindings
+from byocc.transform import DeadCodeElimination
+from byocc.transform import EliminateCommonSubexpr
+from byocc.transform import FuseOpsByPattern
+from byocc.transform import MergeCompositeFunctions
+from byocc.transform import ModulePass
+from byocc.transform import Pass
+from byocc.transform import PassContext
+from byocc.transform import PassInfo
+from byocc.transform import PassInstrument
+from byocc.transform import RunCodegen
+from byocc.transform import Sequential
 
 __all__ = [
     "CanonicalizeBindings", "DeadCodeElimination", "EliminateCommonSubexpr", "FuseOpsByPattern", "FusionPattern",

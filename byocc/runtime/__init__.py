@@ -8,9 +8,18 @@ Building and calling generated libraries: ``build(DIR, ...)`` (``byocc build``),
 ``load(DIR)`` (the native runner) and ``ByoccRuntimeError``, imported on first use.
 """
 
-from .inputs import TOLERANCES, bind_arguments, compare, random_arguments, tolerance
-from .interpreter import Interpreter, run_module
-from .values import Closure, PackedFunc, ShapeValue, describe, flatten_outputs
+from .inputs import TOLERANCES
+from .inputs import bind_arguments
+from .inputs import compare
+from .inputs import random_arguments
+from .inputs import tolerance
+from .interpreter import Interpreter
+from .interpreter import run_module
+from .values import Closure
+from .values import PackedFunc
+from .values import ShapeValue
+from .values import describe
+from .values import flatten_outputs
 
 _LAZY = {"build": ("byocc.runtime.build", "build"), "load": ("byocc.runtime.native", "load"),
          "ByoccRuntimeError": ("byocc.runtime.native", "ByoccRuntimeError")}

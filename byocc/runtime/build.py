@@ -24,12 +24,18 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED
+from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
-from byocc.ir import ExternalToolError, InputError
+from byocc.ir import ExternalToolError
+from byocc.ir import InputError
 
 from .inputs import available_memory
 from .objcache import atomic_write
@@ -259,18 +265,16 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
           on_progress: Callable[[Progress], None] | None = None) -> BuildResult:
     """Build ``DIR/lib/libbyocc_<stem>.so``. ``archs``: a subset of ``sm_90a``/``sm_80``
     (empty: both); ``jobs``: the heavy-unit limit (default from free memory)."""
-    from byocc.backends.build_files import (
-        ARCH_KINDS,
-        NO_ARCH_MACRO,
-        Unit,
-        build_ninja,
-        config_ninja,
-        default_cache_dir,
-        default_heavy_depth,
-        detect_toolchain,
-        find_ninja,
-        total_memory,
-    )
+    from byocc.backends.build_files import ARCH_KINDS
+    from byocc.backends.build_files import NO_ARCH_MACRO
+    from byocc.backends.build_files import Unit
+    from byocc.backends.build_files import build_ninja
+    from byocc.backends.build_files import config_ninja
+    from byocc.backends.build_files import default_cache_dir
+    from byocc.backends.build_files import default_heavy_depth
+    from byocc.backends.build_files import detect_toolchain
+    from byocc.backends.build_files import find_ninja
+    from byocc.backends.build_files import total_memory
     from byocc.backends.manifest import load_manifest
 
     start = time.monotonic()

@@ -19,7 +19,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import ExternalToolError, InputError
+from byocc.ir import ExternalToolError
+from byocc.ir import InputError
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 

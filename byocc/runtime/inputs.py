@@ -7,18 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from byocc.ir import (
-    Function,
-    InterpretError,
-    PrimStructInfo,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-    struct_info_vars,
-)
+from byocc.ir import Function
+from byocc.ir import InterpretError
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
+from byocc.ir import struct_info_vars
 
-from .values import ShapeValue, describe
+from .values import ShapeValue
+from .values import describe
 
 #: (rtol, atol) per dtype when comparing a partitioned run with the original; float16
 #: follows TVM's 1e-2 (spec/backends.md section 15). Integers and bools compare exactly.

@@ -23,41 +23,46 @@ Steps and cost:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    ByoccError,
-    Call,
-    Constant,
-    DataflowVar,
-    DataTypeImm,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    If,
-    InterpretError,
-    IRModule,
-    MatchCast,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    ShapeStructInfo,
-    StringImm,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    UnsupportedError,
-    Var,
-)
+from byocc.ir import ByoccError
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import DataTypeImm
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import InterpretError
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
 from byocc.ir.arith import eval_dim
 from byocc.ops import bound_reference
 
-from .plan import Plan, free_vars, plan_of
+from .plan import Plan
+from .plan import free_vars
+from .plan import plan_of
 from .symbolic import match_struct_info
-from .values import Closure, PackedFunc, ShapeValue, describe
+from .values import Closure
+from .values import PackedFunc
+from .values import ShapeValue
+from .values import describe
 
 
 class _Frame:

@@ -31,13 +31,21 @@ import ast
 import ctypes
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from byocc.ir import ByoccError, ExternalToolError, InputError
+from byocc.ir import ByoccError
+from byocc.ir import ExternalToolError
+from byocc.ir import InputError
 
-from .dlpack import Framework, TensorSlots, framework_of, frameworks
+from .dlpack import Framework
+from .dlpack import TensorSlots
+from .dlpack import framework_of
+from .dlpack import frameworks
 
 #: ``byocc_abi.h`` return codes, by value.
 ERROR_NAMES = {

@@ -11,7 +11,14 @@ it holds the module).
 
 from __future__ import annotations
 
-from byocc.ir import Call, Constant, DataflowVar, ExprVisitor, Function, Op, SeqExpr, Var
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import ExprVisitor
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Var
 
 
 class Plan:

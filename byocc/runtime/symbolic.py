@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from byocc.ir import (
-    FuncStructInfo,
-    InterpretError,
-    ObjectStructInfo,
-    PrimStructInfo,
-    ShapeStructInfo,
-    Span,
-    StructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-)
+from byocc.ir import FuncStructInfo
+from byocc.ir import InterpretError
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeStructInfo
+from byocc.ir import Span
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
 from byocc.ir.arith import eval_dim
 from byocc.ir.prim import dim_text
 
-from .values import Closure, PackedFunc, ShapeValue, describe
+from .values import Closure
+from .values import PackedFunc
+from .values import ShapeValue
+from .values import describe
 
 
 class Matcher:

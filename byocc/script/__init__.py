@@ -15,7 +15,9 @@ from typing import Any
 
 from byocc.ir import IRModule
 
-from . import ir, relax, tirx
+from . import ir
+from . import relax
+from . import tirx
 
 tir = tirx  # the name TVM releases before 0.27 used
 

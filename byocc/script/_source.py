@@ -7,9 +7,11 @@ import re
 import sys
 import textwrap
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
-from byocc.ir import InputError, IRModule
+from byocc.ir import InputError
+from byocc.ir import IRModule
 
 
 def source_of(obj: Any, what: str, scope: Mapping[str, Any] | None = None) -> tuple[str, str]:

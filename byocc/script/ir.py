@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from byocc.ir import InputError, IRModule
+from byocc.ir import InputError
+from byocc.ir import IRModule
 
-from ._source import caller_scope, parse_source
+from ._source import caller_scope
+from ._source import parse_source
 
 
 def ir_module(cls: Any) -> IRModule:

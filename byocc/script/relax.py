@@ -9,9 +9,12 @@ when the def runs; they only need to exist here, the parser reads them from the 
 
 from __future__ import annotations
 
-from byocc.ir import Function, InputError
+from byocc.ir import Function
+from byocc.ir import InputError
 
-from ._source import Placeholder, caller_scope, parse_source
+from ._source import Placeholder
+from ._source import caller_scope
+from ._source import parse_source
 
 # Names Python evaluates while defining a decorated def or class (annotations, members).
 Tensor = Placeholder("R.Tensor")

@@ -7,17 +7,18 @@ importing this package costs nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:  # what __getattr__ loads on first use
-    from .parser import decode_source, parse_module, read_file
-    from .printer import (
-        constant_arrays,
-        print_expr,
-        print_function,
-        print_module,
-        print_module_with_metadata,
-    )
+    from .parser import decode_source
+    from .parser import parse_module
+    from .parser import read_file
+    from .printer import constant_arrays
+    from .printer import print_expr
+    from .printer import print_function
+    from .printer import print_module
+    from .printer import print_module_with_metadata
 
 __all__ = ["constant_arrays", "decode_source", "parse_module", "print_expr", "print_function", "print_module",
            "print_module_with_metadata", "read_file"]

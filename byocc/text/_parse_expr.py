@@ -13,64 +13,65 @@ to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import NoReturn
 
-from byocc.ir import (
-    ByoccError,
-    Call,
-    Constant,
-    DataTypeImm,
-    Dim,
-    Expr,
-    ExternFunc,
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimExpr,
-    PrimValue,
-    ShapeExpr,
-    Span,
-    StringImm,
-    StructInfo,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    TypeInferenceError,
-    UnsupportedError,
-    is_leaf,
-    sinfo_of,
-)
-from byocc.ops import lookup_printed, make_call
+from byocc.ir import ByoccError
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataTypeImm
+from byocc.ir import Dim
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimExpr
+from byocc.ir import PrimValue
+from byocc.ir import ShapeExpr
+from byocc.ir import Span
+from byocc.ir import StringImm
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import UnsupportedError
+from byocc.ir import is_leaf
+from byocc.ir import sinfo_of
+from byocc.ops import lookup_printed
+from byocc.ops import make_call
 
-from ._parse_types import (
-    TYPE_NAMES,
-    dotted_name,
-    is_valid_dtype,
-    match_sinfo_vars,
-    substitute_sinfo,
-)
-from .syntax import (
-    Attr,
-    BinOp,
-    CallExpr,
-    DictExpr,
-    ListExpr,
-    Literal,
-    Name,
-    Neg,
-    Node,
-    Subscript,
-    TensorType,
-    TupleExpr,
-)
+from ._parse_types import TYPE_NAMES
+from ._parse_types import dotted_name
+from ._parse_types import is_valid_dtype
+from ._parse_types import match_sinfo_vars
+from ._parse_types import substitute_sinfo
+from .syntax import Attr
+from .syntax import BinOp
+from .syntax import CallExpr
+from .syntax import DictExpr
+from .syntax import ListExpr
+from .syntax import Literal
+from .syntax import Name
+from .syntax import Neg
+from .syntax import Node
+from .syntax import Subscript
+from .syntax import TensorType
+from .syntax import TupleExpr
 
 if TYPE_CHECKING:
-    from typing import TypeAlias, TypeGuard
+    from typing import TypeAlias
+    from typing import TypeGuard
 
-    from byocc.ir import TirVar, Var
+    from byocc.ir import TirVar
+    from byocc.ir import Var
 
-    from ._parse_metadata import MetadataTable, RuntimeModuleRef
+    from ._parse_metadata import MetadataTable
+    from ._parse_metadata import RuntimeModuleRef
     from .parser import ModuleReader
     from .syntax import LiteralValue
 

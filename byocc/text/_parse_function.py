@@ -11,55 +11,56 @@ function gets its own :class:`~byocc.ir.TirVar` objects even when two functions 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    ByoccError,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    FuncStructInfo,
-    Function,
-    MatchCast,
-    NameSupply,
-    PrimStructInfo,
-    PrimValue,
-    SeqExpr,
-    StructInfo,
-    TirVar,
-    TypeInferenceError,
-    UnsupportedError,
-    Var,
-    VarBinding,
-    sinfo_of,
-    structural_equal,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import ByoccError
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import MatchCast
+from byocc.ir import NameSupply
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import StructInfo
+from byocc.ir import TirVar
+from byocc.ir import TypeInferenceError
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import sinfo_of
+from byocc.ir import structural_equal
 
-from ._parse_expr import MODULE, ExprReader, _Module
+from ._parse_expr import MODULE
+from ._parse_expr import ExprReader
+from ._parse_expr import _Module
 from ._parse_retype import retype_dataflow
-from ._parse_types import TypeReader, dotted_name, incompatible
-from .syntax import (
-    Assign,
-    Attr,
-    CallExpr,
-    ClassDef,
-    Declare,
-    DictExpr,
-    ExprStmt,
-    FuncDef,
-    IfStmt,
-    Import,
-    Literal,
-    Name,
-    Neg,
-    Node,
-    Pass,
-    Return,
-    With,
-)
+from ._parse_types import TypeReader
+from ._parse_types import dotted_name
+from ._parse_types import incompatible
+from .syntax import Assign
+from .syntax import Attr
+from .syntax import CallExpr
+from .syntax import ClassDef
+from .syntax import Declare
+from .syntax import DictExpr
+from .syntax import ExprStmt
+from .syntax import FuncDef
+from .syntax import IfStmt
+from .syntax import Import
+from .syntax import Literal
+from .syntax import Name
+from .syntax import Neg
+from .syntax import Node
+from .syntax import Pass
+from .syntax import Return
+from .syntax import With
 
 if TYPE_CHECKING:
     from .parser import ModuleReader

@@ -18,7 +18,11 @@ from __future__ import annotations
 from os import PathLike
 from typing import Any
 
-from byocc.ir import Constant, ParseError, Span, StructInfo, TensorStructInfo
+from byocc.ir import Constant
+from byocc.ir import ParseError
+from byocc.ir import Span
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
 
 TENSOR_KEYS = ("ir.GenericConst", "relax.expr.Constant", "ffi.Tensor")
 OTHER_KEYS = ("ffi.Module", "ffi.String")

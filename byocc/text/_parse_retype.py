@@ -23,30 +23,29 @@ it. byocc reports that as a located error.
 
 from __future__ import annotations
 
-from byocc.ir import (
-    Binding,
-    Call,
-    DataflowVar,
-    Dim,
-    Expr,
-    FuncStructInfo,
-    MatchCast,
-    ObjectStructInfo,
-    Op,
-    StructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    TypeInferenceError,
-    Var,
-    VarBinding,
-    sinfo_of,
-    structural_equal,
-)
+from byocc.ir import Binding
+from byocc.ir import Call
+from byocc.ir import DataflowVar
+from byocc.ir import Dim
+from byocc.ir import Expr
+from byocc.ir import FuncStructInfo
+from byocc.ir import MatchCast
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import StructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import sinfo_of
+from byocc.ir import structural_equal
 from byocc.ops import infer_struct_info
 
-from ._parse_types import match_sinfo_vars, substitute_sinfo
+from ._parse_types import match_sinfo_vars
+from ._parse_types import substitute_sinfo
 
 __all__ = ["retype_dataflow"]
 

@@ -10,30 +10,40 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING
+from typing import NoReturn
+from typing import TypeVar
+from typing import cast
 
-from byocc.ir import (
-    ByoccError,
-    Dim,
-    FuncStructInfo,
-    ObjectStructInfo,
-    ParseError,
-    PrimMinMax,
-    PrimStructInfo,
-    ShapeStructInfo,
-    Span,
-    StructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-    Var,
-    simplify_binary,
-    substitute_dim,
-)
+from byocc.ir import ByoccError
+from byocc.ir import Dim
+from byocc.ir import FuncStructInfo
+from byocc.ir import ObjectStructInfo
+from byocc.ir import ParseError
+from byocc.ir import PrimMinMax
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeStructInfo
+from byocc.ir import Span
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import simplify_binary
+from byocc.ir import substitute_dim
 from byocc.ir.arith import provably_different
 from byocc.ir.prim import dim_text
 
-from .syntax import Attr, BinOp, CallExpr, ListExpr, Literal, Name, Neg, Node, TensorType, TupleExpr
+from .syntax import Attr
+from .syntax import BinOp
+from .syntax import CallExpr
+from .syntax import ListExpr
+from .syntax import Literal
+from .syntax import Name
+from .syntax import Neg
+from .syntax import Node
+from .syntax import TensorType
+from .syntax import TupleExpr
 
 if TYPE_CHECKING:
     from byocc.ir import TirVar as _TirVar

@@ -7,37 +7,38 @@ of :class:`byocc.text.printer._Printer`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowVar,
-    DataTypeImm,
-    Dim,
-    Expr,
-    ExternFunc,
-    FuncStructInfo,
-    Function,
-    GlobalVar,
-    If,
-    InternalError,
-    ObjectStructInfo,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    StructInfo,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import DataTypeImm
+from byocc.ir import Dim
+from byocc.ir import Expr
+from byocc.ir import ExternFunc
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import InternalError
+from byocc.ir import ObjectStructInfo
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
 
-from ._print_format import format_float, quote_string
+from ._print_format import format_float
+from ._print_format import quote_string
 
 if TYPE_CHECKING:
     from .printer import _Frame

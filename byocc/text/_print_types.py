@@ -9,27 +9,28 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from byocc.ir import (
-    Attrs,
-    Constant,
-    Dim,
-    Expr,
-    FuncStructInfo,
-    ObjectStructInfo,
-    PrimBinary,
-    PrimMinMax,
-    PrimStructInfo,
-    ShapeStructInfo,
-    StructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-    dim_vars,
-)
+from byocc.ir import Attrs
+from byocc.ir import Constant
+from byocc.ir import Dim
+from byocc.ir import Expr
+from byocc.ir import FuncStructInfo
+from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimBinary
+from byocc.ir import PrimMinMax
+from byocc.ir import PrimStructInfo
+from byocc.ir import ShapeStructInfo
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
+from byocc.ir import dim_vars
 
-from ._print_format import escape_string, format_float, quote_string
+from ._print_format import escape_string
+from ._print_format import format_float
+from ._print_format import quote_string
 
 if TYPE_CHECKING:
     from .printer import _Frame

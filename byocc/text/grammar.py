@@ -13,17 +13,27 @@ Input normalisation (section 7.1): CRLF and CR become LF, and a final newline is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark import Lark
+from lark import Token
+from lark import Transformer
+from lark.exceptions import UnexpectedCharacters
+from lark.exceptions import UnexpectedInput
+from lark.exceptions import UnexpectedToken
 from lark.indenter import PythonIndenter
 from lark.lexer import Lexer
 
-from byocc.ir import ParseError, Span
+from byocc.ir import ParseError
+from byocc.ir import Span
 
 if TYPE_CHECKING:
     from lark.common import LexerConf
@@ -456,7 +466,8 @@ def _export(lark: Lark) -> tuple[Tables, list[Rule]]:
     over sets), so states are renumbered in breadth-first order from the start states
     (symbols in sorted order) and rules by first reduction: the same grammar always gives
     the same tables."""
-    from lark.parse_tree_builder import ExpandSingleChild, maybe_create_child_filter
+    from lark.parse_tree_builder import ExpandSingleChild
+    from lark.parse_tree_builder import maybe_create_child_filter
 
     frontend = lark.parser
     table = frontend.parser._parse_table
@@ -537,13 +548,11 @@ def build_callbacks(specs: Iterable[Sequence[Any]], transformer: Transformer) ->
     the rule's child filter."""
     from functools import partial
 
-    from lark.parse_tree_builder import (
-        ChildFilterLALR,
-        ChildFilterLALR_NoPlaceholders,
-        ExpandSingleChild,
-        apply_visit_wrapper,
-        inplace_transformer,
-    )
+    from lark.parse_tree_builder import ChildFilterLALR
+    from lark.parse_tree_builder import ChildFilterLALR_NoPlaceholders
+    from lark.parse_tree_builder import ExpandSingleChild
+    from lark.parse_tree_builder import apply_visit_wrapper
+    from lark.parse_tree_builder import inplace_transformer
     from lark.tree import Tree
     from lark.visitors import Transformer_InPlace
 

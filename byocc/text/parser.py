@@ -21,53 +21,54 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import NoReturn
+from typing import TypeVar
 
-from lark.exceptions import (
-    LarkError,
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from lark.exceptions import LarkError
+from lark.exceptions import UnexpectedCharacters
+from lark.exceptions import UnexpectedEOF
+from lark.exceptions import UnexpectedInput
+from lark.exceptions import UnexpectedToken
 
-from byocc.ir import (
-    ByoccError,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    InputError,
-    IRModule,
-    MultipleErrors,
-    ParseError,
-    Span,
-    TensorStructInfo,
-    UnsupportedError,
-)
+from byocc.ir import ByoccError
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import InputError
+from byocc.ir import IRModule
+from byocc.ir import MultipleErrors
+from byocc.ir import ParseError
+from byocc.ir import Span
+from byocc.ir import TensorStructInfo
+from byocc.ir import UnsupportedError
 
-from ._parse_expr import METADATA, MODULE
+from ._parse_expr import METADATA
+from ._parse_expr import MODULE
 from ._parse_function import FunctionReader
-from ._parse_metadata import MetadataTable, load_sidecar
+from ._parse_metadata import MetadataTable
+from ._parse_metadata import load_sidecar
 from ._parse_types import dotted_name
-from .grammar import get_driver, get_lark, normalize_source
-from .syntax import (
-    Assign,
-    CallExpr,
-    ClassDef,
-    DictExpr,
-    ExprStmt,
-    FuncDef,
-    Import,
-    ListExpr,
-    Literal,
-    Name,
-    Neg,
-    Node,
-    Pass,
-    Subscript,
-    SyntaxBuilder,
-    TupleExpr,
-)
+from .grammar import get_driver
+from .grammar import get_lark
+from .grammar import normalize_source
+from .syntax import Assign
+from .syntax import CallExpr
+from .syntax import ClassDef
+from .syntax import DictExpr
+from .syntax import ExprStmt
+from .syntax import FuncDef
+from .syntax import Import
+from .syntax import ListExpr
+from .syntax import Literal
+from .syntax import Name
+from .syntax import Neg
+from .syntax import Node
+from .syntax import Pass
+from .syntax import Subscript
+from .syntax import SyntaxBuilder
+from .syntax import TupleExpr
 
 if TYPE_CHECKING:
     from lark import Lark

@@ -16,33 +16,37 @@ Public API::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import cast
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    ExternFunc,
-    Function,
-    If,
-    InternalError,
-    IRModule,
-    MatchCast,
-    Op,
-    PrimStructInfo,
-    SeqExpr,
-    StructInfo,
-    TensorStructInfo,
-    TirVar,
-    TupleStructInfo,
-    Var,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import InternalError
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import Op
+from byocc.ir import PrimStructInfo
+from byocc.ir import SeqExpr
+from byocc.ir import StructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
 
-from ._print_expr import ExprPrinterMixin, dps_out_sinfo
-from ._print_format import NameTable, quote_string, sanitize_name
+from ._print_expr import ExprPrinterMixin
+from ._print_expr import dps_out_sinfo
+from ._print_format import NameTable
+from ._print_format import quote_string
+from ._print_format import sanitize_name
 from ._print_types import TypePrinterMixin
 
 if TYPE_CHECKING:

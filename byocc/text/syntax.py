@@ -8,14 +8,18 @@ run by the LALR parser as it reduces (no Lark parse tree is built). Every node h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from lark import Token, Transformer
+from lark import Token
+from lark import Transformer
 
-from ._literals import decode_string, parse_number
+from ._literals import decode_string
+from ._literals import parse_number
 
 if TYPE_CHECKING:
-    from typing import Protocol, TypeVar
+    from typing import Protocol
+    from typing import TypeVar
 
     class Tok(Protocol):
         """What the lexer gives a rule: a token (a ``str``) that knows its place."""

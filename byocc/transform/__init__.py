@@ -5,44 +5,52 @@ RunCodegen, DeadCodeElimination; :class:`Sequential` and :class:`PassContext` wi
 instruments; :func:`partition` runs one of the two BYOC paths.
 """
 
-from .allocate_workspace import AllocateWorkspace, allocate_workspace
-from .canonicalize_bindings import CanonicalizeBindings, canonicalize_bindings
-from .convert_layout import ConvertLayout, convert_layout
-from .dead_code_elimination import DeadCodeElimination, dead_code_elimination
-from .eliminate_common_subexpr import EliminateCommonSubexpr, eliminate_common_subexpr
-from .fold_batch_norm import FoldBatchNorm, fold_batch_norm
-from .fold_constant import FoldConstant, fold_constant
+from .allocate_workspace import AllocateWorkspace
+from .allocate_workspace import allocate_workspace
+from .canonicalize_bindings import CanonicalizeBindings
+from .canonicalize_bindings import canonicalize_bindings
+from .convert_layout import ConvertLayout
+from .convert_layout import convert_layout
+from .dead_code_elimination import DeadCodeElimination
+from .dead_code_elimination import dead_code_elimination
+from .eliminate_common_subexpr import EliminateCommonSubexpr
+from .eliminate_common_subexpr import eliminate_common_subexpr
+from .fold_batch_norm import FoldBatchNorm
+from .fold_batch_norm import fold_batch_norm
+from .fold_constant import FoldConstant
+from .fold_constant import fold_constant
 from .fuse_ops_by_pattern import FuseOpsByPattern
-from .merge_composite_functions import MergeCompositeFunctions, merge_composite_functions
-from .pass_manager import (
-    DumpIR,
-    ModulePass,
-    Pass,
-    PassContext,
-    PassInfo,
-    PassInstrument,
-    PassTimingInstrument,
-    PrintAfterAll,
-    PrintBeforeAll,
-    Sequential,
-    WellFormedInstrument,
-    map_functions,
-    pass_instrument,
-)
-from .pipeline import partition, partition_passes
-from .prepare import RewriteFunctions, preparation_passes, prepare_module, rewrite_functions
+from .merge_composite_functions import MergeCompositeFunctions
+from .merge_composite_functions import merge_composite_functions
+from .pass_manager import DumpIR
+from .pass_manager import ModulePass
+from .pass_manager import Pass
+from .pass_manager import PassContext
+from .pass_manager import PassInfo
+from .pass_manager import PassInstrument
+from .pass_manager import PassTimingInstrument
+from .pass_manager import PrintAfterAll
+from .pass_manager import PrintBeforeAll
+from .pass_manager import Sequential
+from .pass_manager import WellFormedInstrument
+from .pass_manager import map_functions
+from .pass_manager import pass_instrument
+from .pipeline import partition
+from .pipeline import partition_passes
+from .prepare import RewriteFunctions
+from .prepare import preparation_passes
+from .prepare import prepare_module
+from .prepare import rewrite_functions
 from .rewrite_call import rewrite_call
-from .run_codegen import (
-    CodegenModule,
-    RunCodegen,
-    call_dps_packed,
-    get_codegen,
-    register_codegen,
-    registered_codegens,
-    run_codegen,
-    stub_codegen,
-    unregister_codegen,
-)
+from .run_codegen import CodegenModule
+from .run_codegen import RunCodegen
+from .run_codegen import call_dps_packed
+from .run_codegen import get_codegen
+from .run_codegen import register_codegen
+from .run_codegen import registered_codegens
+from .run_codegen import run_codegen
+from .run_codegen import stub_codegen
+from .run_codegen import unregister_codegen
 
 __all__ = [
     "AllocateWorkspace", "allocate_workspace",

@@ -24,31 +24,31 @@ which callers keep in step with TVM's (see ``annotate_workspace`` in
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar
+from typing import cast
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    DataTypeImm,
-    Expr,
-    Function,
-    GlobalVar,
-    IRModule,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    TensorStructInfo,
-    UnsupportedError,
-    Var,
-    VarBinding,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import UnsupportedError
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.functor import ExprMutator
 from byocc.ops.registry import make_call
 

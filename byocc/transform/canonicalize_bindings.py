@@ -26,39 +26,40 @@ as expressions, functions and ``if`` branches nest).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    ExprMutator,
-    ExprVisitor,
-    Function,
-    If,
-    IRModule,
-    MatchCast,
-    PassError,
-    PrimStructInfo,
-    PrimValue,
-    SeqExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    dim_vars,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import ExprVisitor
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import PassError
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import dim_vars
 from byocc.ir.analysis import free_vars
-from byocc.ir.functor import rebound, with_value
+from byocc.ir.functor import rebound
+from byocc.ir.functor import with_value
 from byocc.ir.structural import structural_equal
 
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 from .symbolic import _Renew
 
 

@@ -29,39 +29,43 @@ keep their variable's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import (
-    Attrs,
-    Binding,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    ExprMutator,
-    Function,
-    IRModule,
-    MatchCast,
-    Op,
-    PassError,
-    SeqExpr,
-    Span,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    sinfo_of,
-)
+from byocc.ir import Attrs
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Span
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import sinfo_of
 from byocc.ops import constant_of
 
 from .fold_constant import used_vars
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 
 Perm = tuple[int, ...]  # permute_dims axes taking the original value to the current one
 

@@ -20,22 +20,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    DataflowBlock,
-    ExprMutator,
-    ExternFunc,
-    Function,
-    IRModule,
-    PassError,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
-from byocc.ir.analysis import all_global_vars, collect_var_usage, contains_impure_call
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import DataflowBlock
+from byocc.ir import ExprMutator
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir.analysis import all_global_vars
+from byocc.ir.analysis import collect_var_usage
+from byocc.ir.analysis import contains_impure_call
 
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 
 
 def is_public(func: object) -> bool:

@@ -29,37 +29,35 @@ linear in the number of bindings; nothing recurses per binding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import (
-    ByoccError,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    If,
-    IRModule,
-    MatchCast,
-    Op,
-    SeqExpr,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from byocc.ir import ByoccError
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.analysis import contains_impure_call
 from byocc.ir.functor import rebuild_seq
-from byocc.ir.struct_info import (
-    TupleStructInfo,
-    erase_to_well_defined,
-    is_base_of,
-    struct_info_vars,
-)
+from byocc.ir.struct_info import TupleStructInfo
+from byocc.ir.struct_info import erase_to_well_defined
+from byocc.ir.struct_info import is_base_of
+from byocc.ir.struct_info import struct_info_vars
 from byocc.ir.structural import _Canon
 
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 
 # Operators TVM 0.27 marks ``TAllocator``: their results are fresh buffers, never shared.
 ALLOCATOR_OPS = frozenset({

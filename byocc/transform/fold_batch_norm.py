@@ -23,29 +23,29 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
+from typing import ClassVar
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    Constant,
-    DataflowVar,
-    Expr,
-    Function,
-    IRModule,
-    Op,
-    SeqExpr,
-    TensorStructInfo,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.analysis import collect_var_usage
 from byocc.ops import constant_of
 
 from .fold_constant import SKIP_FUNCTION_ATTRS
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 
 if TYPE_CHECKING:
     from typing import TypeGuard

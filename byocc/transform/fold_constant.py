@@ -22,33 +22,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataTypeImm,
-    Expr,
-    ExprMutator,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
-from byocc.ir.analysis import free_vars, is_impure_call
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataTypeImm
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import StringImm
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir.analysis import free_vars
+from byocc.ir.analysis import is_impure_call
 from byocc.ir.functor import with_value
 from byocc.ops import fold_call
 
-from .pass_manager import Pass, map_functions
+from .pass_manager import Pass
+from .pass_manager import map_functions
 
 SKIP_FUNCTION_ATTRS = ("Composite", "Codegen", "Primitive")
 MAX_CREATED_ELEMENTS = 1024  # TVM's kMaxFoldElements for creation ops

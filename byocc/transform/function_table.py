@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from byocc.ir import Function, GlobalVar, IRModule, NameSupply
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import NameSupply
 from byocc.ir.structural import canonical_form
 
 

@@ -15,31 +15,35 @@ again without it; the output is well formed.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
-from byocc.dpl import as_fusion_pattern, backend_of
-from byocc.ir import (
-    BindingBlock,
-    Call,
-    Function,
-    GlobalVar,
-    If,
-    IRModule,
-    NameSupply,
-    PassError,
-    PatternError,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
+from byocc.dpl import as_fusion_pattern
+from byocc.dpl import backend_of
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import IRModule
+from byocc.ir import NameSupply
+from byocc.ir import PassError
+from byocc.ir import PatternError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.ir.functor import map_values
 
 from .function_table import FunctionTable
-from .materialize import Materializer, plan_function
+from .materialize import Materializer
+from .materialize import plan_function
 from .pass_manager import Pass
-from .pattern_partition import FunctionIndex, partition
+from .pattern_partition import FunctionIndex
+from .pattern_partition import partition
 
 
 def _skip_function(func: Any) -> bool:

@@ -6,35 +6,36 @@ block whose outputs are named ``gv``, ``gv1``... Used by :mod:`byocc.transform.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    Binding,
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    GlobalVar,
-    NameSupply,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    ShapeStructInfo,
-    StructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    sinfo_of,
-)
+from byocc.ir import Binding
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import NameSupply
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import StructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import sinfo_of
 from byocc.ir.functor import map_operands
 
-from .symbolic import free_symbolic_vars, has_symbolic, renew_symbolic_vars
+from .symbolic import free_symbolic_vars
+from .symbolic import has_symbolic
+from .symbolic import renew_symbolic_vars
 
 CALL_TIR = frozenset({"relax.call_tir", "relax.call_tir_inplace"})
 

@@ -6,27 +6,27 @@ found here). Used by :mod:`byocc.transform.materialize`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from byocc.ir import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    GlobalVar,
-    If,
-    Op,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import If
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
 
 
 @dataclass(eq=False)

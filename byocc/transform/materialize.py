@@ -65,37 +65,42 @@ created functions; dependency lists are insertion-ordered sets.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    ByoccError,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    ExprMutator,
-    Function,
-    IRModule,
-    NameSupply,
-    Op,
-    PassError,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    sinfo_of,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import ByoccError
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import NameSupply
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import sinfo_of
 from byocc.ir.analysis import analyze_var2value
 from byocc.ir.arith import simplify_struct_info_dims
 from byocc.ops.registry import infer_struct_info
 
 from .function_table import FunctionTable
-from .group_function import CALL_TIR, GroupFunction, fused_name_hint
-from .group_plan import BlockPlan, FunctionPlan, plan_function
+from .group_function import CALL_TIR
+from .group_function import GroupFunction
+from .group_function import fused_name_hint
+from .group_plan import BlockPlan
+from .group_plan import FunctionPlan
+from .group_plan import plan_function
 
 DEAD_CODE_WARNING = ("There are dead codes in the current IRModule, please run the "
                      "DeadCodeElimination Pass before FuseOps")

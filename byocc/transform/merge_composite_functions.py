@@ -31,33 +31,34 @@ On modules TVM accepts the result is TVM's.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    DataflowVar,
-    Expr,
-    ExprMutator,
-    Function,
-    GlobalVar,
-    IRModule,
-    MatchCast,
-    NameSupply,
-    PassError,
-    SeqExpr,
-    Span,
-    TensorStructInfo,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-)
-from byocc.ir.analysis import collect_var_usage, has_dataflow_block
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import MatchCast
+from byocc.ir import NameSupply
+from byocc.ir import PassError
+from byocc.ir import SeqExpr
+from byocc.ir import Span
+from byocc.ir import TensorStructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir.analysis import collect_var_usage
+from byocc.ir.analysis import has_dataflow_block
 
 from .dead_code_elimination import dead_code_elimination
 from .function_table import FunctionTable

@@ -20,12 +20,18 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import IO
+from typing import ClassVar
 
-from byocc.ir import ByoccError, Function, IRModule, MultipleErrors
+from byocc.ir import ByoccError
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import MultipleErrors
 
 
 @dataclass(frozen=True)

@@ -19,37 +19,36 @@ lists are dicts keyed by identity, block use lists are computed on first need.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import cast
 
-from byocc.dpl import (
-    AndPattern,
-    AttrPattern,
-    CallPattern,
-    DataTypePattern,
-    ExprPattern,
-    FusionPattern,
-    OrPattern,
-    PatternCheckContext,
-    ShapePattern,
-    StructInfoPattern,
-    TupleGetItemPattern,
-    VarUsages,
-    match_expr,
-    pattern_root_ops,
-    unwrap_bound,
-)
-from byocc.ir import (
-    Call,
-    DataflowBlock,
-    Function,
-    If,
-    Op,
-    PatternError,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
+from byocc.dpl import AndPattern
+from byocc.dpl import AttrPattern
+from byocc.dpl import CallPattern
+from byocc.dpl import DataTypePattern
+from byocc.dpl import ExprPattern
+from byocc.dpl import FusionPattern
+from byocc.dpl import OrPattern
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import ShapePattern
+from byocc.dpl import StructInfoPattern
+from byocc.dpl import TupleGetItemPattern
+from byocc.dpl import VarUsages
+from byocc.dpl import match_expr
+from byocc.dpl import pattern_root_ops
+from byocc.dpl import unwrap_bound
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import Op
+from byocc.ir import PatternError
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
 from byocc.transform.group_plan import var_uses
 
 

@@ -19,24 +19,27 @@ instruments the current context is used.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Literal
 
-from byocc.ir import Function, IRModule, PassError
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import PassError
 
 from .canonicalize_bindings import CanonicalizeBindings
 from .fuse_ops_by_pattern import FuseOpsByPattern
 from .merge_composite_functions import MergeCompositeFunctions
-from .pass_manager import (
-    ModulePass,
-    Pass,
-    PassContext,
-    PassInstrument,
-    Sequential,
-    WellFormedInstrument,
-)
+from .pass_manager import ModulePass
+from .pass_manager import Pass
+from .pass_manager import PassContext
+from .pass_manager import PassInstrument
+from .pass_manager import Sequential
+from .pass_manager import WellFormedInstrument
 from .prepare import RewriteFunctions
-from .run_codegen import CodegenFn, RunCodegen
+from .run_codegen import CodegenFn
+from .run_codegen import RunCodegen
 
 PathName = Literal["annotate", "merge"]
 

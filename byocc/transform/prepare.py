@@ -19,18 +19,25 @@ module takes the layout as a parameter and knows no backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from byocc.ir import Function, IRModule, PassError
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import PassError
 
 from .canonicalize_bindings import CanonicalizeBindings
-from .convert_layout import ConvertLayout, is_plain_layout
+from .convert_layout import ConvertLayout
+from .convert_layout import is_plain_layout
 from .dead_code_elimination import DeadCodeElimination
 from .fold_batch_norm import FoldBatchNorm
 from .fold_constant import FoldConstant
-from .pass_manager import Pass, Sequential, map_functions
+from .pass_manager import Pass
+from .pass_manager import Sequential
+from .pass_manager import map_functions
 
 # data layout -> the kernel layout that goes with it
 _KERNEL_FOR = {"NHWC": "OHWI", "NCHW": "OIHW"}

@@ -26,34 +26,39 @@ passes, all linear in the bindings; rounds repeat only while rewrites happen.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
 
 from byocc.dpl.matcher import match_expr
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Expr,
-    Function,
-    If,
-    MatchCast,
-    Op,
-    SeqExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
-from byocc.ir.analysis import contains_impure_call, free_vars
-from byocc.ir.functor import map_operands, map_values, operands, with_value
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
+from byocc.ir import Expr
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import MatchCast
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir.analysis import contains_impure_call
+from byocc.ir.analysis import free_vars
+from byocc.ir.functor import map_operands
+from byocc.ir.functor import map_values
+from byocc.ir.functor import operands
+from byocc.ir.functor import with_value
 from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.structural import structural_equal
 
 from .canonicalize_bindings import canonicalize_bindings
-from .dead_code_elimination import merge_adjacent_blocks, remove_all_unused
+from .dead_code_elimination import merge_adjacent_blocks
+from .dead_code_elimination import remove_all_unused
 from .eliminate_common_subexpr import eliminate_common_subexpr
 
 if TYPE_CHECKING:
@@ -271,7 +276,8 @@ class _PatternRewriter:
 def _root_op(pattern: DFPattern) -> Op | None:
     """The operator a match's root call must have, when the pattern says so plainly (not
     for multiply/divide, which the matcher may re-associate)."""
-    from byocc.dpl.pattern import CallPattern, ExprPattern
+    from byocc.dpl.pattern import CallPattern
+    from byocc.dpl.pattern import ExprPattern
 
     if type(pattern) is CallPattern and type(pattern.op) is ExprPattern and isinstance(pattern.op.expr, Op):
         if pattern.op.expr.name not in ("relax.multiply", "relax.divide"):

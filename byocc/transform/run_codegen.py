@@ -25,30 +25,38 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, cast, overload
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
+from typing import TypeVar
+from typing import cast
+from typing import overload
 
-from byocc.ir import (
-    Call,
-    Constant,
-    Expr,
-    ExprMutator,
-    ExternFunc,
-    Function,
-    GlobalVar,
-    IRModule,
-    Op,
-    PassError,
-    Span,
-    StructInfo,
-    Tuple,
-    TupleStructInfo,
-    sinfo_of,
-)
-from byocc.ir.analysis import all_global_vars, post_order_visit
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import ExternFunc
+from byocc.ir import Function
+from byocc.ir import GlobalVar
+from byocc.ir import IRModule
+from byocc.ir import Op
+from byocc.ir import PassError
+from byocc.ir import Span
+from byocc.ir import StructInfo
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
+from byocc.ir import sinfo_of
+from byocc.ir.analysis import all_global_vars
+from byocc.ir.analysis import post_order_visit
 
-from .dead_code_elimination import dead_code_elimination, is_public
+from .dead_code_elimination import dead_code_elimination
+from .dead_code_elimination import is_public
 from .pass_manager import Pass
 
 #: ``fn(functions, options, constant_names) -> runtime modules``: ``functions`` are

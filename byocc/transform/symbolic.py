@@ -8,36 +8,35 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
-from byocc.ir import (
-    Binding,
-    BindingBlock,
-    Call,
-    Expr,
-    ExprMutator,
-    FuncStructInfo,
-    Function,
-    If,
-    MatchCast,
-    PrimBinary,
-    PrimMinMax,
-    PrimStructInfo,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    ShapeStructInfo,
-    TensorStructInfo,
-    TirVar,
-    Tuple,
-    TupleGetItem,
-    TupleStructInfo,
-    Var,
-    VarBinding,
-    dim_vars,
-    struct_info_vars,
-    substitute_dim,
-)
+from byocc.ir import Binding
+from byocc.ir import BindingBlock
+from byocc.ir import Call
+from byocc.ir import Expr
+from byocc.ir import ExprMutator
+from byocc.ir import FuncStructInfo
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import MatchCast
+from byocc.ir import PrimBinary
+from byocc.ir import PrimMinMax
+from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
+from byocc.ir import ShapeStructInfo
+from byocc.ir import TensorStructInfo
+from byocc.ir import TirVar
+from byocc.ir import Tuple
+from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import dim_vars
+from byocc.ir import struct_info_vars
+from byocc.ir import substitute_dim
 
 
 def _expr_dims(e: Any, out: list) -> None:

@@ -4,7 +4,8 @@ fusion (spec/backends.md section 1.2)."""
 
 from __future__ import annotations
 
-from ..record import Backend, lazy
+from ..record import Backend
+from ..record import lazy
 
 BACKEND = Backend(
     name="cublas",

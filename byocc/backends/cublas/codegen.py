@@ -27,36 +27,41 @@ means the same as ``fast_gelu=True``); ``fp32_math`` (``"ieee"``, the default, f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from byocc.ir import Function
 from byocc.ir.prim import dim_text
 
-from ..codegen import (
-    CodegenError,
-    ConstantSpec,
-    EntryPoint,
-    GeneratedModule,
-    SourceFile,
-    TensorSpec,
-    Variant,
-)
-from ..cuda.cxx import c_comment, c_identifier, c_string
-from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
-from ..program import (
-    CompositeCall,
-    GemmStep,
-    OffloadedProgram,
-    ValueRef,
-    gemm_step,
-    offloaded_program,
-    resolve,
-    static_numel,
-    symbolic_positions,
-)
-from .runtime import HEADER_PATH, WORKSPACE_BYTES, runtime_sources
+from ..codegen import CodegenError
+from ..codegen import ConstantSpec
+from ..codegen import EntryPoint
+from ..codegen import GeneratedModule
+from ..codegen import SourceFile
+from ..codegen import TensorSpec
+from ..codegen import Variant
+from ..cuda.cxx import c_comment
+from ..cuda.cxx import c_identifier
+from ..cuda.cxx import c_string
+from ..cuda.wrapper import Wrapper
+from ..cuda.wrapper import WrapperContext
+from ..cuda.wrapper import emit_wrapper
+from ..cuda.wrapper import itemsize
+from ..cuda.wrapper import shape_text
+from ..program import CompositeCall
+from ..program import GemmStep
+from ..program import OffloadedProgram
+from ..program import ValueRef
+from ..program import gemm_step
+from ..program import offloaded_program
+from ..program import resolve
+from ..program import static_numel
+from ..program import symbolic_positions
+from .runtime import HEADER_PATH
+from .runtime import WORKSPACE_BYTES
+from .runtime import runtime_sources
 
 BACKEND = "cublas"
 

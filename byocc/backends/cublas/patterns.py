@@ -7,15 +7,26 @@ reverses it, so ``get_patterns_with_prefix("cublas")`` starts with
 
 from __future__ import annotations
 
-from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, can_prove_equal, fail, product
-from byocc.ir import Call, Op, TirVar
+from byocc.dpl import ACCEPT
+from byocc.dpl import CheckResult
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import can_prove_equal
+from byocc.dpl import fail
+from byocc.dpl import product
+from byocc.ir import Call
+from byocc.ir import Op
+from byocc.ir import TirVar
 
-from ..patterns import (
-    make_matmul_dequantize_pattern,
-    make_matmul_multiply_pattern,
-    make_matmul_pattern,
-)
-from ..utils import dtype_of, fmt_shape, is_static, itemsize, leak_reason, ndim_of, shape_of
+from ..patterns import make_matmul_dequantize_pattern
+from ..patterns import make_matmul_multiply_pattern
+from ..patterns import make_matmul_pattern
+from ..utils import dtype_of
+from ..utils import fmt_shape
+from ..utils import is_static
+from ..utils import itemsize
+from ..utils import leak_reason
+from ..utils import ndim_of
+from ..utils import shape_of
 
 _FP8 = "float8_e4m3fn"
 _SAME_DTYPES = ("float16", "float32", "int8", "bfloat16")

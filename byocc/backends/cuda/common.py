@@ -12,7 +12,8 @@ The text is fixed (no model-derived content), so every output folder gets the sa
 
 from __future__ import annotations
 
-from byocc.backends.codegen import ABI_VERSION, SourceFile
+from byocc.backends.codegen import ABI_VERSION
+from byocc.backends.codegen import SourceFile
 
 ABI_HEADER = r"""// byocc_abi.h: the C ABI of a byocc-generated library (ABI version %(abi)d).
 //

@@ -28,12 +28,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from byocc.ir import Call, Constant, Function, Op, PrimValue, TensorStructInfo, Var, VarBinding
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import TensorStructInfo
+from byocc.ir import Var
+from byocc.ir import VarBinding
 
-from ..codegen import CodegenError, SourceFile
-from ..program import CompositeCall, ValueRef
+from ..codegen import CodegenError
+from ..codegen import SourceFile
+from ..program import CompositeCall
+from ..program import ValueRef
 from .cxx import c_comment
-from .generic import MAX_EW_INPUTS, MAX_RANK, ctype
+from .generic import MAX_EW_INPUTS
+from .generic import MAX_RANK
+from .generic import ctype
 from .wrapper import WrapperContext
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")

@@ -19,7 +19,8 @@ the last variant every GEMM step compiles. Not fast: a correctness fallback.
 
 from __future__ import annotations
 
-from ..codegen import CodegenError, SourceFile
+from ..codegen import CodegenError
+from ..codegen import SourceFile
 
 #: dtype -> (short name used in unit and function names, C++ storage type)
 GENERIC_DTYPES = {

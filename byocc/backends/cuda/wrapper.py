@@ -12,13 +12,21 @@ gives them C expressions for dims, pointers and shapes (:class:`WrapperContext`)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from byocc.ir.prim import PrimBinary, PrimMinMax, TirVar, dim_text
+from byocc.ir.prim import PrimBinary
+from byocc.ir.prim import PrimMinMax
+from byocc.ir.prim import TirVar
+from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError
-from ..program import CompositeCall, OffloadedProgram, ValueRef
-from .cxx import c_comment, c_identifier, c_string
+from ..program import CompositeCall
+from ..program import OffloadedProgram
+from ..program import ValueRef
+from .cxx import c_comment
+from .cxx import c_identifier
+from .cxx import c_string
 
 #: dtype -> (DLPack code, bits, C++ storage type)
 DTYPES = {

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from byocc.transform import AllocateWorkspace
 
-from ..record import Backend, lazy
+from ..record import Backend
+from ..record import lazy
 
 BACKEND = Backend(
     name="cutlass",

@@ -7,22 +7,27 @@ first rule that failed as ``.reason``. Rules and their order are TVM 0.27's
 
 from __future__ import annotations
 
-from byocc.dpl import ACCEPT, CheckResult, PatternCheckContext, fail
-from byocc.ir import Call, ExternFunc, GlobalVar, PatternError, TirVar
+from byocc.dpl import ACCEPT
+from byocc.dpl import CheckResult
+from byocc.dpl import PatternCheckContext
+from byocc.dpl import fail
+from byocc.ir import Call
+from byocc.ir import ExternFunc
+from byocc.ir import GlobalVar
+from byocc.ir import PatternError
+from byocc.ir import TirVar
 
-from ..utils import (
-    check_residual,
-    dtype_of,
-    fmt_shape,
-    int_list,
-    is_bias_like,
-    is_same_shape,
-    is_shape_valid_for_cutlass_matmul,
-    leak_reason,
-    ndim_of,
-    shape_of,
-    tvm_dim_eq,
-)
+from ..utils import check_residual
+from ..utils import dtype_of
+from ..utils import fmt_shape
+from ..utils import int_list
+from ..utils import is_bias_like
+from ..utils import is_same_shape
+from ..utils import is_shape_valid_for_cutlass_matmul
+from ..utils import leak_reason
+from ..utils import ndim_of
+from ..utils import shape_of
+from ..utils import tvm_dim_eq
 
 _INT8 = ("int8", "uint8")
 

@@ -40,34 +40,46 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from byocc.ir import Call, Function, Op, TensorStructInfo
-from byocc.ir.prim import dim_text, dims_equal
+from byocc.ir import Call
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import TensorStructInfo
+from byocc.ir.prim import dim_text
+from byocc.ir.prim import dims_equal
 
-from ..codegen import CodegenError, EntryPoint, GeneratedModule, SourceFile, TensorSpec, Variant
+from ..codegen import CodegenError
+from ..codegen import EntryPoint
+from ..codegen import GeneratedModule
+from ..codegen import SourceFile
+from ..codegen import TensorSpec
+from ..codegen import Variant
 from ..cuda import generic
-from ..cuda.cxx import c_comment, c_identifier, c_string
-from ..cuda.elementwise import (
-    elementwise_plan,
-    first_unsupported_op,
-    is_elementwise,
-    shape_array,
-)
+from ..cuda.cxx import c_comment
+from ..cuda.cxx import c_identifier
+from ..cuda.cxx import c_string
+from ..cuda.elementwise import elementwise_plan
+from ..cuda.elementwise import first_unsupported_op
+from ..cuda.elementwise import is_elementwise
+from ..cuda.elementwise import shape_array
 from ..cuda.elementwise import step_code as elementwise_step_code
-from ..cuda.wrapper import Wrapper, WrapperContext, emit_wrapper, itemsize, shape_text
-from ..program import (
-    CompositeCall,
-    GemmStep,
-    OffloadedProgram,
-    ValueRef,
-    gemm_step,
-    offloaded_program,
-    resolve,
-    static_numel,
-    symbolic_positions,
-)
+from ..cuda.wrapper import Wrapper
+from ..cuda.wrapper import WrapperContext
+from ..cuda.wrapper import emit_wrapper
+from ..cuda.wrapper import itemsize
+from ..cuda.wrapper import shape_text
+from ..program import CompositeCall
+from ..program import GemmStep
+from ..program import OffloadedProgram
+from ..program import ValueRef
+from ..program import gemm_step
+from ..program import offloaded_program
+from ..program import resolve
+from ..program import static_numel
+from ..program import symbolic_positions
 
 BACKEND = "cutlass"
 GEMM_DTYPES = ("float16", "float32", "int8", "uint8", "bfloat16")
@@ -77,7 +89,8 @@ MAX_SM90_SMS = 132
 
 
 def _kernels():
-    from . import kernels, tiles
+    from . import kernels
+    from . import tiles
 
     return kernels, tiles
 

@@ -23,23 +23,23 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
-from byocc.backends.codegen import CodegenError, SourceFile
+from byocc.backends.codegen import CodegenError
+from byocc.backends.codegen import SourceFile
 
 from .sm80_unit import emit_sm80
 from .sm90_unit import emit_sm90
-from .tiles import (
-    SM80_MENU,
-    SM90_CANDIDATES,
-    SM90_SWIZZLES,
-    dtype_bits,
-    scale_k,
-    select_sm90,
-    sm80_tile,
-)
+from .tiles import SM80_MENU
+from .tiles import SM90_CANDIDATES
+from .tiles import SM90_SWIZZLES
+from .tiles import dtype_bits
+from .tiles import scale_k
+from .tiles import select_sm90
+from .tiles import sm80_tile
 
 Arch = Literal["sm90", "sm80"]
 

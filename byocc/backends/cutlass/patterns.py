@@ -8,25 +8,24 @@ so ``get_patterns_with_prefix("cutlass")`` starts with ``cutlass.rms_norm`` and 
 
 from __future__ import annotations
 
-from byocc.dpl import GlobalVarPattern, TuplePattern, is_op, wildcard
+from byocc.dpl import GlobalVarPattern
+from byocc.dpl import TuplePattern
+from byocc.dpl import is_op
+from byocc.dpl import wildcard
 
-from ..patterns import (
-    make_attention_pattern,
-    make_fused_bias_activation_pattern,
-    make_layer_norm_pattern,
-    make_matmul_pattern,
-    make_residual_block_pattern,
-    make_rms_norm_pattern,
-    make_stacked_attention_pattern,
-)
-from .checks import (
-    check_conv2d,
-    check_decode_matmul,
-    check_layer_norm,
-    check_matmul,
-    check_rms_norm,
-    check_stacked_attention,
-)
+from ..patterns import make_attention_pattern
+from ..patterns import make_fused_bias_activation_pattern
+from ..patterns import make_layer_norm_pattern
+from ..patterns import make_matmul_pattern
+from ..patterns import make_residual_block_pattern
+from ..patterns import make_rms_norm_pattern
+from ..patterns import make_stacked_attention_pattern
+from .checks import check_conv2d
+from .checks import check_decode_matmul
+from .checks import check_layer_norm
+from .checks import check_matmul
+from .checks import check_rms_norm
+from .checks import check_stacked_attention
 
 
 def activation_from_name(pattern_name: str) -> str | None:

@@ -45,18 +45,18 @@ Differences from TVM 0.27 (TVM defects, not copied; tests named after them):
 
 from __future__ import annotations
 
-from byocc.dpl.constructors import is_const, is_op, wildcard
-from byocc.ir import (
-    Call,
-    Constant,
-    Function,
-    If,
-    InputError,
-    PrimValue,
-    SeqExpr,
-    TensorStructInfo,
-    TypeInferenceError,
-)
+from byocc.dpl.constructors import is_const
+from byocc.dpl.constructors import is_op
+from byocc.dpl.constructors import wildcard
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import Function
+from byocc.ir import If
+from byocc.ir import InputError
+from byocc.ir import PrimValue
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import TypeInferenceError
 from byocc.ir.struct_info import ShapeStructInfo
 from byocc.ir.structural import structural_equal
 from byocc.ops.registry import make_call

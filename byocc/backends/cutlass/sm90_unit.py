@@ -9,18 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .unit_text import (
-    ACT_FUNCTORS,
-    BIN_FUNCTORS,
-    CPP_TYPES,
-    cutlass_library,
-    header_comment,
-    operand_checks,
-    unit_text,
-)
+from .unit_text import ACT_FUNCTORS
+from .unit_text import BIN_FUNCTORS
+from .unit_text import CPP_TYPES
+from .unit_text import cutlass_library
+from .unit_text import header_comment
+from .unit_text import operand_checks
+from .unit_text import unit_text
 
 if TYPE_CHECKING:
-    from .kernels import EpilogueSpec, GemmKernelConfig
+    from .kernels import EpilogueSpec
+    from .kernels import GemmKernelConfig
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ BIN_FUNCTORS = {"add": "cutlass::plus", "multiply": "cutlass::multiplies"}
 def cutlass_library():
     """The ``cutlass_library`` modules (the nvidia-cutlass wheel), imported on first use."""
     try:
-        from cutlass_library import gemm_operation, library
+        from cutlass_library import gemm_operation
+        from cutlass_library import library
     except ImportError as exc:
         raise CodegenError(
             "generating CUTLASS kernels needs the nvidia-cutlass wheel (pip install byocc[cuda])"

@@ -10,7 +10,12 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from byocc.ir import Function, IRModule, SeqExpr, TensorStructInfo, UnsupportedError, VarBinding
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import SeqExpr
+from byocc.ir import TensorStructInfo
+from byocc.ir import UnsupportedError
+from byocc.ir import VarBinding
 
 #: The backend's name, as its composites and wrapper symbols spell it.
 NAME = "cutlass"

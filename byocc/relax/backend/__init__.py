@@ -7,13 +7,11 @@ cutlass and cublas tables are registered on the first use of the registry.
 
 from __future__ import annotations
 
-from .pattern_registry import (
-    FusionPattern,
-    get_pattern,
-    get_patterns_with_prefix,
-    register_patterns,
-    remove_patterns,
-)
+from .pattern_registry import FusionPattern
+from .pattern_registry import get_pattern
+from .pattern_registry import get_patterns_with_prefix
+from .pattern_registry import register_patterns
+from .pattern_registry import remove_patterns
 
 __all__ = [
     "FusionPattern", "get_pattern", "get_patterns_with_prefix", "register_patterns", "remove_patterns",

@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-from byocc.backends import (
-    FusionPattern,
-    get_pattern,
-    get_patterns_with_prefix,
-    register_patterns,
-    remove_patterns,
-)
+from byocc.backends import FusionPattern
+from byocc.backends import get_pattern
+from byocc.backends import get_patterns_with_prefix
+from byocc.backends import register_patterns
+from byocc.backends import remove_patterns
 
 __all__ = ["FusionPattern", "get_pattern", "get_patterns_with_prefix", "register_patterns", "remove_patterns"]

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from byocc.backends import (
-    make_attention_pattern,
-    make_conv2d_pattern,
-    make_fused_bias_activation_pattern,
-    make_layer_norm_pattern,
-    make_matmul_dequantize_pattern,
-    make_matmul_multiply_pattern,
-    make_matmul_pattern,
-    make_residual_block_pattern,
-    make_rms_norm_pattern,
-    make_stacked_attention_pattern,
-)
+from byocc.backends import make_attention_pattern
+from byocc.backends import make_conv2d_pattern
+from byocc.backends import make_fused_bias_activation_pattern
+from byocc.backends import make_layer_norm_pattern
+from byocc.backends import make_matmul_dequantize_pattern
+from byocc.backends import make_matmul_multiply_pattern
+from byocc.backends import make_matmul_pattern
+from byocc.backends import make_residual_block_pattern
+from byocc.backends import make_rms_norm_pattern
+from byocc.backends import make_stacked_attention_pattern
 from byocc.backends.cutlass.rewrites import make_attention_rewrite
 
 

@@ -8,7 +8,9 @@ submodules as in TVM: ``relax.op.nn.conv2d``, ``relax.op.image.resize2d``,
 
 from __future__ import annotations
 
-from . import builtin, image, nn
+from . import builtin
+from . import image
+from . import nn
 from ._generate import namespace_entries
 
 _ENTRIES = namespace_entries("relax.")

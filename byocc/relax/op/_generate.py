@@ -13,7 +13,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from byocc.ops import REQUIRED, OpDef, all_op_defs, make_call
+from byocc.ops import REQUIRED
+from byocc.ops import OpDef
+from byocc.ops import all_op_defs
+from byocc.ops import make_call
 
 _MISSING = inspect.Parameter.empty
 
