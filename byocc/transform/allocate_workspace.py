@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Container
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar
 from typing import cast
 
 from byocc.ir import Binding
@@ -218,14 +217,8 @@ def allocate_workspace(mod: IRModule) -> IRModule:
 
 
 @dataclass(frozen=True)
-class AllocateWorkspace(Pass):
+class AllocateWorkspace(Pass, name="AllocateWorkspace", transform=allocate_workspace):
     """TVM's ``relax.transform.AllocateWorkspace()`` (module docstring)."""
-
-    name: ClassVar[str] = "AllocateWorkspace"
-    opt_level: ClassVar[int] = 0
-
-    def run(self, mod: IRModule) -> IRModule:
-        return allocate_workspace(mod)
 
 
 __all__ = ["AllocateWorkspace", "allocate_workspace"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from typing import ClassVar
 
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
@@ -376,15 +375,15 @@ def canonicalize_bindings(func: Function) -> Function:
     return out
 
 
+def canonicalize_bindings_module(mod: IRModule) -> IRModule:
+    """:func:`canonicalize_bindings` on every function of ``mod``."""
+    return map_functions(mod, canonicalize_bindings)
+
+
 @dataclass(frozen=True)
-class CanonicalizeBindings(Pass):
+class CanonicalizeBindings(Pass, name="CanonicalizeBindings", opt_level=1,
+                           transform=canonicalize_bindings_module):
     """TVM ``relax.transform.CanonicalizeBindings`` (spec/partitioning.md section 8)."""
-
-    name: ClassVar[str] = "CanonicalizeBindings"
-    opt_level: ClassVar[int] = 1
-
-    def run(self, mod: IRModule) -> IRModule:
-        return map_functions(mod, canonicalize_bindings)
 
 
 __all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic"]

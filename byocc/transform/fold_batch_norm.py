@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from typing import ClassVar
 
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
@@ -210,19 +209,12 @@ def fold_batch_norm_function(func: Function) -> Function:
 
 def fold_batch_norm(mod: IRModule) -> IRModule:
     """Functional form of :class:`FoldBatchNorm`."""
-    mod = map_functions(mod, fold_batch_norm_function)
-    return mod
+    return map_functions(mod, fold_batch_norm_function)
 
 
 @dataclass(frozen=True)
-class FoldBatchNorm(Pass):
+class FoldBatchNorm(Pass, name="FoldBatchNorm", transform=fold_batch_norm):
     """Fold inference ``batch_norm`` into the preceding convolution (module docstring)."""
-
-    name: ClassVar[str] = "FoldBatchNorm"
-    opt_level: ClassVar[int] = 0
-
-    def run(self, mod: IRModule) -> IRModule:
-        return fold_batch_norm(mod)
 
 
 __all__ = ["FoldBatchNorm", "fold_batch_norm", "fold_batch_norm_function"]

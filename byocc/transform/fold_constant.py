@@ -20,7 +20,6 @@ call as it is. Linear in the number of bindings (plus the numpy work).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from byocc.ir import Call
 from byocc.ir import Constant
@@ -174,19 +173,12 @@ def fold_constant_function(func: Function) -> Function:
 
 def fold_constant(mod: IRModule) -> IRModule:
     """Functional form of :class:`FoldConstant`."""
-    mod = map_functions(mod, fold_constant_function)
-    return mod
+    return map_functions(mod, fold_constant_function)
 
 
 @dataclass(frozen=True)
-class FoldConstant(Pass):
+class FoldConstant(Pass, name="FoldConstant", transform=fold_constant):
     """Fold computations on constants (module docstring)."""
-
-    name: ClassVar[str] = "FoldConstant"
-    opt_level: ClassVar[int] = 0
-
-    def run(self, mod: IRModule) -> IRModule:
-        return fold_constant(mod)
 
 
 __all__ = ["FoldConstant", "fold_constant", "fold_constant_call", "fold_constant_function", "used_vars"]

@@ -35,7 +35,6 @@ from collections.abc import Hashable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from typing import ClassVar
 
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
@@ -481,14 +480,8 @@ def merge_composite_functions(mod: IRModule) -> IRModule:
 
 
 @dataclass(frozen=True)
-class MergeCompositeFunctions(Pass):
+class MergeCompositeFunctions(Pass, name="MergeCompositeFunctions", transform=merge_composite_functions):
     """Merge neighbouring composite calls of one backend into ``Codegen`` functions."""
-
-    name: ClassVar[str] = "MergeCompositeFunctions"
-    opt_level: ClassVar[int] = 0
-
-    def run(self, mod: IRModule) -> IRModule:
-        return merge_composite_functions(mod)
 
 
 __all__ = [

@@ -47,11 +47,32 @@ class PassInfo:
 
 
 class Pass:
-    """Base of every pass. Subclasses are frozen dataclasses that implement :meth:`run`."""
+    """Base of every pass. Subclasses are frozen dataclasses that implement :meth:`run`.
+
+    A pass with no options is just a module transform under a name; it says so in its class
+    line instead of a body::
+
+        @dataclass(frozen=True)
+        class FoldConstant(Pass, name="FoldConstant", transform=fold_constant):
+            "Fold computations on constants."
+    """
 
     name: ClassVar[str] = "Pass"
     opt_level: ClassVar[int] = 0
     required: ClassVar[tuple[str, ...]] = ()
+    #: the module transform :meth:`run` applies (given as ``transform=`` in the class line)
+    transform: ClassVar[Callable[[IRModule], IRModule] | None] = None
+
+    def __init_subclass__(cls, *, name: str | None = None, opt_level: int | None = None,
+                          transform: Callable[[IRModule], IRModule] | None = None,
+                          **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if name is not None:
+            cls.name = name
+        if opt_level is not None:
+            cls.opt_level = opt_level
+        if transform is not None:
+            cls.transform = transform
 
     @property
     def info(self) -> PassInfo:
@@ -63,7 +84,10 @@ class Pass:
 
     def run(self, mod: IRModule) -> IRModule:
         """Transform ``mod`` (never mutate it) and return the result."""
-        raise NotImplementedError
+        transform = type(self).transform
+        if transform is None:
+            raise NotImplementedError(f"{type(self).__name__}.run")
+        return transform(mod)
 
     def __call__(self, mod: IRModule) -> IRModule:
         return PassContext.current().run_pass(self, mod)
@@ -251,26 +275,34 @@ class PassTimingInstrument(PassInstrument):
         return "\n".join(lines) + ("\n" if lines else "")
 
 
-class PrintBeforeAll(PassInstrument):
+class _PrintModule(PassInstrument):
+    """Writes ``<label> Running Pass: <name>`` and the module (to stderr by default)."""
+
+    label: ClassVar[str] = ""
+
+    def __init__(self, file: IO[str] | None = None):
+        self.file = file
+
+    def _print(self, mod: IRModule, info: PassInfo) -> None:
+        _stream(self.file).write(f"{self.label} Running Pass: {info.name}\n{mod.script()}\n")
+
+
+class PrintBeforeAll(_PrintModule):
     """Print the pass name and the module before every pass (to stderr by default)."""
 
-    def __init__(self, file: IO[str] | None = None):
-        self.file = file
+    label = "Before"
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
-        out = _stream(self.file)
-        out.write(f"Before Running Pass: {info.name}\n{mod.script()}\n")
+        self._print(mod, info)
 
 
-class PrintAfterAll(PassInstrument):
+class PrintAfterAll(_PrintModule):
     """Print the pass name and the module after every pass (to stderr by default)."""
 
-    def __init__(self, file: IO[str] | None = None):
-        self.file = file
+    label = "After"
 
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
-        out = _stream(self.file)
-        out.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
+        self._print(mod, info)
 
 
 _DUMP_NAME = re.compile(r"^\d{3}_.*\.relax$")
