@@ -118,13 +118,15 @@ class RelaxIndenter(PythonIndenter):
         col = len(indent_str) + 1
         return Token(ttype, indent_str, nl.end_pos, line, col, line, col + 1, nl.end_pos)
 
-    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+    def process(self, stream: Iterator[Token], end: bool = False) -> Iterator[Token]:
+        """The token stream with INDENT/DEDENT; ``end``: then a ``$END`` token placed at the
+        last token (what :class:`LalrDriver` runs on; Lark's own parser adds its own)."""
         self.paren_level = 0
         self.indent_level = [0]
         self.open_brackets: list[Token] = []
-        return self._process(stream)
+        return self._process(stream, end)
 
-    def _process(self, stream: Iterator[Token]) -> Iterator[Token]:
+    def _process(self, stream: Iterator[Token], end: bool = False) -> Iterator[Token]:
         token = None
         open_types = self.OPEN_PAREN_types
         close_types = self.CLOSE_PAREN_types
@@ -148,6 +150,11 @@ class RelaxIndenter(PythonIndenter):
                 yield Token.new_borrow_pos(self.DEDENT_type, "", token)
             else:
                 yield Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
+        if end:
+            if token is not None:
+                yield Token.new_borrow_pos("$END", "", token)
+            else:
+                yield Token("$END", "", 0, 1, 1, 1, 1, 0)
 
 
 # --------------------------------------------------------------------------- lexer
@@ -352,7 +359,7 @@ class LalrDriver:
         value_stack: list[Any] = []
         pstate = _ParserState(states, state_stack)
         indenter = RelaxIndenter()  # per parse: it holds state
-        tokens = indenter.process(self.lexer.lex(_LexerState(text), pstate))
+        tokens = indenter.process(self.lexer.lex(_LexerState(text), pstate), end=True)
         try:
             return self._run(tokens, states, state, state_stack, value_stack, end_state)
         except UnexpectedInput as err:
@@ -360,21 +367,21 @@ class LalrDriver:
             raise
 
     @staticmethod
-    def _run(tokens: Iterator[Token], states: dict[int, dict[str, Any]], state: int, state_stack: list[int],
-             value_stack: list[Any], end_state: int) -> Any:
+    def _run(tokens: Iterator[Token], states: dict[int, dict[str, Any]], state: int,
+             state_stack: list[int], value_stack: list[Any], end_state: int) -> Any:
+        """Shift and reduce over ``tokens`` (which end with ``$END``) until ``end_state``."""
         push_state = state_stack.append
         push_value = value_stack.append
-        token = None
         for token in tokens:
             ttype = token.type
             while True:
                 action = states[state].get(ttype)
-                if action.__class__ is int:
+                if action.__class__ is int and ttype != "$END":
                     state = action
                     push_state(state)
                     push_value(token)
                     break
-                if action is None:
+                if action is None or action.__class__ is int:
                     raise UnexpectedToken(token, _expected(states[state]))
                 size, callback, origin = action
                 if callback is None:  # unit reduction: the value stays
@@ -389,29 +396,9 @@ class LalrDriver:
                     push_value(callback(children))
                 state = states[state_stack[-1]][origin]
                 push_state(state)
-        if token is not None:
-            end = Token.new_borrow_pos("$END", "", token)
-        else:
-            end = Token("$END", "", 0, 1, 1, 1, 1, 0)
-        while True:
-            action = states[state].get("$END")
-            if action is None or action.__class__ is int:
-                raise UnexpectedToken(end, _expected(states[state]))
-            size, callback, origin = action
-            if callback is None:
-                del state_stack[-1]
-            else:
-                if size:
-                    children = value_stack[-size:]
-                    del state_stack[-size:]
-                    del value_stack[-size:]
-                else:
-                    children = []
-                push_value(callback(children))
-            state = states[state_stack[-1]][origin]
-            push_state(state)
-            if state == end_state:
-                return value_stack[-1]
+                if state == end_state and ttype == "$END":
+                    return value_stack[-1]
+        raise AssertionError("the token stream ends with $END")  # pragma: no cover
 
 
 def _expected(row: Mapping[str, object]) -> set[str]:
