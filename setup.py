@@ -12,6 +12,6 @@ from setuptools import setup
 setup(
     packages=find_packages(include=["byocc", "byocc.*"]) + ["byocc.grammars"],
     package_dir={"byocc.grammars": "grammars"},
-    package_data={"byocc.grammars": ["*.lark"]},
+    package_data={"byocc.grammars": ["*.lark"], "byocc.text": ["lalr_tables.json"]},
     include_package_data=False,
 )

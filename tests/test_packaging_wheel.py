@@ -45,6 +45,8 @@ def test_wheel_ships_grammar_and_entry_point(wheel: Path):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         assert zf.read("byocc/grammars/relax.lark") == (ROOT / "grammars/relax.lark").read_bytes()
+        # the prebuilt parser tables ship too (without them every start-up analyses the grammar)
+        assert zf.read("byocc/text/lalr_tables.json") == (ROOT / "byocc/text/lalr_tables.json").read_bytes()
         info = f"byocc-{byocc.__version__}.dist-info"
         entry_points = zf.read(f"{info}/entry_points.txt").decode()
         metadata = zf.read(f"{info}/METADATA").decode()
