@@ -28,6 +28,7 @@ from .output import check_output_dir
 from .output import check_output_file
 from .output import note_input
 from .output import warn_dropped_constants
+from .output import write_file
 from .output import write_stdout
 from .output import write_tree_atomic
 
@@ -65,11 +66,17 @@ from .output import write_tree_atomic
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
               help="Write the explanation as JSON to FILE (- for stdout, with -o DIR).")
+@click.option("--report", "report_file", metavar="FILE.html",
+              help="Write a self-contained HTML picture of the partition to FILE.html: the graph "
+                   "with each offloaded function as a box coloured by backend (click to open), "
+                   "heavy operators kept on the host with --explain's reason, a summary. Needs "
+                   "Graphviz's dot (exit 3 without it). - for stdout, with -o DIR.")
 def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
               dump_dir: str | None, verify_each: bool, prepare: bool, layout: str | None,
-              fold_bn: bool | None, backend_steps: bool, explain: bool, explain_json: str | None) -> None:
+              fold_bn: bool | None, backend_steps: bool, explain: bool, explain_json: str | None,
+              report_file: str | None) -> None:
     """Partition MODEL for the given backends or pattern file.
 
     \b
@@ -78,15 +85,25 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
       byocc partition samples/mlp_fp16.relax --path merge --backend cutlass
       byocc partition model.relax --backend cutlass --backend cublas -o out/
       byocc partition cnn.relax --path merge --backend cutlass --layout NHWC --fold-batch-norm
+      byocc partition samples/transformer_block_fp16.relax --path merge --backend cutlass --report r.html
     """
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
     if explain_json == "-" and out_dir is None:
         raise click.BadParameter("stdout holds the partitioned module; give -o DIR to have the "
                                  "JSON on stdout, or a file name", param_hint="'--explain-json'")
+    if report_file == "-" and (out_dir is None or explain_json == "-"):
+        raise click.BadParameter("stdout already holds " + ("the partitioned module; give -o DIR to have "
+                                 "the page on stdout, or a file name" if out_dir is None else
+                                 "the --explain-json document; give a file name"), param_hint="'--report'")
+    if report_file is not None:
+        from .report import find_dot
+
+        find_dot()  # Graphviz missing: exit 3 before any work, nothing written
     mod = load_model(model)
     patterns = load_patterns(patterns_file, backends)
     check_output_file(explain_json, "--explain-json")  # destinations before the work
+    check_output_file(report_file, "--report")
     check_output_dir(out_dir)
     check_output_dir(dump_dir, "--dump-ir")
 
@@ -124,13 +141,16 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
                        f"(passes: {', '.join(sorted(printer.ran))})", err=True)
 
     report = None
-    if explain or explain_json:
+    if explain or explain_json or report_file:
         from .explain import explain_partition
         from .explain import render_explanation
 
         report = explain_partition(mod, partitioned, patterns, path=path_, entries=list(entries) or None)
         if explain:
             render_explanation(report)
+    page = None
+    if report_file is not None:  # made before anything is written: a failure writes nothing
+        page = _report_page(model, partitioned, report, backends, patterns_file, path_)
 
     if out_dir is None:
         from byocc.text import constant_arrays
@@ -141,6 +161,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         warn_dropped_constants(len(constant_arrays(meta)))
         if explain_json:
             _write_json_file(explain_json, report)
+        if page is not None:
+            write_file(report_file, page)
         write_stdout(text)
         return
     from .artifacts import output_files
@@ -150,6 +172,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     written = write_tree_atomic(Path(out_dir), files)
     if explain_json:
         _write_json_file(explain_json, report)
+    if page is not None:
+        write_file(report_file, page)
     click.echo(f"wrote {len(written)} files to {out_dir}", err=True)
 
 
@@ -215,6 +239,17 @@ def _print_after_instrument(wanted: frozenset):
                 sys.stderr.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
 
     return PrintAfter()
+
+
+def _report_page(model: str, partitioned, report, backends: tuple[str, ...], patterns_file: str | None,
+                 path_: str) -> str:
+    """The ``--report`` page (byocc.cli.report) of this run."""
+    from .report import render_html
+
+    name = "stdin" if model == "-" else model
+    table = [f"backend {b}" for b in backends] + ([f"patterns {patterns_file}"] if patterns_file else [])
+    subtitle = f"{name} · path {path_} · {', '.join(table)} · {report['patterns']} patterns"
+    return render_html(partitioned, f"byocc partition: {Path(name).name}", subtitle, report)
 
 
 def _write_json_file(path: str, report) -> None:

@@ -12,10 +12,12 @@ import click
 
 from .model import load_model
 from .model import model_argument
+from .output import check_output_file
 from .output import console
 from .output import stdout_closed
 from .output import stdout_is_terminal
 from .output import warn_dropped_constants
+from .output import write_file
 from .output import write_stdout
 
 
@@ -25,13 +27,26 @@ from .output import write_stdout
               help="Print symbolic dimensions as PEP 695 type parameters (def main[n](...)), "
                    "as TVM does under Python 3.12+, instead of TypeVar lines.")
 @click.option("--summary/--no-summary", default=None,
-              help="Add the summary tables (default: only on a terminal).")
-def show(model: str, pep695: bool, summary: bool | None) -> None:
+              help="Add the summary tables (default: only on a terminal; text format only).")
+@click.option("--format", "format_", type=click.Choice(["text", "html", "dot"]), default="text",
+              show_default=True,
+              help="text: the module as TVM prints it. html: a self-contained page drawing the "
+                   "graph (offloaded functions as boxes coloured by backend, click to open; needs "
+                   "Graphviz's dot, exit 3 without it). dot: the same graph as Graphviz text.")
+@click.option("-o", "--output", "output", metavar="FILE",
+              help="Write to FILE instead of stdout (- for stdout).")
+def show(model: str, pep695: bool, summary: bool | None, format_: str, output: str | None) -> None:
     """Print MODEL as TVM prints it (a round trip for TVM-printed files).
 
     On a terminal the text is highlighted and followed by a summary: functions, op counts
-    and the functions offloaded to each backend. MODEL may be - for stdin.
+    and the functions offloaded to each backend. MODEL may be - for stdin. --format html
+    draws the module instead (byocc show part.relax --format html -o part.html).
     """
+    if format_ == "html" and output in (None, "-") and stdout_is_terminal():
+        raise click.UsageError("--format html writes a web page: give -o FILE.html")
+    if format_ != "text" or output is not None:
+        _show_to(model, format_, output or "-", pep695)
+        return
     mod = load_model(model)
     from byocc.text import constant_arrays
     from byocc.text import print_module_with_metadata
@@ -46,6 +61,34 @@ def show(model: str, pep695: bool, summary: bool | None) -> None:
         write_stdout(text + "\n")
         return
     _show_rich(mod, text, highlight=tty, with_summary=summary)
+
+
+def _show_to(model: str, format_: str, output: str, pep695: bool) -> None:
+    """``--format`` html / dot, or text into ``-o FILE``, through the one writer."""
+    from pathlib import Path
+
+    check_output_file(output, "-o")
+    if format_ == "html":
+        from .report import find_dot
+
+        find_dot()  # Graphviz missing: exit 3 before any work, nothing written
+    mod = load_model(model)
+    if format_ == "text":
+        from byocc.text import print_module_with_metadata
+
+        text = print_module_with_metadata(mod, pep695=pep695)[0] + "\n"
+    elif format_ == "dot":
+        from .report import render_dot
+
+        text = render_dot(mod)
+    else:
+        from .report import render_html
+
+        name = "stdin" if model == "-" else model
+        offloaded = sum(1 for n in mod.names() if "Codegen" in (getattr(mod[n], "attrs", None) or {}))
+        text = render_html(mod, f"byocc show: {Path(name).name}",
+                           f"{name} · {len(mod.names())} functions · {offloaded} offloaded")
+    write_file(output, text)
 
 
 def _show_rich(mod, text: str, highlight: bool, with_summary: bool) -> None:

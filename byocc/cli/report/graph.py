@@ -197,8 +197,7 @@ def _binding_node(name: str, binding, offloaded: Mapping[str, Offloaded], mod: I
         called = offloaded.get(target)
         if called is not None:
             called.calls += 1
-            head = f"{name} = {called.backend}"
-            lines = (_fit(head), _fit(shorten(target)), *composite_lines(called.composites, called.backend),
+            lines = (_head(name, called.backend), _fit(shorten(target)), *composite_lines(called.composites, called.backend),
                      _fit(shape))
             title = (f"{name} = {target}(...)\noffloaded to {called.backend}; composites: "
                      f"{', '.join(dict.fromkeys(called.composites)) or 'none'}\n{shape}")
@@ -206,20 +205,20 @@ def _binding_node(name: str, binding, offloaded: Mapping[str, Offloaded], mod: I
                         flops=called.flops)
         member = mod[target] if mod is not None and target in mod.names() else None
         composite = (member.attrs or {}).get("Composite") if isinstance(member, Function) else None
-        head = f"{name} = {composite}" if composite else f"{name} = call {target}"
-        return Node("call", name, (_fit(head), _fit(shape)), text)
+        head = _head(name, str(composite)) if composite else _head(name, f"call {shorten(target, 20)}")
+        return Node("call", name, (head, _fit(shape)), text)
     if isinstance(value, Call) and isinstance(value.op, Op):
         op = value.op.name
         if op in _PACKED and value.args and isinstance(value.args[0], (StringImm, ExternFunc)):
             symbol = value.args[0].value if isinstance(value.args[0], StringImm) else value.args[0].global_symbol
-            return Node("extern", name, (_fit(f"{name} = {op.removeprefix('relax.')}"), _fit(shorten(symbol)),
+            return Node("extern", name, (_head(name, op.removeprefix('relax.')), _fit(shorten(symbol)),
                                          _fit(shape)), text, op=op)
-        return Node("op", name, (_fit(f"{name} = {op.removeprefix('relax.')}"), _fit(shape)), text, op=op,
+        return Node("op", name, (_head(name, op.removeprefix('relax.')), _fit(shape)), text, op=op,
                     flops=call_flops(value))
     if isinstance(value, Call) and isinstance(value.op, ExternFunc):
-        return Node("extern", name, (_fit(f"{name} = call"), _fit(shorten(value.op.global_symbol)), _fit(shape)),
+        return Node("extern", name, (_head(name, "call"), _fit(shorten(value.op.global_symbol)), _fit(shape)),
                     text)
-    return Node("value", name, (_fit(f"{name} = {_value_kind(value)}"), _fit(shape)), text)
+    return Node("value", name, (_head(name, _value_kind(value)), _fit(shape)), text)
 
 
 def _value_kind(value) -> str:
@@ -416,6 +415,12 @@ def shorten(name: str, limit: int = MAX_CHARS) -> str:
 
 def _fit(text: str) -> str:
     return shorten(text, MAX_CHARS)
+
+
+def _head(name: str, rest: str) -> str:
+    """``name = rest`` in :data:`MAX_CHARS`, shortening the name first (the operator stays)."""
+    room = MAX_CHARS - len(rest) - 3
+    return _fit(f"{shorten(name, max(room, 8))} = {rest}")
 
 
 def composite_lines(composites: list[str], backend: str, lines: int = 3) -> tuple[str, ...]:
