@@ -1,7 +1,7 @@
 """Generate docs/api.md, the Python API reference, from the facades' docstrings.
 
 Run ``python docs/gen_api.py`` (writes docs/api.md) or ``python docs/gen_api.py --check``
-(exit 1 when docs/api.md is stale). tests/test_api_docs.py checks that every public name
+(exit 1 when docs/api.md is stale). tests/api/test_api_docs.py checks that every public name
 of the facades appears in docs/api.md.
 """
 

@@ -1,4 +1,4 @@
-"""Goldens for tests/test_rewrite_call.py: TVM 0.27's relax.dpl.rewrite_call on
+"""Goldens for tests/dpl/test_rewrite_call.py: TVM 0.27's relax.dpl.rewrite_call on
 tests/data/rewrite_call/probe.relax with three rewriters (run under a Python with
 apache-tvm 0.27; never part of the test suite). The byocc test implements the same
 rewriters with byocc's API."""

@@ -21,7 +21,7 @@ from byocc.ir import TensorStructInfo as IRTensor
 from byocc.ir import TypeInferenceError
 from byocc.ir import Var
 
-DATA = Path(__file__).parent / "data" / "api"
+DATA = Path(__file__).parents[1] / "data" / "api"
 
 
 def T(shape, dtype="float32"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "docs" / "api.md"
 FACADES = [
     "byocc.relax.transform", "byocc.relax.analysis", "byocc.relax.dpl.pattern",

@@ -17,7 +17,7 @@ from byocc.ops import REQUIRED
 from byocc.ops import all_op_defs
 from byocc.relax.op._generate import sub_namespaces
 
-DATA = Path(__file__).parent / "data" / "api"
+DATA = Path(__file__).parents[1] / "data" / "api"
 FAMILIES = {"nn", "image", "builtin"}
 
 

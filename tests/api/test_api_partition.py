@@ -15,7 +15,7 @@ from byocc.relax.dpl.pattern import is_op
 from byocc.relax.dpl.pattern import make_fused_bias_activation_pattern
 from byocc.relax.dpl.pattern import wildcard
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 
 
 def golden(case: str, name: str) -> str:

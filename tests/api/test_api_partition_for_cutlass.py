@@ -16,7 +16,7 @@ from byocc.script import from_source
 from byocc.transform import AllocateWorkspace
 from byocc.transform import FuseOpsByPattern
 
-DATA = Path(__file__).parent / "data" / "partition_for_cutlass"
+DATA = Path(__file__).parents[1] / "data" / "partition_for_cutlass"
 CASES = sorted(p.stem for p in DATA.glob("*.relax"))
 
 

@@ -24,7 +24,7 @@ from byocc.script import ir as I
 from byocc.script import relax as R
 from byocc.script import tirx as T
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 
 
 def golden(case: str, name: str) -> str:
@@ -210,7 +210,7 @@ class Attention:
 
 
 def test_partition_for_cutlass_gives_attention_a_workspace():
-    # steps 3-4 of the driver (tests/test_api_partition_for_cutlass.py compares with TVM)
+    # steps 3-4 of the driver (tests/api/test_api_partition_for_cutlass.py compares with TVM)
     out = partition_for_cutlass(Attention)
     assert "fused_relax_nn_attention_cutlass1" in out.names()
     assert "fused_relax_nn_attention_cutlass" not in out.names()

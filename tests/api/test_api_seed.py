@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import require_shared
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "seed_api.py"
-DATA = Path(__file__).parent / "data" / "api"
+DATA = Path(__file__).parents[1] / "data" / "api"
 SEED_CASES = ("E1", "E2", "E4")
 
 

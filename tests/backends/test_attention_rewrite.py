@@ -19,7 +19,7 @@ from byocc.relax.backend.cuda.cutlass import partition_for_cutlass
 from byocc.script import from_source
 from byocc.transform import map_functions
 
-DATA = Path(__file__).parent / "data" / "attention_rewrite"
+DATA = Path(__file__).parents[1] / "data" / "attention_rewrite"
 CASES = sorted(p.stem for p in DATA.glob("*.relax"))
 STEPS = ("rewrite", "annotate", "composite")
 

@@ -16,7 +16,7 @@ from byocc.runtime import Interpreter
 from byocc.runtime import random_arguments
 from byocc.script import from_source
 
-DATA = Path(__file__).parent / "data" / "attention_rewrite_defects"
+DATA = Path(__file__).parents[1] / "data" / "attention_rewrite_defects"
 
 
 def _load(name: str):

@@ -19,7 +19,7 @@ from byocc.runtime import random_arguments
 from byocc.script import from_source
 from byocc.transform import map_functions
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import tvm_diff_attention as generator  # noqa: E402  (its generator needs no TVM)
 
 CASES = generator.generate(30, 3) + generator.generate(30, 4)

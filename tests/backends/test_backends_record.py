@@ -37,7 +37,7 @@ from byocc.transform import registered_codegens
 from byocc.transform import rewrite_call
 from byocc.transform import stub_codegen
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 NCHW_CONV = """\
 # from tvm.script import ir as I

@@ -33,7 +33,7 @@ from byocc.ir import InputError
 from byocc.text import parse_module
 from byocc.transform import partition
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 MODULE = '''# from tvm.script import ir as I
 # from tvm.script import relax as R

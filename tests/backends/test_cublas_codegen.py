@@ -32,7 +32,7 @@ from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
 from byocc.backends.cuda.cuda_paths import find_optional_cuda_include
 from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MIB32 = 32 << 20
 
 

@@ -187,7 +187,7 @@ def test_ninja_reader_expands_build_ninja_commands(tmp_path):
 
 # --------------------------------------------------------------------------- objcache
 # A stand-in for nvcc: logs its arguments, "compiles" a unit into a file naming its flags,
-# fails on a unit containing #error, links anything (also used by tests/test_build_cli.py).
+# fails on a unit containing #error, links anything (also used by tests/cli/test_build_cli.py).
 FAKE_NVCC = """#!{python}
 import os, sys
 args = sys.argv[1:]

@@ -17,7 +17,7 @@ from byocc.ir import PassError
 from byocc.ir import Span
 from byocc.ir import WellFormedError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "samples" / "seed.relax"
 LOCATED = re.compile(r"^(?P<file>[^\n]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$", re.M)
 

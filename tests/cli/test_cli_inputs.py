@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import run_cli as run
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SEED = SAMPLES / "seed.relax"
 SEED_PATTERNS = SAMPLES / "seed_patterns.py"
 ONNX_MODELS = ["small_cnn.onnx", "small_encoder.onnx"]
@@ -64,7 +64,7 @@ def test_every_op_accepts_an_operand_of_unknown_type():
     """The class behind `gamma has dtype None`: for every op's sample call, each tensor
     operand replaced by one of unknown dtype and rank (a constant read without its
     sidecar) still infers."""
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))  # the op samples of tests/ops
     from test_ops_registry import SAMPLES as OP_SAMPLES
 
     from byocc.ir import TensorStructInfo

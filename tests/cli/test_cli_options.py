@@ -17,7 +17,7 @@ from conftest import run_cli as run
 from byocc.cli import cli
 from byocc.cli.options import MAX_DIM
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SEED = SAMPLES / "seed.relax"
 SEED_PATTERNS = SAMPLES / "seed_patterns.py"
 SYMBOLIC = """\

@@ -25,7 +25,7 @@ from conftest import run_cli as run
 from byocc.cli import cli
 from byocc.cli import output
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SEED = SAMPLES / "seed.relax"
 SEED_PATTERNS = SAMPLES / "seed_patterns.py"
 CNN_ONNX = SAMPLES / "small_cnn.onnx"

@@ -10,7 +10,7 @@ import pytest
 from conftest import require_shared
 from conftest import run_cli as run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "samples" / "seed.relax"
 SEED_PATTERNS = ROOT / "samples" / "seed_patterns.py"
 

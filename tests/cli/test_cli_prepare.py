@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from byocc.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "samples" / "small_cnn.onnx"
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from byocc.cli import cli
 from byocc.ir import PatternError
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SEED = SAMPLES / "seed.relax"
 SEED_PATTERNS = SAMPLES / "seed_patterns.py"
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"

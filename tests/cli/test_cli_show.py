@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli as run
 from test_cli_partition import spec_example  # the spec's example texts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "samples").glob("*.relax"))
 
 

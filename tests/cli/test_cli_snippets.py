@@ -12,7 +12,7 @@ from byocc.cli.diagnostics import SNIPPET_WIDTH
 from byocc.cli.diagnostics import escape_controls
 from byocc.cli.diagnostics import snippet
 
-SEED = Path(__file__).resolve().parents[1] / "samples" / "seed.relax"
+SEED = Path(__file__).resolve().parents[2] / "samples" / "seed.relax"
 
 
 def run(*args):

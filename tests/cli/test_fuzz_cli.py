@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from byocc.cli import cli
 
-DATA = Path(__file__).parent / "data" / "conformance"
-SOURCES = sorted(DATA.glob("*/input.relax")) + sorted((Path(__file__).parents[1] / "samples").glob("*.relax"))
+DATA = Path(__file__).parents[1] / "data" / "conformance"
+SOURCES = sorted(DATA.glob("*/input.relax")) + sorted((Path(__file__).parents[2] / "samples").glob("*.relax"))
 N_MUTANTS = 1000
 LOCATED = re.compile(r"^mutant\.relax:\d+:\d+: error: ", re.M)
 BINDING = re.compile(r"^(\s+)([A-Za-z_][A-Za-z0-9_]*)(: .*)? = (.*)$")

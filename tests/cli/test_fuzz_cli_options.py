@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from byocc.cli import cli
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 N_TRIALS = 150
 
 

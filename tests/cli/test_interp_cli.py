@@ -14,7 +14,7 @@ from byocc.cli.main import ByoccGroup
 from byocc.cli.run import run
 from byocc.cli.verify import verify
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 @pytest.fixture()

@@ -23,7 +23,7 @@ from byocc.ir.well_formed import well_formed
 from byocc.runtime import Interpreter
 from byocc.transform import partition
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "small_cnn.onnx"
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "small_cnn.onnx"
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The native runner (spec/backends.md 17.4) without a GPU: the light library that
-``byocc build`` makes from tests/test_build_cli.py's fixture is loaded with ctypes; its
+``byocc build`` makes from tests/cli/test_build_cli.py's fixture is loaded with ctypes; its
 argument checks run on the host, so CPU tensors (numpy through its own DLPack capsule) and
 fake ``__cuda_array_interface__`` tensors reach the C code and come back as
 ByoccRuntimeError with byocc_last_error()'s text."""

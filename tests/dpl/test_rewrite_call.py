@@ -14,7 +14,7 @@ from byocc.relax.dpl import rewrite_call
 from byocc.relax.dpl import wildcard
 from byocc.script import from_source
 
-DATA = Path(__file__).parent / "data" / "rewrite_call"
+DATA = Path(__file__).parents[1] / "data" / "rewrite_call"
 
 
 def add_to_multiply():

@@ -26,7 +26,7 @@ from byocc.runtime import flatten_outputs
 from byocc.runtime import run_module
 from byocc.text import print_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 
 

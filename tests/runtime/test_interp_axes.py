@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from byocc.ops import get_op_def
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "conformance" / "cases"
 SHAPE = (2, 3, 4)
 

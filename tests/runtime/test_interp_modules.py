@@ -35,7 +35,7 @@ from byocc.runtime import run_module
 from byocc.text import parse_module
 from byocc.text import read_file
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 def sample(name: str):

@@ -15,7 +15,7 @@ from conftest import shared_glob
 from byocc.ir import ByoccError
 from byocc.text import parse_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 JUNK = [
     "(", ")", "[", "]", "{", "}", ",", ":", "=", "->", "@", ".", "R", "R.add", "cls", "Module",

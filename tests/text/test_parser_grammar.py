@@ -16,7 +16,7 @@ from byocc.text.grammar import RelaxLexer
 from byocc.text.grammar import load_grammar_text
 from byocc.text.parser import parse_syntax
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_grammar_text_is_the_shipped_file():

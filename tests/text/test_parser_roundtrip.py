@@ -1,7 +1,7 @@
 """Parse then print gives back TVM's text, for every module text of the shared corpora: each
 conformance case's ``input.relax`` and every ``.txt`` of spec/partitioning-examples
 (normalised: trailing whitespace per line and trailing blank lines dropped). Skipped, with
-a message, where shared/ is absent; tests/test_printer_roundtrip.py covers the copies under
+a message, where shared/ is absent; tests/text/test_printer_roundtrip.py covers the copies under
 tests/data."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import pytest
 from byocc.ir import ByoccError
 from byocc.script import from_source
 
-DATA = Path(__file__).parent / "data" / "parser_normalise"
+DATA = Path(__file__).parents[1] / "data" / "parser_normalise"
 CASES = sorted(p.stem for p in DATA.glob("*.relax"))
 # Deliberate leniency: TVM requires ty_args in R.call_pure_packed but prints none when it is
 # empty (pure_packed_empty_ty_args), so byocc reads a missing ty_args as empty.

@@ -13,7 +13,7 @@ import pytest
 from byocc.text import parse_module
 from byocc.text import print_module
 
-PROBES = sorted((Path(__file__).parent / "data" / "tvm_probes").glob("*.input.relax"))
+PROBES = sorted((Path(__file__).parents[1] / "data" / "tvm_probes").glob("*.input.relax"))
 
 
 @pytest.mark.parametrize("path", PROBES, ids=lambda p: p.name.split(".")[0])
@@ -28,7 +28,7 @@ def test_tvm_output_round_trips(path):
     assert print_module(parse_module(tvm_text, path.name)) == tvm_text
 
 
-PARTITIONS = sorted(p for p in (Path(__file__).parent / "data" / "tvm_probes").glob("*.relax")
+PARTITIONS = sorted(p for p in (Path(__file__).parents[1] / "data" / "tvm_probes").glob("*.relax")
                     if p.name.count(".") == 4)  # <probe>.<tables>.<path>.<bind>.relax
 
 

@@ -25,7 +25,7 @@ from byocc.ir import VarBinding
 from byocc.ir import tensor
 from byocc.text.printer import print_module
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 T44 = tensor((4, 4), "float32")
 
 

@@ -16,7 +16,7 @@ from conftest import SHARED
 from byocc.text import parser
 from byocc.text.printer import print_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _corpus() -> list[Path]:

@@ -13,7 +13,7 @@ from byocc.text import parse_module
 from byocc.text import print_module
 from byocc.transform.canonicalize_bindings import CanonicalizeBindings
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"
 T = 'R.Tensor((4, 4), dtype="float32")'
 

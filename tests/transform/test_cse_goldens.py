@@ -12,7 +12,7 @@ import pytest
 from byocc.script import from_source
 from byocc.transform.eliminate_common_subexpr import EliminateCommonSubexpr
 
-DATA = Path(__file__).parent / "data" / "cse"
+DATA = Path(__file__).parents[1] / "data" / "cse"
 # TVM-syntax inputs byocc cannot read as they are (checked by test_cse_pass.py instead)
 NOT_PARSED = {"if_else"}
 # byocc's parser reads R.call_pure_packed as an (impure) R.call_packed, so the two pure

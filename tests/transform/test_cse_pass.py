@@ -25,7 +25,7 @@ from byocc.transform.eliminate_common_subexpr import EliminateCommonSubexpr
 from byocc.transform.eliminate_common_subexpr import eliminate_common_subexpr
 from byocc.transform.pass_manager import Pass
 
-DATA = Path(__file__).parent / "data" / "cse"
+DATA = Path(__file__).parents[1] / "data" / "cse"
 T = 'R.Tensor((2, 3), dtype="float32")'
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"
 

@@ -15,7 +15,7 @@ from byocc.text import parse_module
 from byocc.text import print_module
 from byocc.transform.fuse_ops_by_pattern import FuseOpsByPattern
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 
 # generate.py's per-example options
 BIND_FALSE = {"11_constant_bind_false", "26_cutlass_table", "27_cublas_table"}

@@ -26,7 +26,7 @@ from byocc.text import parse_module
 from byocc.transform.pattern_partition import FunctionIndex
 from byocc.transform.pattern_partition import deep_prefilter
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _patterns() -> list:

@@ -23,7 +23,7 @@ from byocc.text import print_module
 from byocc.transform import MergeCompositeFunctions
 from byocc.transform import partition
 
-EXAMPLES = Path(__file__).parent / "data" / "partitioning-examples"
+EXAMPLES = Path(__file__).parents[1] / "data" / "partitioning-examples"
 if not EXAMPLES.is_dir():
     EXAMPLES = shared_path("spec", "partitioning-examples") or EXAMPLES
 

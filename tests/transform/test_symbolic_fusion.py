@@ -15,7 +15,7 @@ from byocc.ir.prim import dim_text
 from byocc.script import from_source
 from byocc.transform import partition
 
-DATA = Path(__file__).parent / "data" / "symbolic_fusion"
+DATA = Path(__file__).parents[1] / "data" / "symbolic_fusion"
 CASES = sorted(p.stem for p in DATA.glob("*.relax") if not p.stem.startswith("pfc_"))
 PFC_CASES = sorted(p.stem for p in DATA.glob("pfc_*.relax"))
 
