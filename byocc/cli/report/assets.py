@@ -208,8 +208,10 @@ SCRIPT = r"""
       a.addEventListener("click", function () { jumpTo(g); });
       panel.appendChild(a);
     }
-    panel.appendChild(el("div", "muted", "text:"));
-    panel.appendChild(el("code", "full", text));
+    if (!fn) {
+      panel.appendChild(el("div", "muted", "text:"));
+      panel.appendChild(el("code", "full", text));
+    }
   }
   function flash(g) {
     g.classList.add("flash");
@@ -256,6 +258,16 @@ SCRIPT = r"""
   doc.getElementById("zoom-out").addEventListener("click", function () { setZoom(zoom / 1.25); });
   doc.getElementById("zoom-reset").addEventListener("click", function () { setZoom(1); });
   doc.getElementById("collapse-all").addEventListener("click", collapseAll);
+  function fit() {
+    var widest = 0;
+    Array.prototype.forEach.call(graphs.querySelectorAll("section.fn > .part svg.g"), function (s) {
+      widest = Math.max(widest, parseFloat(s.getAttribute("width")) + 40);
+    });
+    var room = graphs.clientWidth;
+    setZoom(widest > room && room > 0 ? Math.max(0.5, room / widest) : 1);
+  }
+  doc.getElementById("zoom-fit").addEventListener("click", fit);
+  fit();
 
   var find = doc.getElementById("find");
   find.addEventListener("keydown", function (ev) {

@@ -26,6 +26,10 @@ _PALETTE = [("#9c36b5", "#f3d9fa"), ("#e67700", "#fff3bf"), ("#0b7285", "#c5f6fa
             ("#c2255c", "#ffdeeb"), ("#5f3dc4", "#e5dbff"), ("#5c940d", "#e9fac8")]
 
 
+#: The most host operators listed in the summary (all are marked in the graph).
+HEAVY_LISTED = 100
+
+
 def backend_colours(backends: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """backend -> (css class, stroke, fill)."""
     out = {}
@@ -99,8 +103,9 @@ def render_page(title: str, subtitle: str, stats: Stats, sections: list[Function
            'operator (Enter)" aria-label="find"><span id="find-status" class="hint"></span>'
            '<button id="zoom-out" title="zoom out">−</button><span id="zoom-level" class="hint">100%</span>'
            '<button id="zoom-in" title="zoom in">+</button><button id="zoom-reset">1:1</button>'
+           '<button id="zoom-fit" title="fit the widest part">fit</button>'
            '<button id="collapse-all" title="Esc">collapse all</button>'
-           '<span class="hint">click a coloured box to open it; hover or click a node for its text</span></div>',
+           '<span class="hint">click a coloured box to open it</span></div>',
            '<div id="graphs">']
     for section in sections:
         out.append(f'<section class="fn" data-graph="{_e(section.name)}"><h2>{_e(section.name)} '
@@ -179,7 +184,11 @@ def _tables(stats: Stats, functions_table: list[list[str]]) -> str:
     if stats.heavy:
         items = "".join(
             f'<li><a class="jump" data-goto="{_e(b)}" data-graph="{_e(f)}">{_e(f)}.{_e(b)}</a> '
-            f"<code>{_e(op.removeprefix('relax.'))}</code>: {_e(reason)}</li>" for f, b, op, reason in stats.heavy)
+            f"<code>{_e(op.removeprefix('relax.'))}</code>: {_e(reason)}</li>"
+            for f, b, op, reason in stats.heavy[:HEAVY_LISTED])
+        if len(stats.heavy) > HEAVY_LISTED:
+            items += (f'<li class="muted">and {len(stats.heavy) - HEAVY_LISTED} more, marked in the graph '
+                      "(find: the operator's name)</li>")
         out.append(f'<details class="sum" open><summary>kept on the host: {len(stats.heavy)} heavy or '
                    f'patterned operators</summary><ul class="heavy">{items}</ul></details>')
     if stats.operators:
