@@ -66,8 +66,8 @@ from .output import write_tree_atomic
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
               help="Write the explanation as JSON to FILE (- for stdout, with -o DIR).")
-@click.option("--report", "report_file", metavar="FILE.html",
-              help="Write a self-contained HTML picture of the partition to FILE.html: the graph "
+@click.option("--report", "report_file", metavar="FILE",
+              help="Write a self-contained HTML picture of the partition to FILE (.html): the graph "
                    "with each offloaded function as a box coloured by backend (click to open), "
                    "heavy operators kept on the host with --explain's reason, a summary. Needs "
                    "Graphviz's dot (exit 3 without it). - for stdout, with -o DIR.")

@@ -20,7 +20,7 @@ code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;
 .content{padding:10px 20px 40px;min-width:0}
 #graphs{overflow-x:auto;padding-bottom:8px}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin:2px 0 8px}
-.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:5px 12px;max-width:230px}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:5px 12px;flex:1 1 0;min-width:120px;max-width:220px}
 .card.warn{border-color:var(--heavy);background:#fff4e6}
 .card b{display:block;font-size:18px}
 .card span{color:var(--muted);font-size:12px;line-height:1.3;display:block}
@@ -264,7 +264,7 @@ SCRIPT = r"""
       widest = Math.max(widest, parseFloat(s.getAttribute("width")) + 40);
     });
     var room = graphs.clientWidth;
-    setZoom(widest > room && room > 0 ? Math.max(0.5, room / widest) : 1);
+    setZoom(widest > room * 1.1 && room > 0 ? Math.max(0.5, room / widest) : 1);
   }
   doc.getElementById("zoom-fit").addEventListener("click", fit);
   fit();

@@ -154,8 +154,8 @@ def _parse(data: dict, job: Job) -> Layout:
     for k, edge in enumerate(job.edges):
         slot.setdefault(edge, []).append(k)
     for edge in data.get("edges", []):
-        key = (gvid.get(edge["tail"]), gvid.get(edge["head"]))
-        free = slot.get(key)  # type: ignore[arg-type]
+        tail, head = gvid.get(edge["tail"]), gvid.get(edge["head"])
+        free = slot.get((tail, head)) if tail is not None and head is not None else None
         if free:
             paths[free.pop(0)] = _path(edge.get("pos", ""), point)
     return Layout(round(x1 - x0, 1), round(height, 1), boxes, paths, clusters)

@@ -138,21 +138,21 @@ def _cards(stats: Stats) -> str:
     total = stats.host_flops + stats.offloaded_flops
     flops = ("no matmul or convolution" if share is None else
              f"{format_flops(stats.offloaded_flops)} of {format_flops(total)}")
-    unknown = f" ({stats.unknown_flops} symbolic, not counted)" if stats.unknown_flops else ""
+    unknown = f"; {stats.unknown_flops} symbolic, not counted" if stats.unknown_flops else ""
     bar = "" if share is None else f'<div class="bar"><i style="width:{share * 100:.1f}%"></i></div>'
+    percent = ("–" if share is None else "<0.1%" if 0 < share < 0.001 else
+               ">99.9%" if 0.999 < share < 1 else f"{share * 100:.1f}%")
     cards = [
-        (str(functions), f"offloaded functions ({per_backend}), {calls} calls"),
-        (str(composites), "composite calls offloaded"),
-        (str(off_ops), "operators offloaded"),
-        (str(host_ops), "operators on the host"),
-        (str(len(stats.heavy)), "heavy or patterned kept on the host"),
-        ("–" if share is None else f"{share * 100:.1f}%", f"matmul/conv FLOPs offloaded: {flops}{unknown}"),
+        (str(functions), f"offloaded functions ({per_backend}), {calls} calls", ""),
+        (str(composites), "composite calls offloaded", ""),
+        (f"{off_ops} / {host_ops}", "operators offloaded / on the host", ""),
+        (str(len(stats.heavy)), "heavy or patterned operators kept on the host", " warn" if stats.heavy else ""),
+        (percent, f"of matmul/conv FLOPs offloaded ({flops}{unknown})", ""),
     ]
     out = ['<div class="cards">']
-    for i, (value, label) in enumerate(cards):
-        warn = " warn" if i == 4 and stats.heavy else ""
-        out.append(f'<div class="card{warn}"><b>{_e(value)}</b><span>{_e(label)}</span>'
-                   f'{bar if i == 5 else ""}</div>')
+    for i, (value, label, cls) in enumerate(cards):
+        out.append(f'<div class="card{cls}"><b>{_e(value)}</b><span>{_e(label)}</span>'
+                   f'{bar if i == len(cards) - 1 else ""}</div>')
     out.append("</div>")
     return "".join(out)
 

@@ -4,7 +4,7 @@ a 7x7/2 stem with BatchNormalization and Relu, a 3x3/2 MaxPool, 16 bottleneck bl
 stage's first block, stride on the 3x3 conv as torchvision v1.5 does), GlobalAveragePool,
 Flatten and a 1000-way Gemm. Value names follow PyTorch's exporter (``layer1.0.conv1.weight``).
 
-    python tests/resnet_onnx.py OUT.onnx [--dtype float16] [--width 64]
+    python tests/cli/resnet_onnx.py OUT.onnx [--dtype float16] [--width 64]
 
 ``width`` scales every channel count (64 is ResNet-50; smaller keeps tests light with the
 same graph). The weights come from a fixed seed, so the file is reproducible.
@@ -88,7 +88,7 @@ def resnet50(dtype: str = "float32", width: int = 64, image: int = 224) -> onnx.
         initializer=b.inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              producer_name="byocc tests/resnet_onnx.py")
+                              producer_name="byocc tests/cli/resnet_onnx.py")
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
