@@ -271,9 +271,9 @@ def test_show_text_to_a_file_is_the_round_trip(tmp_path):
 
 
 def test_shortened_names():
-    from byocc.cli.report.graph import MAX_CHARS
-    from byocc.cli.report.graph import composite_lines
-    from byocc.cli.report.graph import shorten
+    from byocc.cli.report.labels import MAX_CHARS
+    from byocc.cli.report.labels import composite_lines
+    from byocc.cli.report.labels import shorten
 
     long = "fused_relax_nn_conv2d_relax_add_relax_nn_relu" * 20 + "_cutlass"
     short = shorten(long)

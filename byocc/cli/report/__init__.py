@@ -22,7 +22,7 @@ from ..explain import HEAVY_OPS
 from .graph import Graph
 from .graph import ModuleGraphs
 from .graph import build_graphs
-from .graph import shorten
+from .labels import shorten
 from .layout import Job
 from .layout import find_dot
 from .layout import layout_all

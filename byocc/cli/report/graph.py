@@ -16,7 +16,6 @@ stack (no recursion), so building is linear in the size of the module.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -31,22 +30,21 @@ from byocc.ir import If
 from byocc.ir import IRModule
 from byocc.ir import MatchCast
 from byocc.ir import Op
-from byocc.ir import PrimStructInfo
 from byocc.ir import PrimValue
 from byocc.ir import SeqExpr
 from byocc.ir import ShapeExpr
-from byocc.ir import ShapeStructInfo
 from byocc.ir import StringImm
-from byocc.ir import TensorStructInfo
 from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
-from byocc.ir import TupleStructInfo
 from byocc.ir import Var
 
 from .flops import call_flops
+from .labels import composite_lines
+from .labels import fit as _fit
+from .labels import head as _head
+from .labels import shorten
+from .labels import sinfo_text
 
-#: The longest line a node shows; longer names are shortened (shown whole on demand).
-MAX_CHARS = 34
 _PACKED = frozenset(("relax.call_dps_packed", "relax.call_packed", "relax.call_pure_packed"))
 
 
@@ -382,71 +380,4 @@ def _is_gemm(op: str) -> bool:
     return op in FLOP_OPS
 
 
-# ---------------------------------------------------------------------------- text
-def sinfo_text(sinfo) -> str:
-    """Short struct info: ``16×64 float16``, ``(16×16, 16×64) float16``, ``shape(4)``."""
-    if isinstance(sinfo, TensorStructInfo):
-        if sinfo.shape is not None:
-            dims = "×".join(str(d) for d in sinfo.shape) or "scalar"
-        else:
-            dims = f"{sinfo.ndim}-d" if sinfo.ndim >= 0 else "?-d"
-        return f"{dims} {sinfo.dtype or '?'}"
-    if isinstance(sinfo, TupleStructInfo):
-        fields = [sinfo_text(f) for f in sinfo.fields]
-        dtypes = {f.rsplit(" ", 1)[-1] for f in fields if " " in f}
-        if len(dtypes) == 1 and all(" " in f for f in fields):
-            return "(" + ", ".join(f.rsplit(" ", 1)[0] for f in fields) + ") " + dtypes.pop()
-        return "(" + ", ".join(fields) + ")"
-    if isinstance(sinfo, ShapeStructInfo):
-        return "shape" if sinfo.ndim < 0 else f"shape({sinfo.ndim})"
-    if isinstance(sinfo, PrimStructInfo):
-        return f"{getattr(sinfo, 'dtype', None) or 'prim'} value"
-    return "object" if sinfo is not None else ""
-
-
-def shorten(name: str, limit: int = MAX_CHARS) -> str:
-    """``name`` when it fits in ``limit`` characters, else its head, an ellipsis and its tail
-    (the backend suffix of a fused name stays readable)."""
-    if len(name) <= limit:
-        return name
-    tail = max(8, limit // 3)
-    return name[: limit - tail - 1] + "…" + name[-tail:]
-
-
-def _fit(text: str) -> str:
-    return shorten(text, MAX_CHARS)
-
-
-def _head(name: str, rest: str) -> str:
-    """``name = rest`` in :data:`MAX_CHARS`, shortening the name first (the operator stays)."""
-    room = MAX_CHARS - len(rest) - 3
-    return _fit(f"{shorten(name, max(room, 8))} = {rest}")
-
-
-def composite_lines(composites: list[str], backend: str, lines: int = 3) -> tuple[str, ...]:
-    """The composites of a region as at most ``lines`` lines: ``layer_norm · matmul ×3``
-    (the backend's prefix dropped, repeats counted, first appearance first)."""
-    counts = Counter(composites)
-    prefix = backend + "."
-    items = [(c.removeprefix(prefix) + (f" ×{counts[c]}" if counts[c] > 1 else "")) for c in dict.fromkeys(composites)]
-    out: list[str] = []
-    current = ""
-    for i, item in enumerate(items):
-        piece = item if not current else current + " · " + item
-        if len(piece) <= MAX_CHARS:
-            current = piece
-            continue
-        if current:
-            out.append(current)
-        current = _fit(item)
-        if len(out) == lines - 1 and i < len(items):
-            rest = len(items) - i
-            out.append(_fit(current + (f" +{rest - 1} more" if rest > 1 else "")))
-            return tuple(out)
-    if current:
-        out.append(current)
-    return tuple(out) or ("no composite",)
-
-
-__all__ = ["MAX_CHARS", "Graph", "ModuleGraphs", "Node", "Offloaded", "build_graphs", "composite_lines",
-           "shorten", "sinfo_text"]
+__all__ = ["Graph", "ModuleGraphs", "Node", "Offloaded", "build_graphs"]
