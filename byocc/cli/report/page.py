@@ -19,11 +19,11 @@ from .flops import format_flops
 from .graph import Offloaded
 from .stats import Stats
 
-# (stroke, fill) per backend: the two shipped backends keep their colour in every report,
-# others take the next unused one, in name order.
-_KNOWN = {"cutlass": ("#2b8a3e", "#d3f9d8"), "cublas": ("#1864ab", "#d0ebff")}
-_PALETTE = [("#9c36b5", "#f3d9fa"), ("#e67700", "#fff3bf"), ("#0b7285", "#c5f6fa"),
-            ("#c2255c", "#ffdeeb"), ("#5f3dc4", "#e5dbff"), ("#5c940d", "#e9fac8")]
+# (stroke, fill): registered backends take these in name order, so each keeps its colour in
+# every report; backends that only a pattern file names take the next unused ones.
+_PALETTE = [("#1864ab", "#d0ebff"), ("#2b8a3e", "#d3f9d8"), ("#9c36b5", "#f3d9fa"),
+            ("#e67700", "#fff3bf"), ("#0b7285", "#c5f6fa"), ("#c2255c", "#ffdeeb"),
+            ("#5f3dc4", "#e5dbff"), ("#5c940d", "#e9fac8")]
 
 
 #: The most host operators listed in the summary (all are marked in the graph).
@@ -32,10 +32,14 @@ HEAVY_LISTED = 100
 
 def backend_colours(backends: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """backend -> (css class, stroke, fill)."""
+    from byocc.backends import registered_backends
+
+    registered = registered_backends()
+    known = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(registered)}
+    spare = _PALETTE[len(registered):]
     out = {}
-    spare = [c for c in _PALETTE]
     for k, name in enumerate(sorted(set(backends))):
-        colour = _KNOWN.get(name) or (spare.pop(0) if spare else _PALETTE[k % len(_PALETTE)])
+        colour = known.get(name) or (spare.pop(0) if spare else _PALETTE[k % len(_PALETTE)])
         out[name] = (f"bk{k + 1}", *colour)
     return out
 
