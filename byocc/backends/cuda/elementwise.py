@@ -119,44 +119,24 @@ def _float_binary(name: str) -> Emitter:
     return emit
 
 
-def _divide(a, dts, dt, attrs):
-    if _is_float(dt):
-        return f"({a[0]} / {a[1]})"
-    if dt == "bool":
-        raise _Unsupported("bool division")
-    return _wrap(f"ew_idiv({a[0]}, {a[1]})", dt)
+def _int_or_float(float_expr: Callable[[list, str], str], int_fn: str, what: str) -> Emitter:
+    """Division-like ops: ``float_expr(args, dtype)`` on floats, byocc's ``int_fn`` helper
+    (defined for every signedness, wrapped to the type) on integers, and no bool form."""
+    def emit(a, dts, dt, attrs):
+        if _is_float(dt):
+            return float_expr(a, dt)
+        if dt == "bool":
+            raise _Unsupported(f"bool {what}")
+        return _wrap(f"{int_fn}({a[0]}, {a[1]})", dt)
+    return emit
 
 
-def _floor_divide(a, dts, dt, attrs):
-    if _is_float(dt):
-        return f"{_fn('floor', dt)}({a[0]} / {a[1]})"
-    if dt == "bool":
-        raise _Unsupported("bool division")
-    return _wrap(f"ew_ifloordiv({a[0]}, {a[1]})", dt)
-
-
-def _mod(a, dts, dt, attrs):
-    if _is_float(dt):
-        return f"{_fn('fmod', dt)}({a[0]}, {a[1]})"
-    if dt == "bool":
-        raise _Unsupported("bool mod")
-    return _wrap(f"ew_imod({a[0]}, {a[1]})", dt)
-
-
-def _floor_mod(a, dts, dt, attrs):
-    if _is_float(dt):
-        return f"ew_floormod({a[0]}, {a[1]})"
-    if dt == "bool":
-        raise _Unsupported("bool mod")
-    return _wrap(f"ew_ifloormod({a[0]}, {a[1]})", dt)
-
-
-def _power(a, dts, dt, attrs):
-    if _is_float(dt):
-        return f"{_fn('pow', dt)}({a[0]}, {a[1]})"
-    if dt == "bool":
-        raise _Unsupported("bool power")
-    return _wrap(f"ew_ipow({a[0]}, {a[1]})", dt)
+_divide = _int_or_float(lambda a, dt: f"({a[0]} / {a[1]})", "ew_idiv", "division")
+_floor_divide = _int_or_float(lambda a, dt: f"{_fn('floor', dt)}({a[0]} / {a[1]})", "ew_ifloordiv",
+                              "division")
+_mod = _int_or_float(lambda a, dt: f"{_fn('fmod', dt)}({a[0]}, {a[1]})", "ew_imod", "mod")
+_floor_mod = _int_or_float(lambda a, dt: f"ew_floormod({a[0]}, {a[1]})", "ew_ifloormod", "mod")
+_power = _int_or_float(lambda a, dt: f"{_fn('pow', dt)}({a[0]}, {a[1]})", "ew_ipow", "power")
 
 
 def _minmax(name: str) -> Emitter:

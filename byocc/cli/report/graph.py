@@ -164,7 +164,9 @@ class _Names:
         return name
 
 
-def _function_graph(name: str, func: Function, offloaded: Mapping[str, Offloaded], mod: IRModule) -> Graph:
+def _with_params(name: str, func: Function) -> tuple[Graph, _Names, dict[Var, int]]:
+    """A graph for ``func`` holding a node per parameter, the names taken so far and the
+    node index of each parameter."""
     graph = Graph(name)
     names = _Names()
     index: dict[Var, int] = {}
@@ -174,6 +176,11 @@ def _function_graph(name: str, func: Function, offloaded: Mapping[str, Offloaded
         graph.nodes.append(Node("param", pname, (_fit(pname), _fit(sinfo_text(p.struct_info))),
                                 f"parameter {pname}: {sinfo_text(p.struct_info)}"))
     graph.params = len(graph.nodes)
+    return graph, names, index
+
+
+def _function_graph(name: str, func: Function, offloaded: Mapping[str, Offloaded], mod: IRModule) -> Graph:
+    graph, names, index = _with_params(name, func)
     for block in func.body.blocks:
         for binding in block.bindings:
             bname = names.take(binding.var.name_hint)
@@ -316,15 +323,7 @@ def _offloaded(name: str, func: Function) -> Offloaded:
     """The body graph of an offloaded function: composite calls opened into their
     operators (one cluster per call), other bindings as nodes."""
     backend = str(func.attrs["Codegen"])
-    body = Graph(name)
-    names = _Names()
-    index: dict[Var, int] = {}
-    for p in func.params:
-        pname = names.take(p.name_hint)
-        index[p] = len(body.nodes)
-        body.nodes.append(Node("param", pname, (_fit(pname), _fit(sinfo_text(p.struct_info))),
-                               f"parameter {pname}: {sinfo_text(p.struct_info)}"))
-    body.params = len(body.nodes)
+    body, names, index = _with_params(name, func)
     local: dict[Var, Function] = {}
     composites: list[str] = []
     flops = unknown = 0
