@@ -149,6 +149,26 @@ def make_program(name, cfg, sched, work: Path) -> Path:
     return path
 
 
+def prepare_work(name: str) -> tuple[Path, list[str], Path]:
+    """``.gpu_work/<name>`` with byocc's common CUDA sources written under it, the include
+    flags (CUTLASS's headers and those sources) its programs compile with, and the byocc
+    runtime compiled for sm_90a (``runtime.o``) that they link."""
+    from byocc.backends.cuda import common_sources
+    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
+    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+    from byocc.backends.cutlass.kernels import cutlass_include_dirs
+
+    work = ROOT / ".gpu_work" / name
+    src_dir = work / "src"
+    src_dir.mkdir(parents=True, exist_ok=True)
+    for f in common_sources():
+        (work / f.path).write_text(f.text)
+    runtime_o = work / "runtime.o"
+    subprocess.run(["nvcc", *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], f"-I{src_dir}", "-c",
+                    str(src_dir / "runtime.cu"), "-o", str(runtime_o)], check=True)
+    return work, [f"-I{p}" for p in cutlass_include_dirs()] + [f"-I{src_dir}"], runtime_o
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "sweep_out"))
@@ -156,27 +176,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = ROOT / ".gpu_work" / "sweep"
-    work.mkdir(parents=True, exist_ok=True)
-    from byocc.backends.cuda import common_sources
     from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
     from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
-    from byocc.backends.cutlass.kernels import cutlass_include_dirs
 
-    src_dir = work / "src"
-    src_dir.mkdir(exist_ok=True)
-    for f in common_sources():
-        (work / f.path).write_text(f.text)
-    incs = [f"-I{p}" for p in cutlass_include_dirs()] + [f"-I{src_dir}"]
+    work, incs, runtime_o = prepare_work("sweep")
     progs = []
     for n, c, s, shapes in variants():
         try:
             progs.append((n, make_program(n, c, s, work), shapes))
         except Exception as e:  # a tile outside the kernel menu
             print(f"{n}: skipped ({str(e)[:100]})")
-    runtime_o = work / "runtime.o"
-    subprocess.run(["nvcc", *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], f"-I{src_dir}", "-c",
-                    str(src_dir / "runtime.cu"), "-o", str(runtime_o)], check=True)
 
     def build(item):
         name, path, shapes = item

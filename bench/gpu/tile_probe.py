@@ -424,23 +424,14 @@ def main(argv=None) -> int:
     sets = set(args.set.split(","))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = ROOT / ".gpu_work" / "probe"
-    work.mkdir(parents=True, exist_ok=True)
-    from byocc.backends.cuda import common_sources
+    from sched_sweep import prepare_work
+
     from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
     from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
-    from byocc.backends.cutlass.kernels import cutlass_include_dirs
 
-    src_dir = work / "src"
-    src_dir.mkdir(exist_ok=True)
-    for f in common_sources():
-        (work / f.path).write_text(f.text)
-    incs = [f"-I{p}" for p in cutlass_include_dirs()] + [f"-I{src_dir}"]
+    work, incs, runtime_o = prepare_work("probe")
     vs = variants(sets)
     progs = [(v, make_program(v, work)) for v in vs]
-    runtime_o = work / "runtime.o"
-    subprocess.run(["nvcc", *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], f"-I{src_dir}", "-c",
-                    str(src_dir / "runtime.cu"), "-o", str(runtime_o)], check=True)
     t_build = time.perf_counter()
 
     def build(item):
