@@ -347,17 +347,24 @@ def find_symbols(codegen_text: str, cases: list[Case]) -> None:
             by_name[name].symbol = m.group(1) if m else None
 
 
-def time_graph(fn, reps=20, iters=10):
-    """Median ms of one fn() call, from CUDA-graph replays of `iters` calls."""
+def warm_up(fn, calls=3):
+    """``fn()`` a few times on a side stream (what graph capture needs first), then wait."""
     import torch
 
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        for _ in range(3):
+        for _ in range(calls):
             fn()
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
+
+
+def time_graph(fn, reps=20, iters=10):
+    """Median ms of one fn() call, from CUDA-graph replays of `iters` calls."""
+    import torch
+
+    warm_up(fn)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(iters):

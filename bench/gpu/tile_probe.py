@@ -338,14 +338,9 @@ def torch_baselines(sampler, sets) -> list[dict]:
 
 def torch_protocol(sampler, name, fn, flop, sustain) -> dict:
     import torch
+    from gemm_matrix import warm_up
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
+    warm_up(fn)
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
     fn()
