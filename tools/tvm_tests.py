@@ -43,6 +43,7 @@ SHIM = r'''
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 import byocc
@@ -50,6 +51,7 @@ import byocc.ir as _ir
 from byocc import relax, script
 from byocc.ir import IRModule
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 ALIASES = {"tvm.tir": "byocc.script.tirx", "tvm.tirx": "byocc.script.tirx"}
 
 
@@ -57,6 +59,10 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if not name.startswith("tvm.") or name.startswith("tvm.testing"):
             return None
+        local = os.path.join(HERE, *name.split(".")[1:])
+        for candidate in (local + ".py", os.path.join(local, "__init__.py")):
+            if os.path.exists(candidate):  # a test-only helper of the shim itself
+                return importlib.util.spec_from_file_location(name, candidate)
         real = ALIASES.get(name, "byocc." + name[4:])
         try:
             if importlib.util.find_spec(real) is None:
@@ -118,9 +124,39 @@ def assert_structural_equal(lhs, rhs, map_free_vars=False):
     assert _structural_equal(lhs, rhs, map_free_vars), "not structurally equal"
 
 
-class env:  # noqa: N801 (TVM's name)
-    pass
+from . import env  # noqa: E402
 '''
+
+#: ``tvm.testing.env``: what the build has (byocc has no TVM build flags and no GPU runtime).
+ENV = r'''
+def has_cublas():
+    return False
+
+
+def build_flag_enabled(flag):
+    return False
+'''
+
+
+#: ``conftest.py`` of the scratch folder, on both sides: lifts the module-level "needs CUTLASS /
+#: cuBLAS" skips of the two codegen files, so that their partition-only tests run; the tests
+#: that build or run kernels fail under TVM without a GPU and so fall out of scope.
+CONFTEST = r'''
+import tvm.testing.env as _env
+
+_env.has_cublas = lambda: True
+_env.build_flag_enabled = lambda flag: True
+'''
+
+#: Test-only helpers of TVM that the files import but that belong to no pass: ``tvm_ffi``'s
+#: structural equality, ``tvm.contrib.pickle_memoize`` (a cache decorator) and
+#: ``tvm.topi.testing`` (numpy references used only by the GPU tests).
+EXTRA = {
+    "tvm_ffi/__init__.py": "from byocc.ir import structural_equal, structural_hash  # noqa: F401\n",
+    "tvm/contrib/pickle_memoize.py": "def memoize(key, save_at_exit=False):\n    return lambda f: f\n",
+    "tvm/topi/__init__.py": "",
+    "tvm/topi/testing.py": "",
+}
 
 
 def read_tvm_files(git: Path, ref: str, files: list[str], dest: Path) -> None:
@@ -169,7 +205,13 @@ def main() -> int:
         shim = root / "shim" / "tvm"
         shim.mkdir(parents=True)
         (shim / "__init__.py").write_text(SHIM)
-        (shim / "testing.py").write_text(TESTING)
+        (shim / "testing").mkdir()
+        (shim / "testing" / "__init__.py").write_text(TESTING)
+        (shim / "testing" / "env.py").write_text(ENV)
+        for rel, text in EXTRA.items():
+            (root / "shim" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / "shim" / rel).write_text(text)
+        (tests / "conftest.py").write_text(CONFTEST)
         base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         in_scope = None
         if args.tvm_python:

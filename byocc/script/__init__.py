@@ -20,6 +20,7 @@ from . import relax
 from . import tirx
 
 tir = tirx  # the name TVM releases before 0.27 used
+ir_module = ir.ir_module  # ``@tvm.script.ir_module``: the same decorator as ``@I.ir_module``
 
 
 def from_source(text: str, extra_vars: dict[str, Any] | None = None, source: str = "<string>") -> IRModule:
@@ -33,4 +34,4 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None, source: str
     return parse_module(text, source)
 
 
-__all__ = ["from_source", "ir", "relax", "tir", "tirx"]
+__all__ = ["from_source", "ir", "ir_module", "relax", "tir", "tirx"]
