@@ -51,11 +51,32 @@ def caller_scope(depth: int = 2) -> dict[str, Any]:
         del frame
 
 
+#: The modules whose names a script spells with a printed prefix: ``tvm.script.relax`` is
+#: ``R``, ``relax.op.nn`` is ``R.nn`` (``relax.op.add(x, y)`` in a script is ``R.add(x, y)``).
+NAMESPACES = {
+    "byocc.script.ir": "I",
+    "byocc.script.relax": "R",
+    "byocc.script.tirx": "T",
+    "byocc.relax.op": "R",
+    "byocc.relax.op.nn": "R.nn",
+    "byocc.relax.op.image": "R.image",
+    "byocc.relax.op.builtin": "R.builtin",
+}
+
+
+def python_scope(scope: Mapping[str, Any] | None) -> Any:
+    """The parser's view (:class:`byocc.text._scope.PythonScope`) of a decorator's caller's
+    names."""
+    from byocc.text._scope import PythonScope
+
+    return PythonScope(scope or {}, NAMESPACES)
+
+
 def parse_source(obj: Any, what: str, scope: Mapping[str, Any] | None = None) -> IRModule:
     from byocc.text import parse_module
 
     text, filename = source_of(obj, what, scope)
-    return parse_module(text, filename)
+    return parse_module(text, filename, scope=python_scope(scope))
 
 
 class Placeholder:

@@ -11,11 +11,26 @@ from ._source import caller_scope
 from ._source import parse_source
 
 
-def ir_module(cls: Any) -> IRModule:
-    """Decorate a class written in TVMScript: returns the IRModule its source describes."""
+def ir_module(mod: Any = None, *, check_well_formed: bool = True, s_tir: bool = False) -> Any:
+    """Decorate a class written in TVMScript: returns the IRModule its source describes.
+
+    ``@I.ir_module`` or, with TVM's options, ``@I.ir_module(s_tir=True)`` (the options
+    change nothing byocc reads). Names the class does not define are looked up where the
+    decorator is applied (the enclosing function's locals, then the module's globals)."""
+    if mod is None:
+        scope = caller_scope()
+
+        def decorate(cls: Any) -> IRModule:
+            return _parse(cls, scope)
+
+        return decorate
+    return _parse(mod, caller_scope())
+
+
+def _parse(cls: Any, scope: dict[str, Any]) -> IRModule:
     if not isinstance(cls, type):
         raise InputError("@I.ir_module decorates a class")
-    return parse_source(cls, "@I.ir_module", caller_scope())
+    return parse_source(cls, "@I.ir_module", scope)
 
 
 def module_attrs(attrs: dict) -> None:

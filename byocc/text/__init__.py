@@ -13,6 +13,7 @@ from typing import Any
 if TYPE_CHECKING:  # what __getattr__ loads on first use
     from .parser import decode_source
     from .parser import parse_module
+    from .parser import parse_script
     from .parser import read_file
     from .printer import constant_arrays
     from .printer import print_expr
@@ -20,12 +21,13 @@ if TYPE_CHECKING:  # what __getattr__ loads on first use
     from .printer import print_module
     from .printer import print_module_with_metadata
 
-__all__ = ["constant_arrays", "decode_source", "parse_module", "print_expr", "print_function", "print_module",
+__all__ = ["constant_arrays", "decode_source", "parse_module", "parse_script", "print_expr", "print_function", "print_module",
            "print_module_with_metadata", "read_file"]
 
 _HOME = {
     "decode_source": "parser",
     "parse_module": "parser",
+    "parse_script": "parser",
     "read_file": "parser",
     "print_module": "printer",
     "print_function": "printer",

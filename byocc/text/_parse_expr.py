@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from typing import TypeAlias
     from typing import TypeGuard
 
+    import numpy as np
+
     from byocc.ir import TirVar
     from byocc.ir import Var
 
@@ -77,10 +79,12 @@ if TYPE_CHECKING:
 
     #: What :meth:`ExprReader.evaluate` gives (see the module docstring).
     Raw: TypeAlias = (Expr | LiteralValue | PrimExpr | StructInfo | RuntimeModuleRef | "_Module" | "_Metadata"
-                      | tuple["Raw", ...] | list["Raw"] | list[StructInfo]
+                      | np.ndarray | tuple["Raw", ...] | list["Raw"] | list[StructInfo]
                       | dict["str | int | bool | None", "Raw"])
 
 TYPE_KEYWORDS = ("out_ty", "out_sinfo", "ty_args", "sinfo_args")
+#: Python's infix operators on Relax values, as TVM's ``Expr`` overloads them.
+INFIX_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "mod"}
 NAMESPACES = ("R", "T", "I")
 STATEMENT_CALLS = ("R.func_attr", "R.output", "R.dataflow", "I.module_attrs")
 
@@ -143,6 +147,8 @@ class ExprReader:
             return tuple_of([self.leaf(self.to_expr(x, node), node) for x in raw], self.span(node))
         if isinstance(raw, bool) or _is_number(raw):
             return self._const(raw, None, node)
+        if type(raw).__name__ == "ndarray":  # a numpy array of the script's surroundings
+            return self._const(raw, str(getattr(raw, "dtype", "float32")), node)
         if isinstance(raw, str):
             return StringImm(raw, self.span(node))
         if isinstance(raw, PrimExpr):
@@ -192,12 +198,42 @@ class ExprReader:
             v = self.evaluate(inner)
             if _is_number(v):
                 return -v
+            if isinstance(v, Expr) and not isinstance(v, PrimValue):
+                return self._make_op_call("negative", [v], {}, node)  # TVM: -x is R.negative(x)
             return self.read_dim(node)
         if type(node) is BinOp:
-            return self.read_dim(node)
+            return self._binop(node)
         if type(node) is DictExpr:
             return {self._dict_key(k): self.evaluate(v) for k, v in node.pairs}
         self.error("unsupported expression", node)
+
+    def _binop(self, node: BinOp) -> Raw:
+        """``a + b``: on Relax values the operator TVM's Python operators build (``R.add``,
+        ``R.floor_divide``...); on dimensions and numbers, dimension arithmetic."""
+        a = self._binop_operand(node.a)
+        b = self._binop_operand(node.b)
+        if isinstance(a, Expr) or isinstance(b, Expr):
+            op = INFIX_OPS.get(node.op)
+            if op is None:  # pragma: no cover  (the grammar has no other operator)
+                self.error(f"unsupported operator '{node.op}'", node)
+            for v, n in ((a, node.a), (b, node.b)):
+                if not isinstance(v, Expr):
+                    what = repr(v) if _is_number(v) else "this operand"
+                    self.error(f"{what} is not a Relax value: convert it with R.const(...) first", n,
+                               TypeInferenceError)
+            return self._make_op_call(op, [a, b], {}, node)
+        return self.read_dim(node)
+
+    def _binop_operand(self, node: Node) -> Raw:
+        """An operand of ``+ - * / // %``: a Relax value, or None where the operand is
+        read as a dimension (then the whole expression is)."""
+        if type(node) is BinOp:
+            v = self._binop(node)
+            return v if isinstance(v, Expr) else None
+        if type(node) is Name and self.lookup_value(node.id) is None:
+            return None  # a dimension (or an error read_dim reports)
+        v = self.evaluate(node)
+        return v if isinstance(v, Expr) or _is_number(v) or isinstance(v, PrimExpr) else None
 
     def _dict_key(self, node: Node) -> str | int | bool | None:
         v = self.evaluate(node)
@@ -217,7 +253,34 @@ class ExprReader:
             self.error(f"'{name}' is a namespace, not a value", node)
         if name == "metadata":
             return METADATA
+        scope = self.module.scope
+        if scope is not None and scope.has(name):
+            return self.python_value(scope.value(name), node)
         self.error(f"undefined variable '{name}'", node)
+
+    def python_value(self, value: object, node: Node) -> Raw:
+        """The raw value of a Python object a script reads from its surroundings (TVM's
+        closure variables): numbers, strings, tuples and lists of them, numpy arrays (for
+        ``R.const(weight)``), IR values (a GlobalVar, a Var, a struct info, a dimension)."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, (tuple, list)):
+            items = [self.python_value(v, node) for v in value]
+            return tuple(items) if isinstance(value, tuple) else items
+        if isinstance(value, (Expr, StructInfo, PrimExpr)):
+            return value
+        module = type(value).__module__
+        if module == "numpy":
+            import numpy as np
+
+            if isinstance(value, np.ndarray):
+                return value
+            if isinstance(value, np.generic):
+                item = value.item()
+                if item is None or isinstance(item, (bool, int, float, str)):
+                    return item
+        self.error(f"the Python value of '{getattr(node, 'id', '...')}' ({type(value).__name__}) "
+                   "cannot be used in a script", node)
 
     def _attr(self, node: Attr) -> Raw:
         name = dotted_name(node)
@@ -291,6 +354,11 @@ class ExprReader:
             if name.count(".") != 1:
                 self.error(f"'{name}' is not a function of the module", func)
             return self._function_call(self.module.global_var(name.split(".", 1)[1], func), node)
+        if bound is None and "." not in name and self.module.scope is not None and self.module.scope.has(name):
+            value = self.python_value(self.module.scope.value(name), func)
+            if isinstance(value, Expr) and isinstance(value.struct_info, (FuncStructInfo, type(None))):
+                return self._function_call(value, node)  # a GlobalVar defined in Python
+            self.error(f"'{name}' is not a function", func)
         if bound is None:
             if root == "TypeVar":
                 self.error("TypeVar(...) declares a symbolic dimension: NAME = TypeVar(\"NAME\")", node)
@@ -346,9 +414,14 @@ class ExprReader:
                 keywords[kw.name] = self.read_types(kw.value)
             else:
                 keywords[kw.name] = self.evaluate(kw.value)
+        return self._make_op_call(dotted, positional, keywords, node)
+
+    def _make_op_call(self, dotted: str, positional: list[Raw], keywords: dict[str, Raw], node: Node) -> Expr:
+        """The call of the operator printed ``R.<dotted>`` on raw arguments."""
         opdef = lookup_printed(dotted, len(positional), keywords)
         if opdef is None:
-            self.error(f"unknown operator R.{dotted}", node.func, UnsupportedError)
+            self.error(f"unknown operator R.{dotted}", node.func if isinstance(node, CallExpr) else node,
+                       UnsupportedError)
         span = self.span(node)
         args, attrs = opdef.bind(positional, keywords, span)
         args = [self.leaf(a, node) for a in args]
@@ -379,7 +452,10 @@ class ExprReader:
             self.error("R.const needs a value", node)
         value = self.evaluate(a["value"])
         dtype = self.read_dtype(a["dtype"]) if "dtype" in a else None
-        if not (_is_number(value) or isinstance(value, (bool, str, list, tuple))):
+        if dtype is None and type(value).__name__ == "ndarray":  # a numpy array keeps its dtype
+            dtype = str(getattr(value, "dtype", "float32"))
+        if not (_is_number(value) or isinstance(value, (bool, str, list, tuple))
+                or type(value).__name__ == "ndarray"):
             self.error("R.const takes a number or a nested list of numbers", a["value"])
         return self._const(value, dtype, a["value"])
 

@@ -50,6 +50,8 @@ from ._parse_function import FunctionReader
 from ._parse_metadata import MetadataTable
 from ._parse_metadata import load_sidecar
 from ._parse_types import dotted_name
+from ._scope import PythonScope
+from ._scope import resolve_dotted_names
 from .grammar import get_driver
 from .grammar import get_lark
 from .grammar import normalize_source
@@ -77,12 +79,12 @@ if TYPE_CHECKING:
 
 _N = TypeVar("_N", bound=Node)
 
-__all__ = ["decode_source", "parse_module", "read_file"]
+__all__ = ["decode_source", "parse_module", "parse_script", "read_file"]
 
 
 # --------------------------------------------------------------------------- public API
 def parse_module(text: str, source: str = "<string>", constants: dict[str, Any] | None = None,
-                 sidecar: str | None = None) -> IRModule:
+                 sidecar: str | None = None, scope: PythonScope | None = None) -> IRModule:
     """Parse a module (``@I.ir_module class ...``) or one stand-alone ``@R.function``.
 
     ``constants`` holds the values of ``metadata[...]`` references, keyed
@@ -91,7 +93,28 @@ def parse_module(text: str, source: str = "<string>", constants: dict[str, Any] 
     values must fit the text: every referenced constant has its array, of the annotated
     type, and every array is referenced; else one ParseError naming the array's key.
     A stand-alone function becomes a module holding it under its name.
+
+    ``scope`` (a decorated script's Python surroundings, :mod:`byocc.text._scope`) resolves
+    the names the text does not define: dotted spellings of the TVMScript namespaces
+    (``tvm.script.ir_module``, ``relax.op.add``) and Python values (``R.const(weight)``).
     """
+    return _parse(text, source, constants, sidecar, scope)[0]
+
+
+def parse_script(text: str, source: str = "<string>", scope: PythonScope | None = None) -> IRModule | Function:
+    """What TVM's ``tvm.script.from_source`` gives: the IRModule of an ``@I.ir_module``
+    class, the Function of one stand-alone ``@R.function`` (see :func:`parse_module`)."""
+    mod, standalone = _parse(text, source, None, None, scope)
+    if standalone is not None:
+        func = mod[standalone]
+        assert isinstance(func, Function)  # a stand-alone def is read as a Relax function
+        return func
+    return mod
+
+
+def _parse(text: str, source: str, constants: dict[str, Any] | None, sidecar: str | None,
+           scope: PythonScope | None) -> tuple[IRModule, str | None]:
+    """The module, and the name of its function when the text is one stand-alone def."""
     if not isinstance(text, str):
         raise InputError(f"expected text, got {type(text).__name__}")
     gc_was_enabled = gc.isenabled()
@@ -99,10 +122,12 @@ def parse_module(text: str, source: str = "<string>", constants: dict[str, Any] 
     reader = None
     try:
         stmts = parse_syntax(text, source)
-        reader = ModuleReader(source, constants, sidecar)
+        if scope is not None:
+            resolve_dotted_names(stmts, scope)
+        reader = ModuleReader(source, constants, sidecar, scope)
         mod = reader.read(stmts)
         reader.metadata.check_unused()
-        return mod
+        return mod, reader.standalone
     except ByoccError:
         raise
     except _Stop as stop:
@@ -290,8 +315,11 @@ def _syntax_error(err: UnexpectedInput, text: str, source: str) -> ParseError:
 class ModuleReader:
     """Reads a file's top-level statements: the module (or the one function)."""
 
-    def __init__(self, source: str, constants: dict[str, Any] | None, sidecar: str | None = None) -> None:
+    def __init__(self, source: str, constants: dict[str, Any] | None, sidecar: str | None = None,
+                 scope: PythonScope | None = None) -> None:
         self.source = source
+        #: the Python names around a decorated script (None for text from a file)
+        self.scope = scope
         self.metadata = MetadataTable(constants, sidecar)
         self.static_tensor_cache: dict[str, TensorStructInfo] = {}
         self.class_names: set[str] = set()
@@ -309,6 +337,8 @@ class ModuleReader:
         self.errors: list[ByoccError] = []
         self._error_keys: set[tuple[str, str]] = set()
         self.failed: dict[str, ByoccError] = {}
+        #: the function's name when the text is one stand-alone ``@R.function``
+        self.standalone: str | None = None
 
     # ------------------------------------------------------------------ errors
     def span(self, node: Node) -> Span:
@@ -363,6 +393,7 @@ class ModuleReader:
         if isinstance(main, FuncDef):
             reader = FunctionReader(self, main, member=True)
             name = main.name.id
+            self.standalone = name
             self.members[name] = reader
             try:
                 self._read_member(name)
@@ -375,6 +406,7 @@ class ModuleReader:
     def _read_class(self, node: ClassDef) -> IRModule:
         if len(node.decorators) != 1 or dotted_name(_decorator_callee(node.decorators[0])) != "I.ir_module":
             self.error("a module class needs the @I.ir_module decorator", node)
+        self._ir_module_options(node.decorators[0])
         self.class_names.add(node.name.id)
         order: list[str] = []
         funcdefs: list[FuncDef] = []
@@ -422,6 +454,19 @@ class ModuleReader:
         for name in order:
             functions[self.gvars[name]] = self.funcs[name] if name in self.funcs else self.externs[name]
         return IRModule(functions, attrs=self.attrs)
+
+    def _ir_module_options(self, deco: Node) -> None:
+        """``@I.ir_module(check_well_formed=..., s_tir=...)``: TVM's keyword options, each
+        True or False (neither changes what byocc reads)."""
+        if not isinstance(deco, CallExpr):
+            return
+        if deco.args:
+            self.error("@I.ir_module takes keyword arguments only (check_well_formed=, s_tir=)", deco.args[0])
+        for kw in deco.kwargs:
+            if kw.name not in ("check_well_formed", "s_tir"):
+                self.error(f"@I.ir_module got an unexpected argument '{kw.name}'", kw)
+            if not isinstance(kw.value, Literal) or not isinstance(kw.value.value, bool):
+                self.error(f"{kw.name} must be True or False", kw.value)
 
     def _check_new_member(self, name: Name) -> None:
         if name.id in self.members or name.id in self.externs:

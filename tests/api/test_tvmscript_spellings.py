@@ -1,0 +1,233 @@
+"""TVMScript spellings TVM accepts in decorated scripts and byocc reads the same way (issue 11):
+dotted decorators resolved through the caller's names, ``I.ir_module(s_tir=True)``, infix
+arithmetic on tensors, ``relax.op.X`` calls, Python values of the enclosing code.
+
+Each script is a small module a user would write; the assertion is the text byocc prints
+(what TVM 0.27 prints for the same script)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import byocc
+import byocc.script
+from byocc import relax
+from byocc import relax as rx
+from byocc.ir import Function
+from byocc.ir import IRModule
+from byocc.ir import ParseError
+from byocc.ir import TypeInferenceError
+from byocc.script import ir as I
+from byocc.script import relax as R
+from byocc.script import tirx as T
+
+
+def body(mod: IRModule, name: str = "main") -> str:
+    """The lines of function ``name`` after its signature, as printed."""
+    text = str(mod[name])
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
+    return "\n".join(line.strip() for line in lines[start + 1:] if line.strip())
+
+
+# --------------------------------------------------------------------------- decorators
+def test_dotted_ir_module_decorator_resolves_through_the_callers_names() -> None:
+    @byocc.script.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            y = R.nn.relu(x)
+            return y
+
+    assert isinstance(Mod, IRModule)
+    assert body(Mod) == 'y: R.Tensor((4,), dtype="float32") = R.nn.relu(x)\nreturn y'
+
+
+def test_ir_module_decorator_through_an_alias_and_a_submodule() -> None:
+    script = byocc.script  # any name bound to the same module
+
+    @script.ir.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            return x
+
+    assert body(Mod) == "return x"
+
+
+def test_ir_module_with_options() -> None:
+    @I.ir_module(s_tir=True, check_well_formed=False)
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            return x
+
+    assert body(Mod) == "return x"
+
+
+def test_a_decorator_that_resolves_elsewhere_is_an_error() -> None:
+    text = "@np.asarray\nclass Mod:\n    pass\n"
+    with pytest.raises(ParseError, match="needs the @I.ir_module decorator") as info:
+        byocc.script.from_source(text, {"np": np})
+    assert (info.value.span.line, info.value.span.column) == (2, 7)
+
+
+def test_from_source_with_extra_vars_resolves_dotted_decorators() -> None:
+    text = ("@tvm.script.ir_module\nclass Mod:\n    @R.function\n"
+            "    def main(x: R.Tensor((2,), \"float32\")):\n        return x\n")
+    mod = byocc.script.from_source(text, {"tvm": byocc})
+    assert isinstance(mod, IRModule) and body(mod) == "return x"
+
+
+# --------------------------------------------------------------------------- infix arithmetic
+def test_infix_operators_on_tensors_are_the_operators_tvm_maps_them_to() -> None:
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
+            c = a + b
+            d = a - b
+            e = a * b
+            f = a / b
+            g = a // b
+            h = a % b
+            i = -a
+            return (c, d, e, f, g, h, i)
+
+    t = 'R.Tensor((2, 3), dtype="float32")'
+    assert body(Mod) == "\n".join([
+        f"c: {t} = R.add(a, b)", f"d: {t} = R.subtract(a, b)", f"e: {t} = R.multiply(a, b)",
+        f"f: {t} = R.divide(a, b)", f"g: {t} = R.floor_divide(a, b)", f"h: {t} = R.mod(a, b)",
+        f"i: {t} = R.negative(a)", "return (c, d, e, f, g, h, i)"])
+
+
+def test_nested_infix_binds_the_inner_value_first() -> None:
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(a: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
+            k = (a + b) * -a
+            return k
+
+    t = 'R.Tensor((2, 3), dtype="float32")'
+    assert body(Mod) == f"gv: {t} = R.add(a, b)\ngv1: {t} = R.negative(a)\nk: {t} = R.multiply(gv, gv1)\nreturn k"
+
+
+def test_infix_with_a_python_number_asks_for_a_constant() -> None:
+    with pytest.raises(TypeInferenceError, match=r"1 is not a Relax value: convert it with R.const"):
+        @I.ir_module
+        class Mod:
+            @R.function
+            def main(a: R.Tensor((2, 3), "float32")):
+                k = a + 1
+                return k
+
+
+def test_dimension_arithmetic_is_unchanged() -> None:
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(a: R.Tensor(("n", 3), "float32")):
+            n = T.int64()
+            k = R.reshape(a, (n * 3,))
+            return k
+
+    assert body(Mod).split("\n")[-2] == 'k: R.Tensor((n * 3,), dtype="float32") = R.reshape(a, R.shape([n * 3]))'
+
+
+# --------------------------------------------------------------------------- relax.op calls
+def test_relax_op_calls_through_any_bound_name() -> None:
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((1, 8, 8, 4), "float32"), w: R.Tensor((4, 3, 3, 4), "float32")):
+            with R.dataflow():
+                c = relax.op.nn.conv2d(x, w, padding=(1, 1), data_layout="NHWC", kernel_layout="OHWI")
+                d = rx.op.add(c, c)
+                R.output(d)
+            return d
+
+    lines = body(Mod).split("\n")
+    assert lines[1].startswith('c: R.Tensor((1, 8, 8, 4), dtype="float32") = R.nn.conv2d(x, w, strides=[1, 1], '
+                               "padding=[1, 1, 1, 1],")
+    assert lines[2] == 'd: R.Tensor((1, 8, 8, 4), dtype="float32") = R.add(c, c)'
+
+
+def test_functions_type_the_same_either_way() -> None:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y = relax.op.multiply(x, x)
+        return y
+
+    assert isinstance(f, Function)
+    assert body(_wrap(f), "f").startswith(
+        'y: R.Tensor((2,), dtype="float32") = R.multiply(x, x)')
+
+
+def _wrap(f: Function) -> IRModule:
+    from byocc.ir import GlobalVar
+
+    return IRModule({GlobalVar("f", f.struct_info): f})
+
+
+# --------------------------------------------------------------------------- from_source
+def test_from_source_of_one_function_returns_the_function() -> None:
+    f = byocc.script.from_source('@R.function\ndef f(x: R.Tensor((2,), "float32")):\n    return x\n')
+    assert isinstance(f, Function)
+    assert [p.name_hint for p in f.params] == ["x"]
+    assert "global_symbol" in f.attrs
+
+
+# --------------------------------------------------------------------------- Python values
+WEIGHT = np.arange(6, dtype="float16").reshape(2, 3)
+
+
+def test_const_of_a_global_numpy_array_keeps_its_values_and_dtype() -> None:
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((2, 3), "float16")):
+            y = R.add(x, R.const(WEIGHT))
+            return y
+
+    const = Mod["main"].body.blocks[0].bindings[0].value.args[1]
+    assert const.data.dtype == np.float16 and const.data.tolist() == WEIGHT.tolist()
+    assert body(Mod).startswith('y: R.Tensor((2, 3), dtype="float16") = R.add(x, metadata["')
+
+
+def test_closure_values_as_shapes_and_attributes() -> None:
+    def build(shape: tuple[int, int], axis: int) -> IRModule:
+        @I.ir_module
+        class Mod:
+            @R.function
+            def main(x: R.Tensor((2, 3), "float32")):
+                y = R.reshape(x, shape)
+                z = R.sum(y, axis=[axis])
+                return z
+
+        return Mod
+
+    lines = body(build((3, 2), 1)).split("\n")
+    assert lines[0] == 'y: R.Tensor((3, 2), dtype="float32") = R.reshape(x, R.shape([3, 2]))'
+    assert lines[1] == 'z: R.Tensor((3,), dtype="float32") = R.sum(y, axis=[1], keepdims=False)'
+
+
+def test_a_python_value_a_script_cannot_use_is_a_located_error() -> None:
+    handle = object()
+    with pytest.raises(ParseError, match=r"the Python value of 'handle' \(object\) cannot be used in a script"):
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            y = R.add(x, handle)
+            return y
+
+
+def test_script_names_shadow_python_names() -> None:
+    x = 5  # noqa: F841  (the parameter of the script is meant)
+
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y = R.add(x, x)
+        return y
+
+    assert body(_wrap(f), "f").startswith('y: R.Tensor((2,), dtype="float32") = R.add(x, x)')
