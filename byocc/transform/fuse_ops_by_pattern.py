@@ -39,6 +39,7 @@ from byocc.ir import VarBinding
 from byocc.ir.functor import map_values
 
 from .function_table import FunctionTable
+from .group_plan import UsesMemo
 from .materialize import Materializer
 from .materialize import plan_function
 from .pass_manager import Pass
@@ -72,12 +73,15 @@ def visited_functions(mod: IRModule, entry_functions: Sequence[str] | None) -> l
 def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
                 entry_functions: Sequence[str] | None = None,
                 indexes: dict | None = None,
-                warn: Callable[[str], None] | None = None) -> IRModule:
+                warn: Callable[[str], None] | None = None,
+                uses: UsesMemo | None = None) -> IRModule:
     """One complete pass of one pattern entry over ``mod`` (partition + rewrite).
 
     ``indexes`` caches :class:`FunctionIndex` per function name across calls (an entry is
-    rebuilt when the function object changed)."""
+    rebuilt when the function object changed); ``uses`` remembers each binding value's
+    variable uses across calls."""
     entry = as_fusion_pattern(entry)
+    uses = uses if uses is not None else UsesMemo()
     indexes = indexes if indexes is not None else {}
     planned = []
     for name in visited_functions(mod, entry_functions):
@@ -85,7 +89,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
         assert isinstance(func, Function)  # visited_functions lists Relax functions only
         index = indexes.get(name)
         if index is None or index.func is not func:
-            index = indexes[name] = FunctionIndex(func)
+            index = indexes[name] = FunctionIndex(func, uses)
         skip: set = set()
         while True:
             part = partition(index, entry, frozenset(skip))
@@ -93,7 +97,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
                 plan = None
                 break
             group_of, group_attrs = part.resolve()
-            plan = plan_function(func, group_of, group_attrs)
+            plan = plan_function(func, group_of, group_attrs, uses)
             if plan.cycle is None:
                 break
             # back out, for every cycle, the latest accepted match among its groups
@@ -111,7 +115,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
     supply = NameSupply()
     for name, func, plan, group_attrs, var2val in planned:
         mat = Materializer(table, group_attrs, lift_constants=not bind_constants, supply=supply,
-                           warn=warn)
+                           warn=warn, uses=uses)
         new = mat.rewrite(func, plan, var2val)
         if new is not func:
             table.update(name, new)
@@ -233,13 +237,14 @@ class FuseOpsByPattern(Pass):
     def run(self, mod: IRModule) -> IRModule:
         entries = [as_fusion_pattern(p) for p in self.patterns]
         indexes: dict = {}
+        uses = UsesMemo()
         gc_was_enabled = gc.isenabled()
         gc.disable()  # many small long-lived objects, no reference cycles: collections only cost
         try:
             for entry in entries:
                 mod = run_pattern(mod, entry, bind_constants=self.bind_constants,
                                   entry_functions=self.entry_functions, indexes=indexes,
-                                  warn=self.warn)
+                                  warn=self.warn, uses=uses)
             if self.annotate_codegen:
                 mod = annotate_codegen(mod)
         finally:

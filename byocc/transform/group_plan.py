@@ -105,6 +105,46 @@ def _value_uses(value: Expr) -> list:
     return out
 
 
+def is_flat(value: Expr) -> bool:
+    """A call of an operator, a global or a variable, or a tuple, whose operands are all
+    leaves (variables, constants, shapes, prim values, globals): nothing nested to rewrite."""
+    t = type(value)
+    if t is Call:
+        ot = type(value.op)  # type: ignore[attr-defined]  # a Call
+        if ot is not Op and ot is not GlobalVar and ot is not Var and ot is not DataflowVar:
+            return False
+        operands = value.args  # type: ignore[attr-defined]
+    elif t is Tuple:
+        operands = value.fields  # type: ignore[attr-defined]
+    else:
+        return False
+    for a in operands:
+        ta = type(a)
+        if ta is not Var and ta is not DataflowVar and ta not in _LEAF_TYPES:
+            return False
+    return True
+
+
+class UsesMemo:
+    """The variables each binding value uses (:func:`var_uses`), remembered by the value's
+    identity for one pass run: FuseOpsByPattern plans and indexes the same unchanged
+    bindings once per pattern, and materialisation leaves most of them unchanged.
+    The lists are shared: callers must not modify them."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Expr, list]] = {}
+
+    def of(self, value: Expr) -> list:
+        hit = self._memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        uses = _value_uses(value)
+        self._memo[id(value)] = (value, uses)  # the value is kept: its id stays its own
+        return uses
+
+
 def _nested_seqs(expr: Expr, out: list) -> None:
     """SeqExprs directly nested in a binding value (If branches, local function bodies)."""
     if type(expr) is Function:
@@ -117,7 +157,7 @@ def _nested_seqs(expr: Expr, out: list) -> None:
 
 
 def plan_function(func: Function, group_of: Mapping[Var, Hashable],
-                  group_attrs: Mapping[Hashable, Any]) -> FunctionPlan:
+                  group_attrs: Mapping[Hashable, Any], uses: UsesMemo | None = None) -> FunctionPlan:
     """Plan every dataflow block of ``func`` (outer blocks before the blocks nested in their
     bindings). Dependency cycles are collected in ``plan.cycles`` (the depth-first search
     steps over the edge closing each one and goes on); without any, every block has its
@@ -146,15 +186,16 @@ def plan_function(func: Function, group_of: Mapping[Var, Hashable],
                 prev = seen_in.setdefault(g, block)
                 if prev is not block:
                     multi_block = True
+    memo = uses if uses is not None else UsesMemo()
     for block in blocks:
-        bp = _plan_block(block, group_of, group_attrs, deps, multi_block, plan)
+        bp = _plan_block(block, group_of, group_attrs, deps, multi_block, plan, memo)
         if bp is not None:
             plan.blocks[id(block)] = bp
     return plan
 
 
 def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,
-                multi_block: bool, plan: FunctionPlan) -> BlockPlan | None:
+                multi_block: bool, plan: FunctionPlan, memo: UsesMemo) -> BlockPlan | None:
     bindings = block.bindings
     groups = [group_of.get(b.var, b.var) for b in bindings]
     members: dict = {}
@@ -172,9 +213,10 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
     defined_here = {bindings[i].var for idx in members.values() for i in idx}
     # step 2-3: outputs used by other groups, dependencies
     get_group = group_of.get
+    uses_of = memo.of
     for i, b in enumerate(bindings):
         cur = groups[i]
-        uses = _value_uses(b.value)
+        uses = uses_of(b.value)
         if not uses:
             continue
         d = deps.get(cur)
@@ -242,4 +284,4 @@ def _describe_cycle(g: Hashable, d: Hashable, bindings: tuple, groups: list, gro
 
 
 
-__all__ = ["BlockPlan", "FunctionPlan", "plan_function"]
+__all__ = ["BlockPlan", "FunctionPlan", "UsesMemo", "is_flat", "plan_function"]

@@ -100,6 +100,8 @@ from .group_function import GroupFunction
 from .group_function import fused_name_hint
 from .group_plan import BlockPlan
 from .group_plan import FunctionPlan
+from .group_plan import UsesMemo
+from .group_plan import is_flat
 from .group_plan import plan_function
 
 DEAD_CODE_WARNING = ("There are dead codes in the current IRModule, please run the "
@@ -112,8 +114,9 @@ class Materializer:
 
     def __init__(self, table: FunctionTable, group_attrs: Mapping[Hashable, Mapping[str, Any]],
                  *, lift_constants: bool, supply: NameSupply | None = None,
-                 warn: Callable[[str], None] | None = None):
+                 warn: Callable[[str], None] | None = None, uses: UsesMemo | None = None):
         self.table = table
+        self.uses = uses if uses is not None else UsesMemo()
         self.group_attrs = group_attrs
         self.lift = lift_constants
         self.supply = supply if supply is not None else NameSupply()
@@ -144,6 +147,13 @@ class Materializer:
         return self.remapper.visit_expr(e)
 
     def _rebind(self, b: Binding) -> Binding:
+        if type(b) is VarBinding and is_flat(b.value):  # the common case, without a rewrite
+            remap = self.var_remap
+            for v in self.uses.of(b.value):
+                if v in remap:
+                    break
+            else:
+                return b
         new = self.remapper.visit_binding(b)
         return new[0]
 

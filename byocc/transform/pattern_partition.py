@@ -49,6 +49,7 @@ from byocc.ir import PatternError
 from byocc.ir import SeqExpr
 from byocc.ir import Var
 from byocc.ir import VarBinding
+from byocc.transform.group_plan import UsesMemo
 from byocc.transform.group_plan import var_uses
 
 
@@ -87,8 +88,9 @@ class FunctionIndex:
     ``var2val`` and ``value_to_bound_var`` over every ``VarBinding``.
     """
 
-    def __init__(self, func: Function) -> None:
+    def __init__(self, func: Function, uses: UsesMemo | None = None) -> None:
         self.func = func
+        self.uses = uses if uses is not None else UsesMemo()
         self.calls: list[tuple[VarBinding, DataflowBlock | None]] = []
         self.by_op: dict[str | None, list[int]] = {}
         self.var2val: dict = {}
@@ -147,7 +149,7 @@ class FunctionIndex:
             return {}
         hit = self._usages.get(id(block))
         if hit is None or hit[0] is not block:
-            hit = self._usages[id(block)] = (block, block_usages(block))
+            hit = self._usages[id(block)] = (block, block_usages(block, self.uses))
         return hit[1]
 
     def candidates(self, pattern: Any) -> list[int]:
@@ -164,7 +166,7 @@ class FunctionIndex:
         return list(heapq.merge(*lists))
 
 
-def block_usages(block: DataflowBlock) -> dict:
+def block_usages(block: DataflowBlock, memo: UsesMemo | None = None) -> dict:
     """TVM ``DataflowBlockUseDef``: every variable used or defined in ``block`` -> the
     block variables whose binding uses it (first-use order, once each); variables used only
     by the block's outputs get ``[]``. ``match_cast`` values and nested functions record no
@@ -176,8 +178,11 @@ def block_usages(block: DataflowBlock) -> dict:
         var = b.var
         position[var] = i
         if isinstance(b, VarBinding) and type(b.value) is not Function:
-            uses: list = []
-            var_uses(b.value, uses)
+            if memo is not None:
+                uses = memo.of(b.value)
+            else:
+                uses = []
+                var_uses(b.value, uses)
             for v in uses:
                 u = users.get(v)
                 if u is None:
