@@ -32,6 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # the TVM Python-API facade: "all but cli"
     "relax": _LIBRARY | {"script"},
     "script": _LIBRARY | {"relax"},
+    "contrib": _LIBRARY | {"relax", "script"},  # ``tvm.contrib``'s names, part of the facade
     "cli": _LIBRARY | {"relax", "script"},  # "all"
     # `python -m byocc`: the CLI's entry point, run and never imported
     "__main__": frozenset({"cli"}),

@@ -56,3 +56,26 @@ def _function(f: object, scope: dict) -> object:
 
 
 __all__ = ["Any", "Callable", "ExternFunc", "Object", "Prim", "Shape", "Tensor", "Tuple", "function"]
+
+# The IRBuilder statements TVMScript's ``R`` also exports (byocc.script.ir_builder.relax):
+# ``R.func_name``, ``R.arg``, ``R.emit``, ``with R.dataflow() as frame``, ``R.output``...
+from .ir_builder.relax import arg  # noqa: E402
+from .ir_builder.relax import dataflow  # noqa: E402
+from .ir_builder.relax import emit  # noqa: E402
+from .ir_builder.relax import emit_match_cast  # noqa: E402
+from .ir_builder.relax import emit_var_binding  # noqa: E402
+from .ir_builder.relax import emit_with_ty  # noqa: E402
+from .ir_builder.relax import emit_with_type  # noqa: E402
+from .ir_builder.relax import func_attr  # noqa: E402
+from .ir_builder.relax import func_name  # noqa: E402
+from .ir_builder.relax import func_ret_struct_info  # noqa: E402
+from .ir_builder.relax import func_ret_ty  # noqa: E402
+from .ir_builder.relax import func_ret_type  # noqa: E402
+from .ir_builder.relax import func_ret_value  # noqa: E402
+from .ir_builder.relax import output  # noqa: E402
+
+__all__ += [
+    "arg", "dataflow", "emit", "emit_match_cast", "emit_var_binding", "emit_with_ty", "emit_with_type",
+    "func_attr", "func_name", "func_ret_struct_info", "func_ret_ty", "func_ret_type", "func_ret_value",
+    "output",
+]
