@@ -24,6 +24,8 @@ from .constructors import is_var
 from .constructors import make_fused_bias_activation_pattern
 from .constructors import reject
 from .constructors import wildcard
+from .context import PatternContext
+from .context import match_graph
 from .explain import explain_no_match
 from .explain import pattern_root_ops
 from .fusion import ACCEPT
@@ -53,6 +55,7 @@ from .pattern import DataTypePattern
 from .pattern import DFPattern
 from .pattern import ExprPattern
 from .pattern import ExternFuncPattern
+from .pattern import FunctionPattern
 from .pattern import GlobalVarPattern
 from .pattern import NotPattern
 from .pattern import OrPattern
@@ -71,14 +74,14 @@ from .pattern import WildcardPattern
 __all__ = [
     "ACCEPT", "AndPattern", "AttrPattern", "CallPattern", "CheckResult", "ConstantPattern",
     "DFPattern", "DataTypePattern", "DataflowVarPattern", "ExprPattern", "ExternFuncPattern",
-    "FusionPattern", "GlobalVarPattern", "MatchFailure", "Matcher", "NotPattern", "OrPattern",
-    "PatternCheckContext", "PatternSeq", "PatternWithAnnotations", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
+    "FunctionPattern", "FusionPattern", "GlobalVarPattern", "MatchFailure", "Matcher", "NotPattern", "OrPattern",
+    "PatternCheckContext", "PatternContext", "PatternSeq", "PatternWithAnnotations", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
     "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
     "UnorderedTuplePattern", "VarPattern", "VarUsages", "WildcardPattern", "append_bias_activation",
     "as_fusion_pattern",
     "as_fusion_patterns", "backend_of", "can_prove_equal", "check_reason", "explain_no_match", "expr_equal_same_vars",
     "fail", "has_attr", "has_dtype", "has_shape", "is_call_dps_packed", "is_call_packed",
     "is_call_tir", "is_const", "is_dfv", "is_expr", "is_gv", "is_op", "is_shape", "is_tuple",
-    "is_tuple_get_item", "is_var", "make_check_context", "make_fused_bias_activation_pattern", "match_expr",
+    "is_tuple_get_item", "is_var", "make_check_context", "make_fused_bias_activation_pattern", "match_expr", "match_graph",
     "match_with_trace", "pattern_root_ops", "product", "register_pattern_kind", "reject", "unwrap_bound", "wildcard",
 ]

@@ -13,6 +13,9 @@ before parents, like TVM's ``matched_nodes_``). Rules, in TVM's order:
    ``relax.add``/``relax.multiply`` only, the arguments once more in reverse order. When the
    callee does not match, TVM's divide/multiply re-association is tried.
 4. Or: left, else right. And: both. Not: the inner pattern fails.
+5. ``has_ty``: a bare shape variable in the pattern's struct info is fixed by the first
+   value it meets and must agree with the later ones (TVM accumulates these equalities as
+   one condition over the match); a failing node forgets the variables it fixed.
 
 Cost: linear in the pattern size per attempt, times the commutative retries. Recursion
 depth is bounded by the pattern depth (small); expression unwrapping is a loop.
@@ -98,6 +101,8 @@ class Matcher:
         self.var2val: Mapping[Var, Expr] = var2val if var2val else {}
         self.memo: Memo = {}
         self.order: list[P.DFPattern] = []
+        #: shape variables of ``has_ty`` patterns fixed by this match (insertion-ordered)
+        self.bound: dict[Any, Any] = {}
         self.trace = trace
         self.failure: MatchFailure | None = None
         self._path: list[str] = []
@@ -107,6 +112,7 @@ class Matcher:
     def match(self, pattern: P.DFPattern, expr: Expr) -> bool:
         self.memo.clear()
         self.order.clear()
+        self.bound.clear()
         return self.visit(pattern, expr)
 
     def unwrap(self, expr: Expr) -> Expr:
@@ -123,6 +129,8 @@ class Matcher:
                            f"so it cannot also match {self._got(expr0, expr)}")
             return False
         watermark = len(self.order)
+        bound = self.bound
+        n_bound = len(bound)
         if self.trace:
             self._raw = expr0
         method = _DISPATCH.get(type(pattern))
@@ -134,6 +142,8 @@ class Matcher:
             self.order.append(pattern)
         else:
             self.clear(watermark)
+            while len(bound) > n_bound:
+                bound.popitem()
         return out
 
     def clear(self, watermark: int) -> None:
@@ -290,6 +300,22 @@ class Matcher:
                     return self.visit(div, call)
         return False
 
+    def _function(self, p: P.FunctionPattern, expr: Expr) -> bool:
+        if not isinstance(expr, Function):
+            if self.trace:
+                self._fail(f"expected a function, got {self._got(self._raw, expr)}")
+            return False
+        if p.params is not None:
+            if len(p.params) != len(expr.params):
+                if self.trace:
+                    self._fail(f"expected a function of {len(p.params)} parameter(s), got one of "
+                               f"{len(expr.params)}")
+                return False
+            for pp, ep in zip(p.params, expr.params):
+                if not self.visit(pp, ep):
+                    return False
+        return self.visit(p.body, expr.body)
+
     def _tuple(self, p: P.TuplePattern, expr: Expr) -> bool:
         if not isinstance(expr, Tuple) or len(expr.fields) != len(p.fields):
             if self.trace:
@@ -406,7 +432,7 @@ class Matcher:
         raw = self._raw
         if not self.visit(p.pattern, expr):
             return False
-        if struct_info_base_of(p.struct_info, expr.struct_info):
+        if struct_info_base_of(p.struct_info, expr.struct_info, self.bound):
             return True
         if self.trace:
             self._fail(f"{self._got(raw, expr)} has incompatible struct info {expr.struct_info!r}")
@@ -425,6 +451,7 @@ _DISPATCH: dict[type, MatchMethod] = {
     P.ExternFuncPattern: Matcher._extern,
     P.ConstantPattern: Matcher._const,
     P.CallPattern: Matcher._call,
+    P.FunctionPattern: Matcher._function,
     P.TuplePattern: Matcher._tuple,
     P.UnorderedTuplePattern: Matcher._unordered_tuple,
     P.TupleGetItemPattern: Matcher._tuple_get_item,

@@ -5,17 +5,21 @@ equality and hashing: the matcher's memo is keyed by the pattern object, so the 
 used twice must match the same expression. Patterns are never mutated after construction
 (except for the recorded, unused "used-by" edges).
 
-Graph-level constraints (``used_by``/``^``, ``only_used_by``/``>>``, ``dup``, ``fork_to``,
-``same_shape_as``) are recorded as :class:`PatternSeq` objects; FuseOpsByPattern ignores
-them, as TVM does outside a ``PatternContext``.
+Graph-level constraints (``used_by``/``^``, ``only_used_by``/``>>``, ``fork_to``,
+``same_shape_as``, and the argument edges of a call pattern built with ``add_constraint``)
+go to the innermost open :class:`~byocc.dpl.context.PatternContext` (``with
+PatternContext():``), which ``match_dfb`` solves; outside one they only build the
+:class:`PatternSeq` value, as in TVM, and FuseOpsByPattern never sees them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 from byocc.ir import Expr
 from byocc.ir import PatternError
@@ -26,13 +30,34 @@ if TYPE_CHECKING:
     from byocc.ir import Var
 
 
+class GraphConstraints(Protocol):
+    """What a pattern context records (:class:`~byocc.dpl.context.PatternContext`)."""
+
+    def add_edge(self, producer: DFPattern, consumer: DFPattern, only: bool, index: int) -> None: ...
+
+    def add_constraint(self, constraint: SameShapeConstraint) -> None: ...
+
+
+class _ContextStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[GraphConstraints] = []
+
+
+#: The open pattern contexts of this thread, innermost last (TVM's stack is thread-local too).
+CONTEXTS = _ContextStack()
+
+
+def current_graph() -> GraphConstraints | None:
+    """The innermost open pattern context, or None."""
+    stack = CONTEXTS.stack
+    return stack[-1] if stack else None
+
+
 class DFPattern:
     """Base class of all patterns. Identity equality; ``|``, ``&``, ``~`` and calls build
     new patterns."""
 
-    __slots__ = ("__weakref__", "_uses")
-
-    _uses: list[tuple[DFPattern, int, bool]]  # recorded used-by edges (consumer, index, only)
+    __slots__ = ("__weakref__",)
 
     # ------------------------------------------------------------------ sugar
     def __call__(self, *args: DFPattern, varg_default_wildcard: bool = False,
@@ -93,6 +118,7 @@ class DFPattern:
         return self.only_used_by(other, -1)
 
     def fork_to(self, *args: DFPattern | PatternSeq) -> None:
+        """``self ^ v`` for each ``v``: one producer, several consumers."""
         for v in args:
             self ^ v
 
@@ -100,7 +126,8 @@ class DFPattern:
         return SameShapeConstraint(self, *args)
 
     def dup(self) -> DFPattern:
-        """A copy made of new pattern objects (shared sub-patterns stay shared in the copy)."""
+        """A copy made of new pattern objects (shared sub-patterns stay shared in the copy);
+        no graph constraint is copied."""
         return _dup(self, {})
 
     # ------------------------------------------------------------------ misc
@@ -202,7 +229,9 @@ class CallPattern(DFPattern):
     """A call whose callee matches ``op`` and whose arguments match ``args``.
 
     Argument counts must be equal; with ``varg_default_wildcard`` the call may have more
-    arguments than the pattern (the extra ones are unchecked).
+    arguments than the pattern (the extra ones are unchecked). With ``add_constraint``
+    (the default), inside a pattern context each argument pattern is recorded as used by
+    this call at its position (``arg.used_by(call, i)``).
     """
 
     __slots__ = ("op", "args", "varg_default_wildcard")
@@ -217,11 +246,31 @@ class CallPattern(DFPattern):
         self.args = tuple(_as_pattern(a, f"argument {i} of a call pattern") for i, a in enumerate(args))
         self.varg_default_wildcard = bool(varg_default_wildcard)
         if add_constraint:
-            for i, a in enumerate(self.args):
-                a.used_by(self, i)
+            graph = current_graph()
+            if graph is not None:
+                for i, a in enumerate(self.args):
+                    graph.add_edge(a, self, False, i)
 
     def children(self) -> tuple:
         return (self.op,) + self.args
+
+
+class FunctionPattern(DFPattern):
+    """A function whose parameters match ``params`` (in order, as many; ``None``: any
+    parameters) and whose body matches ``body``."""
+
+    __slots__ = ("params", "body")
+
+    def __init__(self, params: Sequence[DFPattern] | None, body: DFPattern) -> None:
+        if params is not None:
+            if not isinstance(params, (list, tuple)):
+                raise PatternError(f"FunctionPattern parameters must be a list or tuple, got {type(params).__name__}")
+            params = tuple(_as_pattern(p, f"parameter {i} of a function pattern") for i, p in enumerate(params))
+        self.params: tuple[DFPattern, ...] | None = params
+        self.body = _as_pattern(body, "the body of a function pattern")
+
+    def children(self) -> tuple:
+        return (self.params or ()) + (self.body,)
 
 
 class TuplePattern(DFPattern):
@@ -372,7 +421,12 @@ class StructInfoPattern(DFPattern):
     __slots__ = ("pattern", "struct_info")
 
     def __init__(self, pattern: DFPattern, struct_info: StructInfo) -> None:
+        from byocc.ir.struct_info import StructInfo
+
         self.pattern = _as_pattern(pattern, "the operand of has_ty")
+        if not isinstance(struct_info, StructInfo):
+            raise PatternError(f"has_ty/has_struct_info takes struct info (e.g. relax.TensorStructInfo"
+                               f"([2, 3], 'float32')), got {type(struct_info).__name__} {struct_info!r}")
         self.struct_info = struct_info
 
     @property
@@ -388,14 +442,24 @@ TypePattern = StructInfoPattern
 
 # ---------------------------------------------------------------------------- graph-level
 class PatternSeq:
-    """A chain of patterns with used-by constraints (recorded; FuseOpsByPattern ignores it)."""
+    """A chain of patterns, each pair joined by a used-by (``^``) or only-used-by (``>>``)
+    constraint: ``pair_constraints[i]`` is ``(only, index)`` between ``patterns[i]`` and
+    ``patterns[i + 1]``. Built by ``^``/``>>``/``used_by``/``only_used_by``, which also record
+    the edge in the open :class:`~byocc.dpl.context.PatternContext`; the constructor only
+    builds the value."""
 
-    __slots__ = ("patterns", "only_use", "edges")
+    __slots__ = ("patterns", "pair_constraints")
 
     def __init__(self, patterns: Sequence[DFPattern], only_use: bool = False):
-        self.patterns = tuple(patterns)
-        self.only_use = only_use
-        self.edges: tuple[tuple[DFPattern, DFPattern, int, bool], ...] = ()
+        if not patterns:
+            raise PatternError("PatternSeq needs at least one pattern")
+        self.patterns = tuple(_as_pattern(p, f"pattern {i} of a PatternSeq") for i, p in enumerate(patterns))
+        self.pair_constraints: tuple[tuple[bool, int], ...] = ((bool(only_use), -1),) * (len(self.patterns) - 1)
+
+    @property
+    def only_use(self) -> bool:
+        """True when every pair is joined by only-used-by."""
+        return all(only for only, _ in self.pair_constraints)
 
     def used_by(self, other: DFPattern | PatternSeq, index: int = -1) -> PatternSeq:
         return _used_by(self, other, index, only=False)
@@ -412,36 +476,60 @@ class PatternSeq:
     def __getitem__(self, index: int) -> DFPattern:
         return self.patterns[index]
 
+    def __len__(self) -> int:
+        return len(self.patterns)
+
     def dup(self) -> PatternSeq:
+        """A copy made of new patterns, its pair constraints recorded again in the open
+        pattern context (so ``a >> b`` duplicated is a second, independent chain)."""
         memo: dict[int, DFPattern] = {}
-        return PatternSeq([_dup(p, memo) for p in self.patterns], self.only_use)
+        new = PatternSeq([_dup(p, memo) for p in self.patterns])
+        new.pair_constraints = self.pair_constraints
+        graph = current_graph()
+        if graph is not None:
+            for i, (only, index) in enumerate(self.pair_constraints):
+                graph.add_edge(new.patterns[i], new.patterns[i + 1], only, index)
+        return new
+
+    def __repr__(self) -> str:
+        from .printing import pattern_repr
+
+        parts = [pattern_repr(self.patterns[0])]
+        for (only, _), p in zip(self.pair_constraints, self.patterns[1:]):
+            parts.append((" >> " if only else " ^ ") + pattern_repr(p))
+        return "[" + "".join(parts) + "]"
 
 
 class SameShapeConstraint:
-    """Recorded ``same_shape_as`` constraint (graph-level; unused by FuseOpsByPattern)."""
+    """All ``args`` match values of one shape (a graph-level check: made inside a
+    :class:`~byocc.dpl.context.PatternContext`, ``match_dfb`` enforces it; elsewhere it is
+    only a value)."""
 
     __slots__ = ("args",)
 
     def __init__(self, *args: DFPattern):
-        self.args = tuple(args)
+        self.args = tuple(_as_pattern(a, f"argument {i} of same_shape_as") for i, a in enumerate(args))
+        graph = current_graph()
+        if graph is not None:
+            graph.add_constraint(self)
 
 
 def _used_by(lhs: DFPattern | PatternSeq, rhs: DFPattern | PatternSeq, index: int, only: bool) -> PatternSeq:
-    lhs_seq = lhs if isinstance(lhs, PatternSeq) else PatternSeq([lhs])
-    rhs_seq = rhs if isinstance(rhs, PatternSeq) else PatternSeq([rhs])
-    producer, consumer = lhs_seq.patterns[-1], rhs_seq.patterns[0]
-    uses = getattr(producer, "_uses", None)
-    if uses is None:
-        uses = []
-        producer._uses = uses
-    uses.append((consumer, index, only))
-    seq = PatternSeq(lhs_seq.patterns + rhs_seq.patterns, only)
-    seq.edges = lhs_seq.edges + ((producer, consumer, index, only),) + rhs_seq.edges
+    lhs_seq = lhs if isinstance(lhs, PatternSeq) else PatternSeq([_as_pattern(lhs, "the producer of used_by")])
+    rhs_seq = rhs if isinstance(rhs, PatternSeq) else PatternSeq([_as_pattern(rhs, "the consumer of used_by")])
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise PatternError(f"used_by: the argument index must be an int, got {index!r}")
+    graph = current_graph()
+    if graph is not None:
+        graph.add_edge(lhs_seq.patterns[-1], rhs_seq.patterns[0], only, index)
+    seq = PatternSeq(lhs_seq.patterns + rhs_seq.patterns)
+    seq.pair_constraints = lhs_seq.pair_constraints + ((only, index),) + rhs_seq.pair_constraints
     return seq
 
 
 _FIELDS = {
     CallPattern: ("op", "args"),
+    FunctionPattern: ("params", "body"),
     TuplePattern: ("fields",),
     UnorderedTuplePattern: ("fields",),
     TupleGetItemPattern: ("tuple",),
@@ -464,10 +552,10 @@ def _dup(p: DFPattern, memo: dict[int, DFPattern]) -> DFPattern:
     new = cls.__new__(cls)
     for klass in cls.__mro__:
         for slot in getattr(klass, "__slots__", ()):
-            if slot in ("__weakref__", "_uses") or not hasattr(p, slot):
+            if slot == "__weakref__" or not hasattr(p, slot):
                 continue
             value = getattr(p, slot)
-            if slot in fields:
+            if slot in fields and value is not None:
                 if isinstance(value, tuple):
                     value = tuple(_dup(v, memo) for v in value)
                 else:

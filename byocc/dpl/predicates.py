@@ -17,10 +17,12 @@ from byocc.ir import Op
 from byocc.ir import PrimValue
 from byocc.ir import ShapeExpr
 from byocc.ir import StringImm
+from byocc.ir import TirVar
 from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
+from byocc.ir.arith import provably_different
 from byocc.ir.struct_info import FuncStructInfo
 from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.struct_info import PrimStructInfo
@@ -142,7 +144,24 @@ def expr_equal_same_vars(a: Expr, b: Expr) -> bool:
     return False
 
 
-def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None) -> bool:
+def dims_agree(x: Any, y: Any, bound: dict[TirVar, Any] | None) -> bool:
+    """Can pattern dimension ``x`` equal value dimension ``y``? With ``bound`` (the shape
+    variables the match has fixed so far), a bare shape variable of the pattern is fixed to
+    ``y`` the first time and must agree with it afterwards (TVM keeps these as one
+    condition over the whole match; a contradiction fails it)."""
+    if bound is not None and isinstance(x, TirVar):
+        have = bound.get(x)
+        if have is None:
+            bound[x] = y
+            return True
+        x = have
+    if isinstance(x, int) and isinstance(y, int):
+        return x == y
+    return can_prove_equal(x, y) or not provably_different(x, y)
+
+
+def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None,
+                        bound: dict[TirVar, Any] | None = None) -> bool:
     """Is ``derived`` acceptable where ``base`` is expected? Symbolic dims that are not
     provably different are accepted (TVM keeps them as a run-time condition)."""
     if isinstance(base, ObjectStructInfo):
@@ -160,20 +179,19 @@ def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None) -> 
             if derived.shape is None or len(derived.shape) != len(base.shape):
                 return False
             for x, y in zip(base.shape, derived.shape):
-                if isinstance(x, int) and isinstance(y, int) and x != y:
+                if not dims_agree(x, y, bound):
                     return False
         return True
     if isinstance(base, TupleStructInfo):
         return (isinstance(derived, TupleStructInfo) and len(base.fields) == len(derived.fields)
-                and all(struct_info_base_of(x, y) for x, y in zip(base.fields, derived.fields)))
+                and all(struct_info_base_of(x, y, bound) for x, y in zip(base.fields, derived.fields)))
     if isinstance(base, ShapeStructInfo):
         if not isinstance(derived, ShapeStructInfo):
             return False
         if base.ndim != -1 and base.ndim != derived.ndim:
             return False
         if base.values is not None and derived.values is not None:
-            return all(not (isinstance(x, int) and isinstance(y, int) and x != y)
-                       for x, y in zip(base.values, derived.values))
+            return all(dims_agree(x, y, bound) for x, y in zip(base.values, derived.values))
         return base.values is None
     if isinstance(base, PrimStructInfo):
         return isinstance(derived, PrimStructInfo) and base.dtype == derived.dtype

@@ -92,6 +92,9 @@ def pattern_repr(p: object, depth: int = 0) -> str:
         if p.varg_default_wildcard:
             args += ", ..." if args else "..."
         return f"{pattern_repr(p.op, d)}({args})"
+    if isinstance(p, P.FunctionPattern):
+        params = "None" if p.params is None else "[" + ", ".join(pattern_repr(a, d) for a in p.params) + "]"
+        return f"FunctionPattern({params}, {pattern_repr(p.body, d)})"
     if isinstance(p, P.TuplePattern):
         return "is_tuple([" + ", ".join(pattern_repr(f, d) for f in p.fields) + "])"
     if isinstance(p, P.UnorderedTuplePattern):

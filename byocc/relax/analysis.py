@@ -11,6 +11,7 @@ from byocc.ir import Function
 from byocc.ir import IRModule
 from byocc.ir.analysis import all_global_vars
 from byocc.ir.analysis import all_vars
+from byocc.ir.analysis import analyze_var2value
 from byocc.ir.analysis import bound_vars
 from byocc.ir.analysis import free_vars
 from byocc.ir.well_formed import well_formed as _problems
@@ -27,12 +28,19 @@ def check_well_formed(obj: IRModule | Function, check_ty: bool = True) -> bool:
     return not _problems(obj, check_ty)
 
 
+def get_var2val(func: Function) -> dict:
+    """Every variable bound by a ``VarBinding`` in ``func`` (nested functions included) ->
+    its bound value (TVM's ``relax.analysis.get_var2val``; the mapping pattern matching
+    takes as ``var2val``)."""
+    return analyze_var2value(func)
+
+
 def well_formed_problems(obj: IRModule | Function, check_ty: bool = True) -> list:
     """Every problem :func:`well_formed` found, as located :class:`~byocc.ir.WellFormedError`."""
     return _problems(obj, check_ty)
 
 
 __all__ = [
-    "all_global_vars", "all_vars", "bound_vars", "check_well_formed", "free_vars", "well_formed",
+    "all_global_vars", "all_vars", "bound_vars", "check_well_formed", "free_vars", "get_var2val", "well_formed",
     "well_formed_problems",
 ]

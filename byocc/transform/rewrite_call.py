@@ -4,7 +4,12 @@ Every binding whose value matches ``pattern`` (the earlier bindings of its block
 through the matcher's variable unwrapping) is handed to ``rewriter(value, matches)``;
 ``matches`` maps each pattern node to the (unwrapped) expression it matched. A returned
 expression other than ``value`` replaces the binding's value; ``None`` or ``value`` itself
-leaves it. What TVM's ``PatternMatchingMutator`` does, observable in the printed result:
+leaves it. A top-level ``a | b`` is tried as its alternatives in turn: ``a`` over the
+scope's bindings, then ``b`` over those ``a`` did not rewrite, so a rewriter returning the
+value unchanged for ``a`` lets ``b`` have its go (TVM's OrRewriter; the ``|`` pattern itself
+maps to the matched value in ``matches``). ``rewrite_bindings(ctx, rewriter, func)`` is the
+same driver with one graph match (:class:`~byocc.dpl.PatternContext`) per scope. What TVM's
+``PatternMatchingMutator`` does, observable in the printed result:
 
 1. Nested functions and ``if`` branches are rewritten before the sequence holding them.
 2. A sequence is rewritten block by block. A dataflow block is one matching scope; a plain
@@ -20,7 +25,8 @@ leaves it. What TVM's ``PatternMatchingMutator`` does, observable in the printed
    (non-dataflow) block as changed even when nothing matched, so the clean-up also runs on
    such functions (observed: dead bindings disappear from them).
 
-Cost per round: one match attempt per binding (the pattern's size each) plus the clean-up
+Cost per round: one match attempt per binding and ``|`` alternative (the pattern's size
+each; a graph match for ``rewrite_bindings``) plus the clean-up
 passes, all linear in the bindings; rounds repeat only while rewrites happen.
 """
 
@@ -32,6 +38,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from byocc.dpl.matcher import match_expr
+from byocc.dpl.matcher import unwrap_bound
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
 from byocc.ir import Call
@@ -63,9 +70,14 @@ from .eliminate_common_subexpr import eliminate_common_subexpr
 
 if TYPE_CHECKING:
     from byocc.dpl import DFPattern
+    from byocc.dpl import PatternContext
 
 #: ``rewriter(value, matches)``: the new value, or None (or ``value``) to keep the binding.
 Rewriter = Callable[[Expr, dict[Any, Expr]], Expr | None]
+
+
+#: ``rewriter(matches, bindings)``: new values for some of the matched variables.
+BindingsRewriter = Callable[[dict[Any, Var], dict[Var, Expr]], Mapping[Var, Expr] | None]
 
 
 def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Function:
@@ -75,11 +87,28 @@ def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Func
     return _PatternRewriter(pattern, rewriter).function(func)
 
 
+def rewrite_bindings(ctx: PatternContext, rewriter: BindingsRewriter, func: Function) -> Function:
+    """TVM's ``relax.dpl.rewrite_bindings``: in each scope (as for :func:`rewrite_call`), match
+    the graph of ``ctx`` against the bindings (``ctx.match_dfb``); on a match, call
+    ``rewriter(matches, bindings)`` with ``matches`` pattern -> variable and ``bindings``
+    variable -> bound value, and give the variables of the mapping it returns their new
+    values. Rewritten scopes are re-emitted, cleaned up and matched again until nothing
+    changes, as in :func:`rewrite_call`."""
+    from byocc.dpl.context import PatternContext
+
+    if not isinstance(ctx, PatternContext):
+        raise TypeError(f"rewrite_bindings: expected a PatternContext, got {type(ctx).__name__}")
+    if not isinstance(func, Function):
+        raise TypeError(f"rewrite_bindings: expected a relax Function, got {type(func).__name__}")
+    return _GraphRewriter(ctx, rewriter).function(func)
+
+
 class _PatternRewriter:
     def __init__(self, pattern: DFPattern, rewriter: Rewriter) -> None:
         self.pattern = pattern
         self.rewriter = rewriter
-        self.root_op = _root_op(pattern)
+        #: ``(alternative, its root operator or None, the enclosing '|' patterns)``
+        self.alternatives = [(alt, _root_op(alt), ors) for alt, ors in _alternatives(pattern)]
         self.counters: dict[str, int] = {}
         self.really_changed = False
 
@@ -184,14 +213,7 @@ class _PatternRewriter:
 
     def _scope(self, bindings: tuple[Binding, ...]) -> list[Binding] | None:
         """The bindings with matches rewritten (topologically re-sorted), or None."""
-        lookup: dict[Var, Expr] = {}
-        rewrites: dict[Var, Expr] = {}
-        for b in bindings:
-            new = self._rewrite(b.value, lookup)
-            if new is not None:
-                rewrites[b.var] = new
-            else:
-                lookup[b.var] = b.value
+        rewrites = self._rewrites(bindings)
         if not rewrites:
             return None
         if not self.really_changed:
@@ -208,16 +230,38 @@ class _PatternRewriter:
                 out.append(VarBinding(b.var, new, b.span))
         return _topological_sort(out)
 
-    def _rewrite(self, value: Expr, lookup: Mapping[Var, Expr]) -> Expr | None:
-        if self.root_op is not None:
+    def _rewrites(self, bindings: tuple[Binding, ...]) -> dict[Var, Expr]:
+        """New values for the bindings of one scope: each alternative of a top-level ``|``
+        in turn, over the bindings no earlier alternative rewrote (TVM's OrRewriter); a
+        binding left alone stays visible to later matches of the same alternative."""
+        rewrites: dict[Var, Expr] = {}
+        for alt, root_op, ors in self.alternatives:
+            lookup: dict[Var, Expr] = {}
+            for b in bindings:
+                if b.var in rewrites:
+                    continue
+                new = self._rewrite(alt, root_op, ors, b.value, lookup)
+                if new is not None:
+                    rewrites[b.var] = new
+                else:
+                    lookup[b.var] = b.value
+        return rewrites
+
+    def _rewrite(self, alt: DFPattern, root_op: Op | None, ors: tuple[DFPattern, ...], value: Expr,
+                 lookup: Mapping[Var, Expr]) -> Expr | None:
+        if root_op is not None:
             v: Expr = value
             while isinstance(v, Var) and v in lookup:
                 v = lookup[v]
-            if not (isinstance(v, Call) and v.op is self.root_op):
+            if not (isinstance(v, Call) and v.op is root_op):
                 return None  # cannot match: cheaper than asking the matcher
-        matches = match_expr(self.pattern, value, lookup)
+        matches = match_expr(alt, value, lookup)
         if matches is None:
             return None
+        if ors:
+            matched = unwrap_bound(value, lookup)
+            for p in ors:
+                matches[p] = matched
         new = self.rewriter(value, matches)
         if new is None or new is value:
             return None
@@ -273,6 +317,59 @@ class _PatternRewriter:
         return DataflowVar(name, value.struct_info) if is_dataflow else Var(name, value.struct_info)
 
 
+class _GraphRewriter(_PatternRewriter):
+    """:func:`rewrite_bindings`: one graph match per scope instead of one match per binding."""
+
+    def __init__(self, ctx: PatternContext, rewriter: BindingsRewriter) -> None:
+        super().__init__(None, None)  # type: ignore[arg-type]
+        self.ctx = ctx
+        self.graph_rewriter = rewriter
+
+    def _rewrites(self, bindings: tuple[Binding, ...]) -> dict[Var, Expr]:
+        from byocc.dpl.context import match_graph
+
+        lookup = {b.var: b.value for b in bindings}
+        matches = match_graph(self.ctx, bindings, lookup)
+        if matches is None:
+            return {}
+        new = self.graph_rewriter(matches, dict(lookup))
+        if not new:
+            return {}
+        if not isinstance(new, Mapping):
+            raise TypeError("rewrite_bindings: the rewriter must return a dict {variable: new value}, "
+                            f"got {type(new).__name__}")
+        out: dict[Var, Expr] = {}
+        for var, value in new.items():
+            if not isinstance(var, Var) or var not in lookup:
+                what = getattr(var, "name_hint", repr(var))
+                raise ValueError(f"rewrite_bindings: the rewriter returned a new value for {what}, "
+                                 "which is not a variable bound in the matched block")
+            if not isinstance(value, Expr):
+                raise TypeError(f"rewrite_bindings: the new value of {var.name_hint} is a "
+                                f"{type(value).__name__}, not a relax expression")
+            out[var] = value
+        return out
+
+
+def _alternatives(pattern: DFPattern | None) -> list[tuple[DFPattern, tuple[DFPattern, ...]]]:
+    """The alternatives of the top-level ``|`` chain of ``pattern``, left to right, each
+    with the ``|`` patterns around it (they are given the matched value too). Iterative."""
+    from byocc.dpl.pattern import OrPattern
+
+    out: list[tuple[DFPattern, tuple[DFPattern, ...]]] = []
+    if pattern is None:
+        return out
+    stack: list[tuple[DFPattern, tuple[DFPattern, ...]]] = [(pattern, ())]
+    while stack:
+        p, ors = stack.pop()
+        if isinstance(p, OrPattern):
+            stack.append((p.right, ors + (p,)))
+            stack.append((p.left, ors + (p,)))
+        else:
+            out.append((p, ors))
+    return out
+
+
 def _root_op(pattern: DFPattern) -> Op | None:
     """The operator a match's root call must have, when the pattern says so plainly (not
     for multiply/divide, which the matcher may re-associate)."""
@@ -326,4 +423,4 @@ def _clean(seq: SeqExpr) -> SeqExpr:
     return func.body
 
 
-__all__ = ["rewrite_call"]
+__all__ = ["rewrite_bindings", "rewrite_call"]

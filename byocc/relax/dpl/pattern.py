@@ -15,6 +15,7 @@ from byocc.dpl import DataTypePattern
 from byocc.dpl import DFPattern
 from byocc.dpl import ExprPattern
 from byocc.dpl import ExternFuncPattern
+from byocc.dpl import FunctionPattern
 from byocc.dpl import GlobalVarPattern
 from byocc.dpl import NotPattern
 from byocc.dpl import OrPattern
@@ -50,7 +51,7 @@ from byocc.dpl import wildcard
 
 __all__ = [
     "AndPattern", "AttrPattern", "CallPattern", "ConstantPattern", "DFPattern", "DataTypePattern",
-    "DataflowVarPattern", "ExprPattern", "ExternFuncPattern", "GlobalVarPattern", "NotPattern",
+    "DataflowVarPattern", "ExprPattern", "ExternFuncPattern", "FunctionPattern", "GlobalVarPattern", "NotPattern",
     "OrPattern", "PatternSeq", "PrimArrPattern", "SameShapeConstraint", "ShapePattern",
     "StructInfoPattern", "TupleGetItemPattern", "TuplePattern", "TypePattern",
     "UnorderedTuplePattern", "VarPattern", "WildcardPattern", "has_attr", "has_dtype", "has_shape",
