@@ -2,18 +2,26 @@
 "patterns.py").
 
 The namespace holds the pattern-language names TVM pattern files use (``is_op``,
-``wildcard``, ``make_matmul_pattern``...) plus Python's builtins. ``import`` works for a few
-standard modules and for the TVM module paths of those names (``from tvm.relax.dpl import
-is_op``), so a file written for TVM runs unchanged; anything else is refused. The file
-must define ``patterns``: a list of ``FusionPattern`` or 2-5 tuples; earlier entries have
-priority. Errors become :class:`~byocc.ir.PatternError` located at ``file:line``.
+``wildcard``, ``make_matmul_pattern``...) plus Python's builtins. A pattern file is the
+user's own Python: it imports what it likes (``os``, numpy, its own helper modules beside
+it: the file's folder is first on the import path while it runs). ``tvm`` and the TVM
+module paths of the pattern language (``from tvm.relax.dpl import is_op``) map onto
+byocc's, in the file and in the modules it imports, so a file written for TVM runs
+unchanged; another ``tvm`` module is a clear error. Helper modules from the file's folder
+are imported afresh for each load. The file must define ``patterns``: a list of
+``FusionPattern`` or 2-5 tuples; earlier entries have priority. Errors become
+:class:`~byocc.ir.PatternError` located at ``file:line``.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
+import importlib.abc
 import os
+import sys
 import types
+from collections.abc import Iterator
 
 from byocc import dpl
 from byocc.dpl import FusionPattern
@@ -25,11 +33,6 @@ from byocc.ir import Span
 
 from . import patterns as helpers
 from . import utils
-
-_STDLIB_IMPORTS = frozenset({
-    "math", "operator", "functools", "itertools", "re", "collections", "typing", "numpy",
-    "dataclasses", "enum", "string", "fractions", "decimal", "statistics",
-})
 
 
 def pattern_file_namespace() -> dict:
@@ -63,9 +66,7 @@ def pattern_file_namespace() -> dict:
                  "TupleGetItemPattern", "OrPattern", "AndPattern", "NotPattern", "AttrPattern",
                  "DataTypePattern", "ShapePattern", "StructInfoPattern", "TypePattern", "PrimArrPattern"):
         ns[name] = getattr(dpl, name)
-    safe_builtins = dict(vars(builtins))
-    safe_builtins["__import__"] = _restricted_import
-    ns["__builtins__"] = safe_builtins
+    ns["__builtins__"] = dict(vars(builtins))  # a copy: the file may rebind a builtin
     ns["__name__"] = "__patterns__"
     return ns
 
@@ -87,6 +88,7 @@ def _shim_modules() -> dict:
     def module(name: str, **attrs) -> types.ModuleType:
         mod = types.ModuleType(name)
         mod.__dict__.update(attrs)
+        mod.__path__ = []  # a package: an unmapped submodule reaches _TvmNames' message
         return mod
 
     pattern_names = {k: v for k, v in ns.items() if not k.startswith("make_") and k not in (
@@ -124,19 +126,46 @@ def _shim_modules() -> dict:
     return _SHIMS
 
 
-def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level != 0:
-        raise ImportError("relative imports are not available in pattern files")
-    top = name.split(".", 1)[0]
-    if top == "tvm":
-        shims = _shim_modules()
-        if name not in shims:
+class _TvmNames(importlib.abc.MetaPathFinder):
+    """While a pattern file runs: ``tvm`` modules byocc does not map are a clear error
+    (the mapped ones sit in ``sys.modules``, so the import system never asks)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "tvm" or name.startswith("tvm."):
             raise ImportError(f"pattern files can import the pattern language from tvm.relax.dpl, "
                               f"tvm.relax.backend and tvm.relax.transform, not {name!r}")
-        return shims[name] if fromlist else shims["tvm"]
-    if top in _STDLIB_IMPORTS:
-        return builtins.__import__(name, globals, locals, fromlist, level)
-    raise ImportError(f"pattern files cannot import {name!r}: the pattern-language names are predefined")
+        return None
+
+
+@contextlib.contextmanager
+def _user_imports(folder: str) -> Iterator[None]:
+    """The import state a pattern file runs in (see the module docstring), restored after:
+    the byocc stand-ins as ``tvm...`` in ``sys.modules``, ``folder`` first on
+    ``sys.path``, and the modules the file imported from ``folder`` dropped again."""
+    shims = _shim_modules()
+    saved = {name: sys.modules[name] for name in shims if name in sys.modules}
+    before = set(sys.modules)
+    finder = _TvmNames()
+    sys.modules.update(shims)
+    sys.meta_path.insert(0, finder)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        sys.meta_path.remove(finder)
+        for name in shims:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
+        for name in set(sys.modules) - before:
+            if _is_under(getattr(sys.modules[name], "__file__", None), folder):
+                del sys.modules[name]
+
+
+def _is_under(path: str | None, folder: str) -> bool:
+    if not path:
+        return False
+    return os.path.normcase(os.path.abspath(path)).startswith(os.path.normcase(folder) + os.sep)
 
 
 # ---------------------------------------------------------------------------- loading
@@ -186,8 +215,10 @@ def load_pattern_file(path) -> list:
     except SyntaxError as exc:
         raise _error(exc, filename, "invalid syntax") from None
     ns = pattern_file_namespace()
+    ns["__file__"] = filename
     try:
-        exec(code, ns)  # noqa: S102 - running the user's pattern file is the point
+        with _user_imports(os.path.dirname(os.path.abspath(filename))):
+            exec(code, ns)  # noqa: S102 - running the user's pattern file is the point
     except (Exception, SystemExit) as exc:
         raise _error(exc, filename, "the pattern file raised") from None
     if "patterns" not in ns:
