@@ -107,6 +107,13 @@ SECTIONS = [
     ("byocc.script", "byocc.script", ["from_source"]),
     ("byocc.script.ir", "byocc.script.ir", None),
     ("byocc.script.relax", "byocc.script.relax", ["function"]),
+    ("byocc.script.ir_builder", "byocc.script.ir_builder", ["IRBuilder"]),
+    ("byocc.script.ir_builder.relax", "byocc.script.ir_builder.relax", [
+        "function", "dataflow", "func_name", "func_attr", "func_ret_struct_info", "arg",
+        "func_ret_value", "emit", "emit_match_cast", "emit_var_binding", "output"]),
+    ("byocc.script.ir_builder.ir", "byocc.script.ir_builder.ir", ["ir_module", "module_attrs"]),
+    ("byocc.relax.testing", "byocc.relax.testing", None),
+    ("byocc.contrib.cutlass.build", "byocc.contrib.cutlass.build", None),
 ]
 
 BUILDER_METHODS = [
