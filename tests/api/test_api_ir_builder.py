@@ -240,3 +240,37 @@ def test_ir_module_frame_needs_function_names():
     with pytest.raises(InputError, match=r"needs a name: call R.func_name"), IRBuilder():
         with ib.ir_module(), rb.function():
             rb.func_ret_value(rb.arg("x", tensor((2,))))
+
+
+def test_irbuilder_name_renames_params_emitted_and_output_variables():
+    with IRBuilder() as builder:
+        with rb.function():
+            rb.func_name("foo")
+            x = rb.arg("x", tensor((4,)))
+            IRBuilder.name("data", x)
+            with rb.dataflow() as frame:
+                lv = rb.emit(rb.call_dps_packed("extern_func", x, tensor((4,))))
+                IRBuilder.name("lv0", lv)
+                gv = rb.emit(lv)
+                IRBuilder.name("gv", gv)
+                rb.output(gv)
+            (out,) = frame.output_vars
+            assert out.name_hint == "gv"
+            assert IRBuilder.name("result", out) is out
+            rb.func_ret_value(out)
+    func = builder.get()
+    [binding0, binding1] = body_of(func)
+    assert [p.name_hint for p in func.params] == ["data"]
+    assert binding0.var.name_hint == "lv0" and binding0.value.args[1].fields[0] is func.params[0]
+    assert binding1.var.name_hint == "result" and binding1.value is binding0.var
+    assert func.body.body is binding1.var
+    with pytest.raises(InputError, match=r"IRBuilder.name: expected a relax variable, got int"):
+        _build(lambda x: IRBuilder.name("y", 3))
+    with pytest.raises(InputError, match=r"IRBuilder.name_many: 2 names for 1 values"):
+        _build(lambda x: IRBuilder.name_many(["a", "b"], [x]))
+
+
+def test_the_builder_module_holds_the_op_constructors():
+    assert rb.add is op.add and rb.nn is op.nn and rb.call_dps_packed is op.call_dps_packed
+    with pytest.raises(AttributeError, match=r"has no attribute 'not_an_op'"):
+        rb.not_an_op  # noqa: B018

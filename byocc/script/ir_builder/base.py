@@ -100,6 +100,30 @@ class IRBuilder:
                              "(e.g. `with relax_builder.function():`) must be closed first")
         return self._result
 
+    @staticmethod
+    def name(s: str, v: Any) -> Any:
+        """Name the variable ``v`` (a parameter or an emitted variable) ``s`` in what the
+        innermost frame that holds variables builds; returns ``v``."""
+        if not isinstance(s, str) or not s:
+            raise InputError(f"IRBuilder.name: the name must be a non-empty string, got {s!r}")
+        for frame in reversed(IRBuilder.current()._frames):
+            rename = getattr(frame, "rename", None)
+            if rename is not None:
+                rename(v, s)
+                return v
+        raise InputError("IRBuilder.name must be called inside a frame that builds variables "
+                         "(e.g. relax_builder.function())")
+
+    @staticmethod
+    def name_many(s: Any, vs: Any) -> Any:
+        """:meth:`name` for each pair of ``s`` and ``vs``; returns ``vs``."""
+        s, vs = list(s), list(vs)
+        if len(s) != len(vs):
+            raise InputError(f"IRBuilder.name_many: {len(s)} names for {len(vs)} values")
+        for name, value in zip(s, vs):
+            IRBuilder.name(name, value)
+        return vs
+
     def find_frame(self, kind: type) -> Any:
         """The innermost frame that is a ``kind``, or None."""
         for frame in reversed(self._frames):

@@ -68,7 +68,8 @@ class FunctionFrame(IRBuilderFrame):
         self.output: Expr | None = None
         self.block_builder = BlockBuilder()
         # dataflow variables given to R.output -> the ordinary variables replacing them
-        self.outputs: dict[Var, Expr] = {}
+        self.outputs: dict[Var, Var] = {}
+        self.renames: dict[Var, str] = {}  # IRBuilder.name
         self._scope: Any = None
 
     def __enter__(self) -> FunctionFrame:  # noqa: PYI034  (Self needs Python 3.11)
@@ -101,14 +102,37 @@ class FunctionFrame(IRBuilderFrame):
         self._scope.__exit__(None, None, None)
         func = bb.get()[gv.name_hint]
         assert isinstance(func, Function)
-        if self.outputs:
-            func = _RemapVars(self.outputs).visit_expr(func)  # type: ignore[assignment]
+        remap = self._remap()
+        if remap:
+            func = _RemapVars(remap).visit_expr(func)  # type: ignore[assignment]
         attrs = dict(func.attrs)
         attrs.update(self.attrs)
         if self.name is not None and not self.is_private:
             attrs["global_symbol"] = self.name
         ret = self.ret_struct_info if self.ret_struct_info is not None else func.ret_struct_info
         return Function(func.params, func.body, ret, func.is_pure, attrs, func.span)
+
+
+    def rename(self, var: Any, name: str) -> None:
+        """``IRBuilder.name(name, var)``: applied when the function is built."""
+        if not isinstance(var, Var):
+            raise InputError(f"IRBuilder.name: expected a relax variable, got {type(var).__name__}")
+        self.renames[var] = name
+
+    def _remap(self) -> dict[Var, Expr]:
+        """Old variable -> its replacement: a dataflow block's output becomes its ordinary
+        variable; a renamed one (naming a dataflow output names its ordinary variable too,
+        the last name given wins) a copy under the new name."""
+        names: dict[Var, str] = {}
+        for var, name in self.renames.items():
+            names[self.outputs.get(var, var)] = name
+        remap: dict[Var, Expr] = dict(self.outputs)
+        for base, name in names.items():
+            if name != base.name_hint:
+                remap[base] = type(base)(name, base.struct_info, base.span)
+        for old, out in self.outputs.items():
+            remap[old] = remap.get(out, out)
+        return remap
 
 
 class DataflowFrame(IRBuilderFrame):
@@ -299,11 +323,24 @@ def output(*vars: Var) -> None:
         if not isinstance(v, Var) or v not in block.emitted:
             shown = v.name_hint if isinstance(v, Var) else repr(v)
             raise InputError(f"R.output: '{shown}' was not emitted in this dataflow block")
-        new = Var(v.name_hint, v.struct_info, v.span)
+        new = Var(function.renames.get(v, v.name_hint), v.struct_info, v.span)
         function.outputs[v] = new
         new_vars.append(new)
     block.output_vars += tuple(new_vars)
     block.ended = True
+
+
+def __getattr__(name: str) -> Any:
+    """The op constructors (``add``, ``matmul``, ``nn``, ``call_dps_packed``...), as TVM's
+    builder module holds them beside the statements (loaded on first use)."""
+    if not name.startswith("__"):
+        from byocc.relax import op as _op
+
+        value = getattr(_op, name, None)
+        if value is not None:
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
