@@ -74,8 +74,8 @@ CASES = [
      "statement after return"),
     ("nested dataflow", "            R.output(gv)", "            with R.dataflow():\n                pass\n            R.output(gv)",
      ParseError, 7, 13, "dataflow blocks cannot be nested"),
-    ("if statement", "        return gv", "        if x:\n            z = x\n        else:\n            z = y\n        return gv",
-     UnsupportedError, 8, 9, "if/else is not supported"),
+    ("if statement", "        return gv", "        if x:\n            z = x\n        else:\n            q = y\n        return gv",
+     ParseError, 8, 9, "both branches of if/else must end by binding the same variable"),
     ("bad R.Tensor argument", 'gv: R.Tensor((10, 10), dtype="float32")', "gv: R.Tensor((10, 10), dtyp=1)",
      ParseError, 6, 36, "R.Tensor got an unexpected keyword argument 'dtyp'"),
     # an annotated binding of a runtime-module reference (was an internal error)
