@@ -80,9 +80,10 @@ return is a byocc IR node (`byocc.ir`), every pass is byocc's (`byocc.transform`
   q/k/v check fails (byocc leaves that pattern unapplied). A rewrite that would change a
   value's shape, or drop an `R.repeat` that is not on the head axis, is not made.
 - `BlockBuilder`: no `emit_te`/`call_te`; `finalize()` does not rename functions.
-- `relax.dpl` has the pattern language and `rewrite_call`, not `PatternContext` or
-  `rewrite_bindings`. A `rewrite_call` rewriter receives a dict (pattern -> matched
-  expression) and builds its result with `relax.op.*`.
+- `relax.dpl` has the pattern language, `PatternContext` (graph matching: `match_dfb`),
+  `rewrite_call` and `rewrite_bindings`, not `PatternMatchingRewriter` or `R.rewriter`. A
+  `rewrite_call` rewriter receives a dict (pattern -> matched expression) and builds its
+  result with `relax.op.*`.
 - `RunCodegen` finds codegens in byocc's registry (`byocc.transform.register_codegen`) or in
   its `codegens={backend: fn}` argument, not in TVM's global `relax.ext.<backend>` functions.
 """
@@ -97,7 +98,7 @@ SECTIONS = [
     ("byocc.relax.BlockBuilder", "byocc.relax.block_builder", ["BlockBuilder"]),
     ("byocc.relax.transform", "byocc.relax.transform", None),
     ("byocc.relax.analysis", "byocc.relax.analysis", None),
-    ("byocc.relax.dpl", "byocc.relax.dpl", ["rewrite_call"]),
+    ("byocc.relax.dpl", "byocc.relax.dpl", ["rewrite_call", "rewrite_bindings", "PatternContext"]),
     ("byocc.relax.dpl.pattern", "byocc.relax.dpl.pattern", None),
     ("byocc.relax.backend (pattern_registry)", "byocc.relax.backend.pattern_registry", None),
     ("byocc.relax.backend.patterns", "byocc.relax.backend.patterns", None),
