@@ -266,3 +266,19 @@ def test_rewrite_bindings_checks_its_arguments():
     func, _ = block(f"x: {T4}", "a = R.nn.relu(x)", "a")
     with pytest.raises(TypeError, match="PatternContext"):
         rewrite_bindings(wildcard(), lambda m, b: {}, func)
+
+
+def test_a_long_block_is_matched_without_deep_recursion():
+    """5 000 bindings, a chain pattern that never matches and one that matches at the end:
+    one expression match per (pattern, candidate), no recursion over the block."""
+    n = 5000
+    body = ["v0 = R.add(x, x)"] + [f"v{i} = {'R.nn.relu' if i % 2 else 'R.exp'}(v{i - 1})" for i in range(1, n)]
+    body.append(f"last = R.sigmoid(v{n - 1})")
+    _, dfb = block(f"x: {T4}", "\n".join(body), "last")
+    with PatternContext() as ctx:
+        wildcard() >> unary("relax.nn.relu") >> unary("relax.exp") >> unary("relax.exp")
+        assert ctx.match_dfb(dfb) is None
+    with PatternContext() as ctx:
+        r, s = unary("relax.nn.relu"), unary("relax.sigmoid")
+        r >> s
+        assert names(ctx.match_dfb(dfb)) == {r: f"v{n - 1}", s: "last"}
