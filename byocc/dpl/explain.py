@@ -65,7 +65,8 @@ def _root_ops(p: P.DFPattern, depth: int) -> frozenset | None:
     if isinstance(p, (P.AttrPattern, P.DataTypePattern, P.ShapePattern, P.StructInfoPattern)):
         return _root_ops(p.pattern, depth + 1)
     if isinstance(p, (P.TuplePattern, P.UnorderedTuplePattern, P.TupleGetItemPattern, P.VarPattern,
-                      P.GlobalVarPattern, P.ExternFuncPattern, P.ConstantPattern, P.PrimArrPattern)):
+                      P.GlobalVarPattern, P.ExternFuncPattern, P.ConstantPattern, P.PrimArrPattern,
+                      P.FunctionPattern)):
         return frozenset()
     if isinstance(p, P.ExprPattern):
         return _ANY if isinstance(p.expr, Call) else frozenset()

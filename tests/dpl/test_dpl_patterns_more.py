@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from byocc import relax
+from byocc.dpl import pattern_root_ops
 from byocc.ir import Call
 from byocc.ir import Function
 from byocc.ir import PatternError
@@ -70,6 +71,7 @@ def test_function_pattern_dup_and_repr():
     copy = pat.dup()
     assert copy.params[0] is copy.body.args[0] and copy.params[0] is not a
     assert repr(pat).startswith("FunctionPattern([wildcard()]")
+    assert pattern_root_ops(pat) == frozenset()  # no call is ever a function
 
 
 # ---------------------------------------------------------------------------- var2val
