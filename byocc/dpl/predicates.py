@@ -74,7 +74,8 @@ def values_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return type(a) is type(b) and a == b
+        # an int subclass (``T.int64(2)``) is an int; an int never equals a float
+        return isinstance(a, int) == isinstance(b, int) and a == b
     if a is None or b is None:
         return a is b
     if isinstance(a, str) or isinstance(b, str):

@@ -144,3 +144,16 @@ def test_rewrite_call_alternatives_do_not_rewrite_a_binding_twice():
 
     rewrite_call(first | second, rewriter, func)
     assert calls == [True]  # `second` never sees the rewritten binding
+
+
+def test_has_attr_compares_an_int_subclass_as_an_int():
+    """``T.int64(2)`` is an int subclass: it equals the attribute 2 (never the float 2.0)."""
+
+    class Int64(int):
+        pass
+
+    func = main(f"x: {T4}", "a = R.split(x, 2, axis=0)", "a")
+    split = func.body.blocks[0].bindings[0].value
+    pat = is_op("relax.split")(wildcard())
+    assert pat.has_attr({"indices_or_sections": Int64(2), "axis": 0}).match(split)
+    assert not pat.has_attr({"indices_or_sections": 2.0}).match(split)
