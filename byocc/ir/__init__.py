@@ -1,7 +1,9 @@
 """byocc.ir: IR nodes, struct info, module, visitors, analyses."""
 
 from . import arith
+from . import base
 from .arith import simplify_binary
+from .base import assert_structural_equal
 from .diagnostics import ByoccError
 from .diagnostics import ExternalToolError
 from .diagnostics import FrontendError
@@ -75,6 +77,6 @@ __all__ = [
     "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr", "ShapeStructInfo", "Span", "StringImm",
     "StructInfo", "TensorStructInfo", "TirVar", "Tuple", "TupleGetItem", "TupleStructInfo",
     "TypeInferenceError", "UnsupportedError", "Var", "VarBinding", "WellFormedError", "dim_vars",
-    "arith", "canonical_form", "is_leaf", "sinfo_of", "simplify_binary", "struct_info_vars", "structural_equal",
+    "arith", "assert_structural_equal", "base", "canonical_form", "is_leaf", "sinfo_of", "simplify_binary", "struct_info_vars", "structural_equal",
     "structural_hash", "substitute_dim", "tensor",
 ]

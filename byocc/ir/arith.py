@@ -344,6 +344,15 @@ def provably_different(a: Dim, b: Dim) -> bool:
     return diff is not None and diff != 0
 
 
+def provably_non_negative(d: Dim) -> bool:
+    """``CanProve(d >= 0)`` for shape arithmetic: a linear form whose coefficients and
+    constant are all non-negative (symbolic dimensions are sizes, never negative)."""
+    if is_static(d):
+        return d >= 0
+    lf = linear_form(d)
+    return lf is not None and lf[1] >= 0 and all(k >= 0 for _, k in lf[0].values())
+
+
 # --------------------------------------------------------------------------- evaluation
 def eval_dim(dim: Any, scope: Mapping, span: Span | None = None) -> int:
     """The integer value of a dimension with its variables bound in ``scope`` (TirVar ->
@@ -403,6 +412,7 @@ def _rest(si: TensorStructInfo) -> tuple[Any, ...]:
 
 __all__ = [
     "add", "as_int", "can_prove_equal", "eval_dim", "floordiv", "from_linear_form", "is_static",
-    "linear_form", "mul", "product", "provably_different", "provably_equal", "simplify_binary",
+    "linear_form", "mul", "product", "provably_different", "provably_equal", "provably_non_negative",
+    "simplify_binary",
     "simplify_dim", "simplify_struct_info_dims", "sub",
 ]

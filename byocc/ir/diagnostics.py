@@ -23,8 +23,9 @@ class Span:
         return f"{self.source}:{self.line}:{self.column}"
 
 
-class ByoccError(Exception):
-    """Base of every error byocc raises on purpose."""
+class ByoccError(RuntimeError):
+    """Base of every error byocc raises on purpose. A ``RuntimeError``, as TVM's own errors
+    (``TVMError``, ``InternalError``, ``DiagnosticError``) are."""
 
     exit_code = 70
 
@@ -64,8 +65,10 @@ class PatternError(InputError):
     """A pattern table or pattern file is wrong (bad name, raising check, ...)."""
 
 
-class PassError(InputError):
-    """A pass cannot run on this module (e.g. MergeCompositeFunctions without main)."""
+class PassError(InputError, ValueError):
+    """A pass cannot run on this module (e.g. MergeCompositeFunctions without main). Also a
+    ``ValueError``: what TVM raises for such modules (inconsistent match_casts, a variable
+    bound twice)."""
 
 
 class FrontendError(InputError):

@@ -7,6 +7,10 @@ Children are tuples. ``struct_info`` is filled when a node is normalized (parser
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -49,6 +53,92 @@ class Expr:
         from byocc.text.printer import print_expr
 
         return print_expr(self)
+
+    # ------------------------------------------------------------------ TVM's Python API
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very node (TVM's reference equality)."""
+        return self is other
+
+    def script(self, **config: Any) -> str:
+        """The node as TVMScript text (a function prints as ``@R.function`` / ``def``)."""
+        from byocc.text.printer import print_expr
+
+        return print_expr(self)
+
+    def show(self, **config: Any) -> None:
+        print(self.script(**config))  # noqa: T201  (TVM's show prints)
+
+    def astype(self, dtype: str) -> Expr:
+        """``R.astype(self, dtype)``."""
+        return _operator("astype", (self,), {"dtype": dtype})
+
+    # Python operators build calls, as in TVM (``x + y`` is ``R.add(x, y)``); both sides
+    # must be expressions (a number needs ``relax.const`` first). ``==``/``!=`` stay identity.
+    def __add__(self, other: Any) -> Expr: return _binary("add", self, other)
+    def __radd__(self, other: Any) -> Expr: return _binary("add", other, self)
+    def __sub__(self, other: Any) -> Expr: return _binary("subtract", self, other)
+    def __rsub__(self, other: Any) -> Expr: return _binary("subtract", other, self)
+    def __mul__(self, other: Any) -> Expr: return _binary("multiply", self, other)
+    def __rmul__(self, other: Any) -> Expr: return _binary("multiply", other, self)
+    def __truediv__(self, other: Any) -> Expr: return _binary("divide", self, other)
+    def __rtruediv__(self, other: Any) -> Expr: return _binary("divide", other, self)
+    def __floordiv__(self, other: Any) -> Expr: return _binary("floor_divide", self, other)
+    def __rfloordiv__(self, other: Any) -> Expr: return _binary("floor_divide", other, self)
+    def __mod__(self, other: Any) -> Expr: return _binary("mod", self, other)
+    def __rmod__(self, other: Any) -> Expr: return _binary("mod", other, self)
+    def __pow__(self, other: Any) -> Expr: return _binary("power", self, other)
+    def __rpow__(self, other: Any) -> Expr: return _binary("power", other, self)
+    def __lt__(self, other: Any) -> Expr: return _binary("less", self, other)
+    def __gt__(self, other: Any) -> Expr: return _binary("greater", self, other)
+    def __le__(self, other: Any) -> Expr: return _binary("less_equal", self, other)
+    def __ge__(self, other: Any) -> Expr: return _binary("greater_equal", self, other)
+    def __neg__(self) -> Expr: return _operator("negative", (self,), None)
+
+    def __getitem__(self, index: int) -> Expr:
+        """``t[i]``: item ``i`` of a tuple-typed expression (a :class:`TupleGetItem`;
+        negative indices count from the end)."""
+        si = self.struct_info
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"a tuple index must be an int, not {type(index).__name__}")
+        if isinstance(si, TupleStructInfo):
+            n = len(si.fields)
+            if not -n <= index < n:
+                raise IndexError(f"Tuple index out of range: {index} of a tuple of {n} fields")
+            index %= n
+            return TupleGetItem(self, index, si.fields[index])
+        if si is None or isinstance(si, ObjectStructInfo):
+            return TupleGetItem(self, index, ObjectStructInfo())
+        raise TypeError("only tuple-typed expressions can be indexed")
+
+    def __iter__(self) -> Iterator[Expr]:
+        si = self.struct_info
+        if not isinstance(si, TupleStructInfo):
+            raise TypeError("only tuple-typed expressions can be iterated")
+        return iter([self[i] for i in range(len(si.fields))])
+
+
+#: Builds the call a Python operator on expressions makes: ``(op name, operands, attrs)`` ->
+#: Call. Installed by the facade (:mod:`byocc.relax`); ir cannot import the op registry.
+_OPERATOR_BUILDER: list[Callable[[str, tuple[Expr, ...], dict[str, Any] | None], Expr]] = []
+
+
+def set_operator_builder(build: Callable[[str, tuple[Expr, ...], dict[str, Any] | None], Expr]) -> None:
+    """Install what ``x + y`` and friends call (``build("add", (x, y), None)``)."""
+    _OPERATOR_BUILDER[:] = [build]
+
+
+def _operator(name: str, args: tuple[Expr, ...], attrs: dict[str, Any] | None) -> Expr:
+    if not _OPERATOR_BUILDER:
+        raise TypeError(f"Python operators on Relax expressions need the op registry: import "
+                        f"byocc.relax first (R.{name})")
+    return _OPERATOR_BUILDER[0](name, args, attrs)
+
+
+def _binary(name: str, lhs: Any, rhs: Any) -> Expr:
+    for side in (lhs, rhs):
+        if not isinstance(side, Expr):
+            raise TypeError(f"Please convert {side!r} with `const` first (R.{name} takes expressions)")
+    return _operator(name, (lhs, rhs), None)
 
 
 # --------------------------------------------------------------------------- operators
@@ -137,6 +227,11 @@ class Var(Expr):
     name_hint: str
     struct_info: StructInfo | None = None
     span: Span | None = None
+
+    @property
+    def name(self) -> str:
+        """``name_hint`` (TVM 0.27's spelling)."""
+        return self.name_hint
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name_hint!r}@{id(self):x})"
@@ -236,9 +331,28 @@ class ExternFunc(Expr):
 # --------------------------------------------------------------------------- compound
 @dataclass(frozen=True, slots=True, eq=False)
 class Tuple(Expr):
+    """A tuple literal; a sequence of its fields (``len(t)``, ``t[i]``, ``for f in t``)."""
+
     fields: tuple[Expr, ...]
     struct_info: StructInfo | None = None
     span: Span | None = None
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __bool__(self) -> bool:  # an expression, however short, is a value (not a container)
+        return True
+
+    def __getitem__(self, index: int) -> Expr:
+        n = len(self.fields)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"a tuple index must be an int, not {type(index).__name__}")
+        if not -n <= index < n:
+            raise IndexError(f"Tuple index out of range: {index} of a tuple of {n} fields")
+        return self.fields[index]
+
+    def __iter__(self) -> Iterator[Expr]:
+        return iter(self.fields)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -332,6 +446,16 @@ def _same_after_simplify(a: StructInfo, b: StructInfo) -> bool:
     return simplify_struct_info_dims(a) == simplify_struct_info_dims(b)
 
 
+def well_defined_in(params: Iterable[Var], si: StructInfo) -> StructInfo:
+    """``si`` without the symbolic dims the parameters' types do not define (TVM's
+    EraseToWellDefined): the return type a function without an annotation gets."""
+    defined: set[TirVar] = set()
+    for p in params:
+        if p.struct_info is not None:
+            defined.update(struct_info_vars(p.struct_info))
+    return erase_to_well_defined(si, defined)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Function(Expr):
     """A Relax function. ``attrs`` is a dict that must not be mutated after creation."""
@@ -351,11 +475,7 @@ class Function(Expr):
         ret = self.ret_struct_info
         if body_si is not None and ret is not None and body_si != ret and (
                 is_base_of(ret, body_si) or _same_after_simplify(ret, body_si)):
-            defined: set[TirVar] = set()
-            for p in self.params:
-                if p.struct_info is not None:
-                    defined.update(struct_info_vars(p.struct_info))
-            body_si = erase_to_well_defined(body_si, defined)
+            body_si = well_defined_in(self.params, body_si)
             if body_si != ret and (is_base_of(ret, body_si) or _same_after_simplify(ret, body_si)):
                 object.__setattr__(self, "ret_struct_info", body_si)
 
@@ -365,15 +485,24 @@ class Function(Expr):
         return FuncStructInfo(tuple(p.struct_info for p in self.params),  # type: ignore[misc]
                               self.ret_struct_info, self.is_pure)
 
-    def with_attrs(self, **changes: Any) -> Function:
-        """A copy with attributes set (value ``None`` removes the key)."""
+    def with_attrs(self, attr_map: Mapping[str, Any] | None = None, **changes: Any) -> Function:
+        """A copy with attributes set, from ``attr_map`` (TVM's form) and keywords (value
+        ``None`` removes the key)."""
         attrs = dict(self.attrs)
-        for k, v in changes.items():
+        for k, v in {**(attr_map or {}), **changes}.items():
             if v is None:
                 attrs.pop(k, None)
             else:
                 attrs[k] = v
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure, attrs, self.span)
+
+    def with_attr(self, key: str, value: Any) -> Function:
+        """A copy with attribute ``key`` set to ``value`` (TVM's ``with_attr``)."""
+        return self.with_attrs({key: value})
+
+    def without_attr(self, key: str) -> Function:
+        """A copy without attribute ``key``."""
+        return self.with_attrs({key: None})
 
 
 def sinfo_of(expr: Expr) -> StructInfo:
@@ -396,5 +525,5 @@ __all__ = [
     "Attrs", "Binding", "BindingBlock", "Call", "Constant", "DataTypeImm", "DataflowBlock",
     "DataflowVar", "Expr", "ExternFunc", "Function", "GlobalVar", "If", "MatchCast", "Op",
     "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple", "TupleGetItem", "Var",
-    "VarBinding", "is_leaf", "sinfo_of", "TupleStructInfo",
+    "VarBinding", "is_leaf", "sinfo_of", "TupleStructInfo", "well_defined_in",
 ]

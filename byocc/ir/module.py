@@ -15,9 +15,38 @@ from .expr import GlobalVar
 BaseFunc = Function | ExternFunc
 
 
+class FunctionMap(Mapping[GlobalVar, BaseFunc]):
+    """``IRModule.functions``: GlobalVar -> function, in the module's order. A key is
+    matched by name, so the module's own GlobalVar, any GlobalVar of that name, or the
+    name itself finds the function."""
+
+    __slots__ = ("_by_name", "_gvars")
+
+    def __init__(self, funcs: Mapping[GlobalVar, BaseFunc]) -> None:
+        self._gvars = {gv.name_hint: gv for gv in funcs}
+        self._by_name = {gv.name_hint: f for gv, f in funcs.items()}
+
+    def __getitem__(self, key: GlobalVar | str) -> BaseFunc:
+        return self._by_name[key.name_hint if isinstance(key, GlobalVar) else key]
+
+    def __contains__(self, key: object) -> bool:
+        return (key.name_hint if isinstance(key, GlobalVar) else key) in self._by_name
+
+    def __iter__(self) -> Iterator[GlobalVar]:
+        return iter(self._gvars.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{gv!r}: {type(f).__name__}" for gv, f in zip(self, self.values())) + "}"
+
+
 class IRModule:
-    """Immutable. ``functions`` maps name -> Function | ExternFunc (insertion order kept,
-    printing sorts). ``global_vars`` maps name -> the GlobalVar calls refer to.
+    """Immutable for passes. ``functions`` maps each GlobalVar -> Function | ExternFunc, as
+    TVM's (insertion order kept, printing sorts); ``items()`` and ``names()`` are by name.
+    ``global_vars`` maps name -> the GlobalVar calls refer to. TVM's ``mod[name] = f``
+    works too (it updates this module; no pass does).
     Updates (:meth:`with_function`, :meth:`without`) return new modules sharing the rest.
 
     ``constants`` optionally carries external data kept with the module (e.g. what
@@ -53,8 +82,10 @@ class IRModule:
 
     # ------------------------------------------------------------------ reading
     @property
-    def functions(self) -> dict[str, BaseFunc]:
-        return dict(self._functions)
+    def functions(self) -> FunctionMap:
+        """The functions keyed by their GlobalVar, as TVM's ``IRModule.functions`` (a
+        snapshot; a name also looks one up). :meth:`items` is keyed by name."""
+        return FunctionMap({self._gvars[name]: f for name, f in self._functions.items()})
 
     def __getitem__(self, key: str | GlobalVar) -> BaseFunc:
         name = key.name_hint if isinstance(key, GlobalVar) else key
@@ -81,6 +112,45 @@ class IRModule:
 
     def names(self) -> list[str]:
         return list(self._functions)
+
+    # ------------------------------------------------------------------ TVM's mutable API
+    def __setitem__(self, key: str | GlobalVar, func: BaseFunc) -> None:
+        """``mod["main"] = f`` (TVM's ``IRModule.__setitem__``): binds ``key`` in *this*
+        module, keeping the GlobalVar already bound to that name. Passes never mutate a
+        module; this is for scripts building one."""
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        if not isinstance(name, str):
+            raise TypeError(f"an IRModule is keyed by a name or a GlobalVar, not {type(key).__name__}")
+        if not isinstance(func, (Function, ExternFunc)):
+            raise TypeError(f"an IRModule holds functions, not {type(func).__name__}")
+        self._functions[name] = func
+        if isinstance(key, GlobalVar) and name not in self._gvars:
+            self._gvars[name] = key
+        self._gvars.setdefault(name, GlobalVar(name))
+
+    def __delitem__(self, key: str | GlobalVar) -> None:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        del self._functions[name]
+        self._gvars.pop(name, None)
+
+    def update_func(self, gvar: GlobalVar, func: BaseFunc) -> None:
+        """``mod[gvar] = func`` (TVM's name)."""
+        self[gvar] = func
+
+    def clone(self) -> IRModule:
+        """A copy that later ``mod[name] = f`` on either side leaves the other alone."""
+        return self._copy()
+
+    def get_attr(self, key: str) -> Any:
+        return self.attrs.get(key)
+
+    def with_attr(self, key: str, value: Any) -> IRModule:
+        return self.with_attrs({**self.attrs, key: value})
+
+    @staticmethod
+    def from_expr(func: BaseFunc) -> IRModule:
+        """A module holding ``func`` as ``main`` (TVM's ``IRModule.from_expr``)."""
+        return IRModule({"main": func})
 
     # ------------------------------------------------------------------ updating
     def with_function(self, name: str, func: BaseFunc, gvar: GlobalVar | None = None) -> IRModule:

@@ -87,7 +87,10 @@ def substitute_dim(dim: Dim, mapping: dict) -> Dim:
     if isinstance(dim, PrimBinary):
         return _arith.simplify_binary(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
     if isinstance(dim, PrimMinMax):
-        return PrimMinMax(dim.op, substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping))
+        a, b = substitute_dim(dim.a, mapping), substitute_dim(dim.b, mapping)
+        if isinstance(a, int) and isinstance(b, int):  # folds, as TVM's Simplify after Substitute
+            return min(a, b) if dim.op == "min" else max(a, b)
+        return PrimMinMax(dim.op, a, b)
     return dim
 
 

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 class StructInfo:
     __slots__ = ()
 
+    def __str__(self) -> str:  # TVMScript text, ``R.Tensor((2, 3), dtype="float32")``
+        from byocc.text.printer import print_expr  # the one allowed upward import (design.md)
+
+        return print_expr(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectStructInfo(StructInfo):

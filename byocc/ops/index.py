@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from byocc.ir import Call
 from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimBinary
+from byocc.ir import PrimMinMax
 from byocc.ir import PrimStructInfo
 from byocc.ir import PrimValue
 from byocc.ir import TensorStructInfo
@@ -135,7 +137,38 @@ def _slice_length(begin, end, stride, dim, assume_inbound: bool):
             return dim
         if 0 <= begin <= end and assume_inbound:
             return end - begin
+    if arith.is_static(stride) and stride == 1:
+        return _symbolic_slice_length(begin, end, dim, assume_inbound)
     return None
+
+
+def _symbolic_slice_length(begin, end, dim, assume_inbound: bool):
+    """topi::GetLength with stride 1 and a symbolic index or extent, in the form TVM 0.27's
+    simplifier prints: ``end - begin`` when in bounds is assumed; else each index clamped to
+    the extent (``T.min(i, dim)``; 0 and ``dim`` itself stay) and ``dim - T.min(b, dim)``
+    written ``T.max(dim - b, 0)`` (``dim - b`` when that is provably >= 0). None when an
+    index may be negative (symbolic dims are sizes, never negative)."""
+    if not (arith.provably_non_negative(begin) and arith.provably_non_negative(end)):
+        return None
+    if assume_inbound:
+        return arith.simplify_dim(PrimBinary("-", end, begin))
+
+    def clamp(i):
+        if arith.is_static(i) and i == 0:
+            return 0
+        if arith.provably_equal(i, dim) or (arith.is_static(i) and i >= 2**31 - 1):
+            return dim
+        return PrimMinMax("min", i, dim)
+
+    b, e = clamp(begin), clamp(end)
+    if arith.is_static(b) and b == 0:
+        return e
+    if e is dim:
+        rest = arith.simplify_dim(PrimBinary("-", dim, begin))
+        if arith.provably_non_negative(rest):
+            return rest
+        return PrimMinMax("max", arith.simplify_binary("-", dim, begin), 0)
+    return PrimBinary("-", e, b)
 
 
 def infer_strided_slice(call: Call):

@@ -28,6 +28,7 @@ from byocc.ir import GlobalVar
 from byocc.ir import IRModule
 from byocc.ir import Op
 from byocc.ir import StructInfo
+from byocc.ir.expr import set_operator_builder
 
 from .block_builder import BlockBuilder
 from .expr import BindingBlock
@@ -62,6 +63,17 @@ from .struct_info import TupleStructInfo
 from .struct_info import TupleType
 
 _SUBMODULES = ("analysis", "backend", "dpl", "op", "transform")
+
+
+def _build_operator(name: str, args: tuple[Expr, ...], attrs: dict[str, Any] | None) -> Expr:
+    """What ``x + y``, ``-x``, ``x.astype(dtype)`` on expressions build: a typed call of
+    ``relax.<name>`` (the op registry loads on first use)."""
+    from byocc.ops import make_call
+
+    return make_call(name, args, attrs)
+
+
+set_operator_builder(_build_operator)
 
 __all__ = [
     "BindingBlock",

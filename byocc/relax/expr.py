@@ -40,6 +40,9 @@ from .struct_info import to_dims
 
 
 def _check_sinfo(sinfo: Any, what: str) -> StructInfo | None:
+    convert = getattr(sinfo, "as_struct_info", None)  # an R.Tensor(...) annotation proxy
+    if convert is not None and not isinstance(sinfo, StructInfo):
+        sinfo = convert()
     if sinfo is not None and not isinstance(sinfo, StructInfo):
         raise InputError(f"{what}: expected struct info (e.g. relax.TensorStructInfo), got {sinfo!r}")
     return sinfo

@@ -27,15 +27,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from typing import cast
 
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
+from byocc.ir import ByoccError
+from byocc.ir import Call
 from byocc.ir import Constant
 from byocc.ir import DataflowBlock
 from byocc.ir import DataflowVar
 from byocc.ir import Expr
 from byocc.ir import ExprMutator
 from byocc.ir import ExprVisitor
+from byocc.ir import FuncStructInfo
 from byocc.ir import Function
 from byocc.ir import If
 from byocc.ir import IRModule
@@ -44,6 +48,7 @@ from byocc.ir import PassError
 from byocc.ir import PrimStructInfo
 from byocc.ir import PrimValue
 from byocc.ir import SeqExpr
+from byocc.ir import ShapeExpr
 from byocc.ir import ShapeStructInfo
 from byocc.ir import TensorStructInfo
 from byocc.ir import TirVar
@@ -52,14 +57,18 @@ from byocc.ir import TupleGetItem
 from byocc.ir import TupleStructInfo
 from byocc.ir import Var
 from byocc.ir import dim_vars
+from byocc.ir import sinfo_of
+from byocc.ir import substitute_dim
 from byocc.ir.analysis import free_vars
+from byocc.ir.arith import provably_different
 from byocc.ir.functor import rebound
 from byocc.ir.functor import with_value
+from byocc.ir.prim import dim_text
 from byocc.ir.structural import structural_equal
+from byocc.ops import infer_struct_info
 
 from .pass_manager import Pass
 from .pass_manager import map_functions
-from .symbolic import _Renew
 
 
 # ============================================================================ step 1
@@ -100,21 +109,120 @@ class _SymbolicScan(ExprVisitor):
             self.runtime_uses.update(dim_vars(e.value))
 
 
-class _SymbolicCanonicalizer(_Renew):
-    """Substitutes symbolic variables fixed by match_cast (a ``_Renew`` whose mapping grows
-    while walking; restored around ``if`` branches and nested functions)."""
+class _SymbolicCanonicalizer(ExprMutator):
+    """Substitutes symbolic variables fixed by match_cast (TVM SymbolicVarCanonicalizer).
+
+    As TVM: every variable a match_cast fixes is known from there on (a later match_cast
+    that provably disagrees is an error), and struct info and shape literals downstream use
+    the known value; prim values (runtime arguments) keep the variable, and so does the
+    whole match_cast that defines a variable some prim value uses (it must stay, to define
+    it). Nodes are rebuilt only when something in them changed; a rebuilt call, tuple or
+    tuple item has its type derived again and a rebound variable takes its new value's
+    type (TVM's normaliser and ReEmitBinding). The mapping grows while walking and is
+    restored around ``if`` branches and nested functions, so there is no memo."""
 
     def __init__(self, runtime_uses: set):
-        super().__init__({})
+        super().__init__()
+        self.m: dict = {}
         self.runtime_uses = runtime_uses
+        self.source: dict = {}  # TirVar -> name of the variable whose match_cast fixed it
+        self.frozen = False  # inside a match_cast kept for a runtime use: substitute nothing
 
+    def visit_expr(self, expr: Expr) -> Expr:
+        return self._table[type(expr)](self, expr)
+
+    # ------------------------------------------------------------------ substitution
+    def dim(self, d: Any) -> Any:
+        return d if self.frozen or isinstance(d, int) else substitute_dim(d, self.m)
+
+    def dims(self, values: tuple) -> tuple:
+        out = tuple(self.dim(d) for d in values)
+        return values if all(a is b for a, b in zip(out, values)) else out
+
+    def sinfo(self, si: Any) -> Any:
+        if not self.m or self.frozen or si is None:
+            return si
+        if isinstance(si, TensorStructInfo):
+            if si.shape is None:
+                return si
+            shape = self.dims(si.shape)
+            return si if shape is si.shape else TensorStructInfo(shape, si.dtype, si.ndim, si.shape_var)
+        if isinstance(si, ShapeStructInfo):
+            if si.values is None:
+                return si
+            values = self.dims(si.values)
+            return si if values is si.values else ShapeStructInfo(values, si.ndim)
+        if isinstance(si, PrimStructInfo):
+            if si.value is None or isinstance(si.value, (int, float)):
+                return si
+            value = self.dim(si.value)
+            return si if value is si.value else PrimStructInfo(si.dtype, value)
+        if isinstance(si, TupleStructInfo):
+            fields = tuple(self.sinfo(f) for f in si.fields)
+            return si if all(a is b for a, b in zip(fields, si.fields)) else TupleStructInfo(fields)
+        if isinstance(si, FuncStructInfo):
+            params = None if si.params is None else tuple(self.sinfo(p) for p in si.params)
+            ret = self.sinfo(si.ret)
+            if ret is si.ret and (params is None or all(a is b for a, b in zip(params, si.params or ()))):
+                return si
+            return FuncStructInfo(params, ret, si.purity)
+        return si
+
+    # ------------------------------------------------------------------ nodes
     def visit_var_def(self, var: Var) -> Var:
         si = self.sinfo(var.struct_info)
-        if si == var.struct_info:
+        if si is var.struct_info:
             return var
         nv = type(var)(var.name_hint, si, var.span)
         self.var_remap[var] = nv
         return nv
+
+    def visit_shape_expr_(self, e: ShapeExpr) -> Expr:
+        values = self.dims(e.values)
+        return e if values is e.values else ShapeExpr(values, e.span)
+
+    def visit_prim_value_(self, e: PrimValue) -> Expr:
+        return e
+
+    def _retyped(self, new: Expr, old: Expr) -> Expr:
+        """``new`` (``old`` rebuilt, or ``old`` itself) with its type derived again if it
+        was rebuilt, then substituted."""
+        if new is not old:
+            new = rederive(new)
+        si = self.sinfo(new.struct_info)
+        if si is new.struct_info:
+            return new
+        if isinstance(new, Call):
+            return Call(new.op, new.args, new.attrs, new.sinfo_args, si, new.span)
+        if isinstance(new, Tuple):
+            return Tuple(new.fields, si, new.span)
+        if isinstance(new, TupleGetItem):
+            return TupleGetItem(new.tuple_value, new.index, si, new.span)
+        return new
+
+    def visit_call_(self, e: Call) -> Expr:
+        new = super().visit_call_(e)
+        sinfo_args = tuple(self.sinfo(s) for s in e.sinfo_args)
+        if any(a is not b for a, b in zip(sinfo_args, e.sinfo_args)):
+            assert isinstance(new, Call)
+            new = Call(new.op, new.args, new.attrs, sinfo_args, new.struct_info, new.span)
+        return self._retyped(new, e)
+
+    def visit_tuple_(self, e: Tuple) -> Expr:
+        return self._retyped(super().visit_tuple_(e), e)
+
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> Expr:
+        return self._retyped(super().visit_tuple_getitem_(e), e)
+
+    def visit_function_(self, e: Function) -> Function:
+        saved = dict(self.m)
+        params = tuple(self.visit_var_def(p) for p in e.params)
+        body = self.visit_expr(e.body)
+        ret = self.sinfo(e.ret_struct_info)
+        self.m = saved
+        if body is e.body and ret is e.ret_struct_info and all(a is b for a, b in zip(params, e.params)):
+            return e
+        return Function(params, cast(SeqExpr, body), ret, e.is_pure, dict(e.attrs), e.span)
 
     def visit_binding(self, binding: Binding) -> list[Binding]:
         if not isinstance(binding, MatchCast):
@@ -123,16 +231,28 @@ class _SymbolicCanonicalizer(_Renew):
         found: dict = {}
         _infer_symbolic(binding.struct_info, value.struct_info, found)
         for tv, dim in found.items():
-            if tv in self.m:
-                known = self.m[tv]
-                if isinstance(known, int) and isinstance(dim, int) and known != dim:
-                    raise PassError(
-                        f"MatchCast statements must be consistent: symbolic variable "
-                        f"{tv.name} is {known} earlier but {dim} at {binding.var.name_hint}")
-            elif tv not in self.runtime_uses:
+            known = self.m.get(tv)
+            if known is None:
                 self.m[tv] = dim
+                self.source[tv] = binding.var.name_hint
+            elif provably_different(known, dim):
+                raise PassError(
+                    f"MatchCast statements must be consistent: the match_cast of "
+                    f"'{self.source.get(tv, '?')}' implies that {tv.name} is {dim_text(known)}, while "
+                    f"the later one of '{binding.var.name_hint}' implies that it is {dim_text(dim)}",
+                    binding.span)
+        if any(tv in self.runtime_uses for tv in found):
+            self.frozen = True
+            try:
+                var = self.visit_var_def(binding.var)
+            finally:
+                self.frozen = False
+            return [rebound(binding, var, value)]
         var = self.visit_var_def(binding.var)
-        return [MatchCast(var, value, self.sinfo(binding.struct_info), binding.span)]
+        si = self.sinfo(binding.struct_info)
+        if var is binding.var and value is binding.value and si is binding.struct_info:
+            return [binding]
+        return [MatchCast(var, value, si, binding.span)]
 
     def visit_if_(self, e: If) -> Expr:
         saved = dict(self.m)
@@ -141,13 +261,28 @@ class _SymbolicCanonicalizer(_Renew):
         self.m = dict(saved)
         fb = self.visit_expr(e.false_branch)
         self.m = saved
-        return If(cond, tb, fb, self.sinfo(e.struct_info), e.span)
+        if cond is e.cond and tb is e.true_branch and fb is e.false_branch:
+            return e
+        si = self.sinfo(e.struct_info)
+        return If(cond, _cast_branch(tb, si, "then"), _cast_branch(fb, si, "else"), si, e.span)
 
-    def visit_function_(self, e: Function) -> Function:
-        saved = dict(self.m)
-        out = super().visit_function_(e)
-        self.m = saved
-        return out
+
+
+def _cast_branch(branch: Expr, si: Any, which: str) -> Expr:
+    """A branch whose type became more precise than the ``if``'s (a variable fixed inside
+    it) ends in a match_cast back to the ``if``'s type, as TVM restores the symbolic form."""
+    if si is None or branch.struct_info is None or structural_equal(branch.struct_info, si):
+        return branch
+    var = Var(f"{which}_branch_with_dyn", si)
+    restore = MatchCast(var, branch.body if isinstance(branch, SeqExpr) else branch, si)
+    if not isinstance(branch, SeqExpr):
+        return SeqExpr((BindingBlock((restore,)),), var)
+    blocks = list(branch.blocks)
+    if blocks and type(blocks[-1]) is BindingBlock:
+        blocks[-1] = BindingBlock(blocks[-1].bindings + (restore,), blocks[-1].span)
+    else:
+        blocks.append(BindingBlock((restore,)))
+    return SeqExpr(tuple(blocks), var, branch.span)
 
 
 def canonicalize_symbolic(func: Function) -> Function:
@@ -309,8 +444,30 @@ class _Apply(ExprMutator):
     def visit_binding(self, binding: Binding) -> list[Binding]:
         if binding.var in self.remove:
             return []
-        value = self.visit_expr(binding.value)  # the variable keeps its type (no retyping)
-        return [rebound(binding, self.visit_var_def(binding.var), value)]
+        value = self.visit_expr(binding.value)
+        var = self.visit_var_def(binding.var)
+        if (value is not binding.value or var is not binding.var) and not isinstance(binding, MatchCast):
+            # TVM's ReEmitBinding: the variable takes its new value's type (a substitution
+            # may have made it more precise); later uses of either old variable follow.
+            si = value.struct_info
+            if si is not None and not structural_equal(si, var.struct_info):
+                new_var = type(var)(var.name_hint, si, var.span)
+                self.var_remap[binding.var] = new_var
+                self.var_remap[var] = new_var
+                var = new_var
+        return [rebound(binding, var, value)]
+
+    def visit_call_(self, e: Call) -> Expr:
+        new = super().visit_call_(e)
+        return e if new is e else rederive(new)
+
+    def visit_tuple_(self, e: Tuple) -> Expr:
+        new = super().visit_tuple_(e)
+        return e if new is e else rederive(new)
+
+    def visit_tuple_getitem_(self, e: TupleGetItem) -> Expr:
+        new = super().visit_tuple_getitem_(e)
+        return e if new is e else rederive(new)
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         out = [new for b in block.bindings for new in self.visit_binding(b)]
@@ -319,6 +476,33 @@ class _Apply(ExprMutator):
         if len(out) == len(block.bindings) and all(a is b for a, b in zip(out, block.bindings)):
             return block
         return type(block)(tuple(out), block.span)
+
+
+def rederive(e: Expr) -> Expr:
+    """``e``, whose operands changed, with its struct info derived again as TVM's normaliser
+    does: an operator call re-inferred (kept when inference fails), a call of a function
+    value given the callee's return type, a tuple typed by its fields, a tuple item by its
+    tuple. ``e`` itself when the type is the same."""
+    si = e.struct_info
+    if type(e) is Call:
+        try:
+            si = infer_struct_info(e)
+        except ByoccError:
+            return e
+        if si == e.struct_info:
+            return e
+        return Call(e.op, e.args, e.attrs, e.sinfo_args, si, e.span)
+    if type(e) is Tuple:
+        if any(f.struct_info is None for f in e.fields):
+            return e
+        si = TupleStructInfo(tuple(sinfo_of(f) for f in e.fields))
+        return e if si == e.struct_info else Tuple(e.fields, si, e.span)
+    if type(e) is TupleGetItem:
+        tsi = e.tuple_value.struct_info
+        if isinstance(tsi, TupleStructInfo) and 0 <= e.index < len(tsi.fields):
+            si = tsi.fields[e.index]
+        return e if si == e.struct_info else TupleGetItem(e.tuple_value, e.index, si, e.span)
+    return e
 
 
 def _df_vars(value: Any, whole_function: bool) -> list:
@@ -386,4 +570,4 @@ class CanonicalizeBindings(Pass, name="CanonicalizeBindings", opt_level=1,
     """TVM ``relax.transform.CanonicalizeBindings`` (spec/partitioning.md section 8)."""
 
 
-__all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic"]
+__all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic", "rederive"]

@@ -385,7 +385,7 @@ def test_model_derived_names_reach_cpp_escaped():
 
 def _offloaded(text: str):
     mod = byocc.transform.partition(byocc.text.parse_module(text), get_patterns_with_prefix("cublas"))
-    return [(name, f) for name, f in sorted(mod.functions.items()) if "Codegen" in getattr(f, "attrs", {})]
+    return [(name, f) for name, f in sorted(mod.items()) if "Codegen" in getattr(f, "attrs", {})]
 
 
 def test_generation_is_deterministic():
