@@ -80,6 +80,7 @@ from byocc.ir import DataflowVar
 from byocc.ir import Expr
 from byocc.ir import ExprMutator
 from byocc.ir import Function
+from byocc.ir import GlobalVar
 from byocc.ir import IRModule
 from byocc.ir import NameSupply
 from byocc.ir import Op
@@ -204,7 +205,12 @@ class Materializer:
         outer = self.outer
         for j, b in enumerate(members):
             v = b.value
-            if type(v) is not Call or type(v.op) is not Op or v.op.name in CALL_TIR:
+            if type(v) is not Call:
+                return None
+            op_type = type(v.op)
+            # a global callee (a composite called from a merged group) is inlined from the
+            # one function its GlobalVar names, so equal callees give equal functions too
+            if op_type is not GlobalVar and (op_type is not Op or v.op.name in CALL_TIR):
                 return None
             refs = []
             for a in v.args:
