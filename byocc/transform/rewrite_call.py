@@ -92,8 +92,9 @@ def rewrite_bindings(ctx: PatternContext, rewriter: BindingsRewriter, func: Func
     the graph of ``ctx`` against the bindings (``ctx.match_dfb``); on a match, call
     ``rewriter(matches, bindings)`` with ``matches`` pattern -> variable and ``bindings``
     variable -> bound value, and give the variables of the mapping it returns their new
-    values. Rewritten scopes are re-emitted, cleaned up and matched again until nothing
-    changes, as in :func:`rewrite_call`."""
+    values. The graph is then matched again among the bindings not rewritten yet, until it
+    no longer matches. Rewritten scopes are re-emitted, cleaned up and matched again until
+    nothing changes, as in :func:`rewrite_call`."""
     from byocc.dpl.context import PatternContext
 
     if not isinstance(ctx, PatternContext):
@@ -326,28 +327,35 @@ class _GraphRewriter(_PatternRewriter):
         self.graph_rewriter = rewriter
 
     def _rewrites(self, bindings: tuple[Binding, ...]) -> dict[Var, Expr]:
+        """Match, rewrite, and match again among the bindings not rewritten yet, until the
+        graph no longer matches or the rewriter returns nothing (TVM's loop): each round
+        removes at least one binding, so there are at most as many rounds as bindings."""
         from byocc.dpl.context import match_graph
 
-        lookup = {b.var: b.value for b in bindings}
-        matches = match_graph(self.ctx, bindings, lookup)
-        if matches is None:
-            return {}
-        new = self.graph_rewriter(matches, dict(lookup))
-        if not new:
-            return {}
-        if not isinstance(new, Mapping):
-            raise TypeError("rewrite_bindings: the rewriter must return a dict {variable: new value}, "
-                            f"got {type(new).__name__}")
         out: dict[Var, Expr] = {}
-        for var, value in new.items():
-            if not isinstance(var, Var) or var not in lookup:
-                what = getattr(var, "name_hint", repr(var))
-                raise ValueError(f"rewrite_bindings: the rewriter returned a new value for {what}, "
-                                 "which is not a variable bound in the matched block")
-            if not isinstance(value, Expr):
-                raise TypeError(f"rewrite_bindings: the new value of {var.name_hint} is a "
-                                f"{type(value).__name__}, not a relax expression")
-            out[var] = value
+        remaining = bindings
+        while remaining:
+            lookup = {b.var: b.value for b in remaining}
+            matches = match_graph(self.ctx, remaining, lookup)
+            if matches is None:
+                break
+            new = self.graph_rewriter(matches, dict(lookup))
+            if not new:
+                break
+            if not isinstance(new, Mapping):
+                raise TypeError("rewrite_bindings: the rewriter must return a dict {variable: new value}, "
+                                f"got {type(new).__name__}")
+            for var, value in new.items():
+                if not isinstance(var, Var) or var not in lookup:
+                    what = getattr(var, "name_hint", repr(var))
+                    raise ValueError(f"rewrite_bindings: the rewriter returned a new value for {what}, "
+                                     "which is not a variable bound in the matched block (or was "
+                                     "rewritten already)")
+                if not isinstance(value, Expr):
+                    raise TypeError(f"rewrite_bindings: the new value of {var.name_hint} is a "
+                                    f"{type(value).__name__}, not a relax expression")
+                out[var] = value
+            remaining = tuple(b for b in remaining if b.var not in new)
         return out
 
 

@@ -282,3 +282,23 @@ def test_a_long_block_is_matched_without_deep_recursion():
         r, s = unary("relax.nn.relu"), unary("relax.sigmoid")
         r >> s
         assert names(ctx.match_dfb(dfb)) == {r: f"v{n - 1}", s: "last"}
+
+
+def test_rewrite_bindings_matches_again_among_the_bindings_not_rewritten():
+    """Within one block the graph is matched again without the bindings already rewritten,
+    before any clean-up: the rewriter's second call sees the rest of the block only."""
+    func, _ = block(f"x: {T4}, y: {T4}, w0: {T4}, w1: {T4}, w2: {T4}, w3: {T4}",
+                    "a = R.matmul(x, w0)\nb = R.matmul(y, w1)\nc = R.matmul(x, w2)\nd = R.matmul(y, w3)\n"
+                    "e = (a, b, c, d)", "e")
+    with PatternContext() as ctx:
+        inp, wa, wb = wildcard(), wildcard(), wildcard()
+        ma, mb = is_op("relax.matmul")(inp, wa), is_op("relax.matmul")(inp, wb)
+    calls = []
+
+    def rewriter(m, bindings):
+        calls.append(([m[ma].name_hint, m[mb].name_hint], sorted(v.name_hint for v in bindings)))
+        return {m[ma]: relax.op.add(m[inp], m[wa]), m[mb]: relax.op.add(m[inp], m[wb])}
+
+    out = rewrite_bindings(ctx, rewriter, func)
+    assert calls == [(["a", "c"], ["a", "b", "c", "d", "e"]), (["b", "d"], ["b", "d", "e"])]
+    assert [b.value.op.name for b in out.body.blocks[0].bindings[:4]] == ["relax.add"] * 4
