@@ -316,18 +316,26 @@ class ExprReader:
             return self.metadata.lookup(ref[0], ref[1], self.span(node))
         if len(node.indices) != 1:
             self.error("expected one index", node)
-        idx_node = node.indices[0]
+        return self._item(node.value, node.indices[0], node)
+
+    def _r_tuple_get_item(self, node: CallExpr) -> TupleGetItem:
+        """``R.TupleGetItem(t, i)``: TVM's constructor, the same as ``t[i]``."""
+        if len(node.args) != 2 or node.kwargs:
+            self.error("R.TupleGetItem takes a tuple and an index", node)
+        return self._item(node.args[0], node.args[1], node)
+
+    def _item(self, tuple_node: Node, idx_node: Node, node: Node) -> TupleGetItem:
         if not isinstance(idx_node, Literal) or type(idx_node.value) is not int:
             self.error("a tuple index must be a non-negative integer", idx_node)
         index = idx_node.value
-        base = self.evaluate(node.value)
+        base = self.evaluate(tuple_node)
         if base is METADATA:
             self.error('expected metadata["KEY"][INDEX]', node)
         if isinstance(base, (tuple, list)):
-            base = self.to_expr(base, node.value)
+            base = self.to_expr(base, tuple_node)
         if not isinstance(base, Expr):
-            self.error("only tuples can be indexed", node.value)
-        base = self.leaf(base, node.value)
+            self.error("only tuples can be indexed", tuple_node)
+        base = self.leaf(base, tuple_node)
         si = base.struct_info
         if isinstance(si, TupleStructInfo):
             if index >= len(si.fields):
@@ -337,7 +345,7 @@ class ExprReader:
         elif si is None or isinstance(si, ObjectStructInfo):
             field_si = ObjectStructInfo()
         else:
-            self.error("only tuples can be indexed", node.value, TypeInferenceError)
+            self.error("only tuples can be indexed", tuple_node, TypeInferenceError)
         return TupleGetItem(base, index, field_si, self.span(node))
 
     # ------------------------------------------------------------------ calls
@@ -528,6 +536,7 @@ _SPECIAL_CALLS: dict[str, Callable[[Any, CallExpr], Raw]] = {
     "R.str": ExprReader._r_str,
     "R.dtype": ExprReader._r_dtype,
     "R.match_cast": ExprReader._r_match_cast,
+    "R.TupleGetItem": ExprReader._r_tuple_get_item,
     "T.max": ExprReader._t_minmax,
     "T.min": ExprReader._t_minmax,
 }

@@ -52,6 +52,7 @@ from ._parse_types import TypeReader
 from ._parse_types import dotted_name
 from ._parse_types import incompatible
 from .syntax import Assign
+from .syntax import AssignTuple
 from .syntax import Attr
 from .syntax import CallExpr
 from .syntax import ClassDef
@@ -67,6 +68,7 @@ from .syntax import Neg
 from .syntax import Node
 from .syntax import Pass
 from .syntax import Return
+from .syntax import TupleExpr
 from .syntax import With
 
 if TYPE_CHECKING:
@@ -282,10 +284,14 @@ class FunctionReader(TypeReader, ExprReader):
                 self.module.record(err)
             elif not self.module.errors:  # cannot happen: poison comes from a recorded error
                 raise
-            target = getattr(stmt, "target", None) if type(stmt) is not IfStmt else _if_target(stmt)
-            if isinstance(target, Name):
-                self.poisoned.add(target.id)
-                self.values.pop(target.id, None)
+            if type(stmt) is AssignTuple:
+                targets: list[Name | None] = list(stmt.targets)
+            else:
+                targets = [getattr(stmt, "target", None) if type(stmt) is not IfStmt else _if_target(stmt)]
+            for target in targets:
+                if isinstance(target, Name):
+                    self.poisoned.add(target.id)
+                    self.values.pop(target.id, None)
             self._bindings = bindings
             self._in_dataflow = in_dataflow
 
@@ -295,6 +301,9 @@ class FunctionReader(TypeReader, ExprReader):
         self._in_dataflow = in_dataflow
         if type(stmt) is Assign:
             self._assign(stmt, bindings, in_dataflow, outputs)
+        elif type(stmt) is AssignTuple:
+            for one in self._unpack(stmt):
+                self._assign(one, bindings, in_dataflow, outputs)
         elif type(stmt) is ExprStmt:
             self._expr_statement(stmt, bindings, in_dataflow)
         elif type(stmt) is FuncDef:
@@ -372,6 +381,25 @@ class FunctionReader(TypeReader, ExprReader):
         self._consume_name(in_dataflow)
         var = self._new_var(target, sinfo, in_dataflow, outputs)
         bindings.append(VarBinding(var, expr, self.span(stmt)))
+
+    def _unpack(self, stmt: AssignTuple) -> list[Assign]:
+        """``a, b = x, y`` as ``a = x`` then ``b = y`` (``m, n = T.int64(), T.int64()``
+        declares two dimensions). TVM unpacks the Python tuple written on the right; a
+        Relax value (a call returning a tuple) cannot be unpacked."""
+        value = stmt.value
+        n = len(stmt.targets)
+        if not isinstance(value, TupleExpr):
+            self.error(f"cannot unpack this value into {n} names: write one value per name "
+                       "(a, b = x, y), or bind the tuple and index it (t[0], t[1])", value)
+        if len(value.elts) != n:
+            self.error(f"{n} names but {len(value.elts)} values", value)
+        out = []
+        for target, elt in zip(stmt.targets, value.elts):
+            one = Assign.__new__(Assign)
+            one.target, one.annotation, one.value = target, None, elt
+            one.place(target, elt)
+            out.append(one)
+        return out
 
     def _prim_literal_value(self, node: Node, ann: PrimStructInfo) -> PrimValue | None:
         """TVM: a Python number bound under an ``R.Prim`` annotation is a PrimValue of the
@@ -533,9 +561,9 @@ class FunctionReader(TypeReader, ExprReader):
             self.module.where = s
             if s is output_call:
                 continue
-            name = _bound_name(s)
-            if name is not None and name not in saved:
-                saved[name] = self.values.get(name)
+            for name in _bound_names(s):
+                if name not in saved:
+                    saved[name] = self.values.get(name)
             self._statement(s, bindings, True, outputs)
         # names bound in the block that are not outputs leave scope
         for name, prev in saved.items():
@@ -568,6 +596,9 @@ class FunctionReader(TypeReader, ExprReader):
                 continue
             if isinstance(s, Assign):
                 last_binding[s.target.id] = s.target
+            elif isinstance(s, AssignTuple):
+                for t in s.targets:
+                    last_binding[t.id] = t
             elif isinstance(s, FuncDef):
                 last_binding[s.name.id] = s.name
             elif isinstance(s, IfStmt):
@@ -623,12 +654,14 @@ def sinfo_lca(a: StructInfo | None, b: StructInfo | None) -> StructInfo:
     return ObjectStructInfo()
 
 
-def _bound_name(stmt: Node) -> str | None:
+def _bound_names(stmt: Node) -> list[str]:
     if isinstance(stmt, Assign):
-        return stmt.target.id
+        return [stmt.target.id]
+    if isinstance(stmt, AssignTuple):
+        return [t.id for t in stmt.targets]
     if isinstance(stmt, FuncDef):
-        return stmt.name.id
-    return None
+        return [stmt.name.id]
+    return []
 
 
 def _normalize_blocks(blocks: list[BindingBlock]) -> list[BindingBlock]:

@@ -181,6 +181,17 @@ class Assign(Node):
         self.place(tok, value)
 
 
+class AssignTuple(Node):
+    """``a, b = x, y``: one value per target (TVM unpacks the Python tuple on the right)."""
+
+    __slots__ = ("targets", "value")
+
+    def __init__(self, toks: list[Tok], value: Node) -> None:
+        self.targets = [Name(t) for t in toks]
+        self.value = value
+        self.place(toks[0], value)
+
+
 class Declare(Node):
     """``NAME: TYPE`` without a value: a variable used but not bound here (a free variable)."""
 
@@ -412,6 +423,9 @@ class SyntaxBuilder(Transformer):
     def assign(self, c: _Children) -> Assign:
         return Assign(c[0], c[1], c[2])
 
+    def assign_tuple(self, c: _Children) -> AssignTuple:
+        return AssignTuple(c[0], c[-1])
+
     def declare(self, c: _Children) -> Declare:
         return Declare(c[0], c[1])
 
@@ -520,7 +534,7 @@ def _bracketed(node: Node, c: list[Any]) -> Node:
 
 
 __all__ = [
-    "Assign", "Attr", "BinOp", "CallExpr", "ClassDef", "Declare", "DictExpr", "ExprStmt", "FuncDef",
+    "Assign", "AssignTuple", "Attr", "BinOp", "CallExpr", "ClassDef", "Declare", "DictExpr", "ExprStmt", "FuncDef",
     "IfStmt", "Import", "Keyword", "ListExpr", "Literal", "Name", "Neg", "Node", "Param", "Pass",
     "Return", "Subscript", "SyntaxBuilder", "TensorType", "TupleExpr", "With", "decode_string",
 ]

@@ -231,3 +231,47 @@ def test_script_names_shadow_python_names() -> None:
         return y
 
     assert body(_wrap(f), "f").startswith('y: R.Tensor((2,), dtype="float32") = R.add(x, x)')
+
+
+# --------------------------------------------------------------------------- tuple assignment
+def test_tuple_assignment_declares_dimensions() -> None:
+    @R.function
+    def f(x: R.Tensor):
+        m, n = T.int64(), T.int64()
+        z = R.match_cast(x, R.Tensor((m, n)))
+        return z
+
+    assert body(_wrap(f), "f") == "m = T.int64()\nn = T.int64()\nz: R.Tensor((m, n)) = R.match_cast(x, R.Tensor((m, n)))\nreturn z"
+
+
+def test_tuple_assignment_binds_each_value() -> None:
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y, z, = x, R.add(x, x)
+        return (y, z)
+
+    t = 'R.Tensor((2,), dtype="float32")'
+    assert body(_wrap(f), "f") == f"y: {t} = x\nz: {t} = R.add(x, x)\nreturn (y, z)"
+
+
+def test_unpacking_a_relax_value_is_an_error() -> None:
+    with pytest.raises(ParseError, match=r"cannot unpack this value into 2 names") as info:
+        byocc.script.from_source('@R.function\ndef f(x: R.Tensor((4,), "float32")):\n'
+                                 "    a, b = R.split(x, 2)\n    return a\n")
+    assert (info.value.span.line, info.value.span.column) == (3, 12)
+    with pytest.raises(ParseError, match="2 names but 3 values"):
+        byocc.script.from_source('@R.function\ndef f(x: R.Tensor((4,), "float32")):\n'
+                                 "    a, b = x, x, x\n    return a\n")
+
+
+# --------------------------------------------------------------------------- R.TupleGetItem
+def test_tuple_get_item_constructor_is_an_index() -> None:
+    @R.function
+    def f(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            t = R.split(x, 2)
+            a = R.TupleGetItem(t, 1)
+            R.output(a)
+        return a
+
+    assert body(_wrap(f), "f").split("\n")[2] == 'a: R.Tensor((2,), dtype="float32") = t[1]'
