@@ -6,7 +6,9 @@ spans are ignored, operators, attributes, struct info, argument order and litera
 must agree, and tensor constants are equal element-wise (same dtype, shape and bytes).
 Symbolic dimension variables (:class:`TirVar`) are renamed consistently as well.
 Free variables (used but not defined inside the compared value) are equal only when they
-are the same object, unless ``map_free_vars=True``. Global references compare by name.
+are the same object, unless ``map_free_vars=True``. Global references compare by name. A
+tensor's shape (``si.shape``) equals the ``R.shape([...])`` of the same dims, as TVM's
+shape is that ShapeExpr.
 
 Implementation: both sides are turned into a *canonical form*, a nested tuple of plain
 values in which every defined variable is replaced by its definition index; equality is
@@ -47,6 +49,7 @@ from .struct_info import FuncStructInfo
 from .struct_info import ObjectStructInfo
 from .struct_info import PrimStructInfo
 from .struct_info import ShapeStructInfo
+from .struct_info import ShapeTuple
 from .struct_info import TensorStructInfo
 from .struct_info import TupleStructInfo
 
@@ -227,6 +230,8 @@ def canonical_form(node: Any, map_free_vars: bool = False) -> Any:
     identity unless ``map_free_vars``, so only compare forms built in the same process.
     """
     c = _Canon(map_free_vars)
+    if isinstance(node, ShapeTuple):  # a tensor's shape: the same as its R.shape([...])
+        return ("shape", c.dims(node))
     if isinstance(node, IRModule):
         return c.module(node)
     if isinstance(node, (TensorStructInfo, TupleStructInfo, ShapeStructInfo, PrimStructInfo,
@@ -239,7 +244,8 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """Whether ``lhs`` and ``rhs`` are equal up to renaming of defined variables."""
     if lhs is rhs:
         return True
-    if type(lhs) is not type(rhs) and not (isinstance(lhs, Var) and isinstance(rhs, Var)):
+    if type(lhs) is not type(rhs) and not (isinstance(lhs, Var) and isinstance(rhs, Var)) \
+            and not {type(lhs), type(rhs)} <= {ShapeTuple, ShapeExpr}:
         return False
     return canonical_form(lhs, map_free_vars) == canonical_form(rhs, map_free_vars)
 
