@@ -14,6 +14,7 @@ from byocc.ir.analysis import all_vars
 from byocc.ir.analysis import analyze_var2value
 from byocc.ir.analysis import bound_vars
 from byocc.ir.analysis import free_vars
+from byocc.ir.analysis import post_order_visit
 from byocc.ir.well_formed import well_formed as _problems
 
 
@@ -41,6 +42,6 @@ def well_formed_problems(obj: IRModule | Function, check_ty: bool = True) -> lis
 
 
 __all__ = [
-    "all_global_vars", "all_vars", "bound_vars", "check_well_formed", "free_vars", "get_var2val", "well_formed",
-    "well_formed_problems",
+    "all_global_vars", "all_vars", "bound_vars", "check_well_formed", "free_vars", "get_var2val",
+    "post_order_visit", "well_formed", "well_formed_problems",
 ]
