@@ -13,6 +13,7 @@ inert placeholder the parser reads from the source instead.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,10 @@ def max(a: Dim, b: Dim) -> Dim:  # noqa: A001  (TIR's name)
     if isinstance(a, int) and isinstance(b, int):
         return a if a >= b else b
     return PrimMinMax("max", a, b)
+
+
+#: ``tvm.tirx.expr``: the expression classes under their module path (``tvm.tirx.expr.Var``).
+expr = types.SimpleNamespace(Var=Var, IntImm=IntImm, FloatImm=FloatImm, PrimExpr=PrimExpr)
 
 
 def __getattr__(name: str) -> Any:

@@ -97,3 +97,13 @@ def test_is_shape_valid_for_cutlass_matmul_returns_bool():
     assert is_shape_valid_for_cutlass_matmul((3, a, 16, 15), (3, b, 15, 2)) is False
     assert is_shape_valid_for_cutlass_matmul((3, a), (a, 5)) is False  # K must be constant
     assert is_shape_valid_for_cutlass_matmul((3, 1, 1, 16, 15), (3, 2, 4, 15, 2)) is False
+
+
+def test_tirx_expr_var_names_the_symbolic_dimension_class():
+    from byocc.script import tirx as T
+
+    a = T.expr.Var("a", "int64")
+    assert isinstance(a, TirVar) and isinstance(a, T.expr.Var) and not isinstance(3, T.expr.Var)
+    mod = get_relax_matmul_module((a, 16, 15), (a, 15, 2), "float16")
+    assert mod["main"].params[0].struct_info.shape[0] is a
+    assert is_shape_valid_for_cutlass_matmul((a, 16, 15), (a, 15, 2)) is True
