@@ -52,6 +52,7 @@ from .struct_info import ShapeStructInfo
 from .struct_info import ShapeTuple
 from .struct_info import TensorStructInfo
 from .struct_info import TupleStructInfo
+from .tir import PrimFunc
 
 
 class _Canon:
@@ -142,7 +143,7 @@ class _Canon:
         if isinstance(v, (TirVar, PrimBinary, PrimMinMax)):
             return self.dim(v)
         if isinstance(v, (Var, GlobalVar, Constant, Function, Call, Tuple, ShapeExpr, PrimValue,
-                          StringImm, DataTypeImm, ExternFunc, Op, TupleGetItem, If, SeqExpr)):
+                          StringImm, DataTypeImm, ExternFunc, Op, TupleGetItem, If, SeqExpr, PrimFunc)):
             return self.expr(v)
         if isinstance(v, (TensorStructInfo, TupleStructInfo, ShapeStructInfo, PrimStructInfo,
                           FuncStructInfo, ObjectStructInfo)):
@@ -190,6 +191,8 @@ class _Canon:
             return ("if", self.expr(e.cond), self.expr(e.true_branch), self.expr(e.false_branch))
         if t is Function:
             return self.function(e)
+        if t is PrimFunc:  # TIR kept as text: equal when written alike (byocc.ir.tir)
+            return ("tir", e.key, tuple(sorted(e.attrs.items())))
         return ("?", t.__name__, id(e))
 
     def seq(self, e: SeqExpr) -> tuple:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import NoReturn
 from typing import TypeVar
+from typing import cast
 
 from lark.exceptions import LarkError
 from lark.exceptions import UnexpectedCharacters
@@ -43,6 +44,7 @@ from byocc.ir import ParseError
 from byocc.ir import Span
 from byocc.ir import TensorStructInfo
 from byocc.ir import UnsupportedError
+from byocc.ir.tir import PrimFunc
 
 from ._parse_expr import METADATA
 from ._parse_expr import MODULE
@@ -121,10 +123,14 @@ def _parse(text: str, source: str, constants: dict[str, Any] | None, sidecar: st
     gc.disable()  # the parse allocates many long-lived objects and no cycles
     reader = None
     try:
+        tir: list[TirDef] = []
+        if scope is not None and "prim_func" in text:
+            text, tir = cut_prim_funcs(normalize_source(text))
         stmts = parse_syntax(text, source)
         if scope is not None:
             resolve_dotted_names(stmts, scope)
         reader = ModuleReader(source, constants, sidecar, scope)
+        reader.tir = tir
         mod = reader.read(stmts)
         reader.metadata.check_unused()
         return mod, reader.standalone
@@ -339,6 +345,10 @@ class ModuleReader:
         self.failed: dict[str, ByoccError] = {}
         #: the function's name when the text is one stand-alone ``@R.function``
         self.standalone: str | None = None
+        #: the ``@T.prim_func`` members of a script, cut out of the text before parsing
+        self.tir: list[TirDef] = []
+        self.prim_funcs: dict[str, PrimFunc] = {}
+        self.members_line: dict[str, int] = {}
 
     # ------------------------------------------------------------------ errors
     def span(self, node: Node) -> Span:
@@ -421,6 +431,7 @@ class ModuleReader:
                 self._check_new_member(stmt.name)
                 funcdefs.append(stmt)
                 order.append(stmt.name.id)
+                self.members_line[stmt.name.id] = stmt.line
                 self.members[stmt.name.id] = None  # reserved; read below
                 continue
             if isinstance(stmt, Assign) and stmt.annotation is None:
@@ -429,6 +440,7 @@ class ModuleReader:
                 self.externs[stmt.target.id] = ext
                 self.gvars[stmt.target.id] = GlobalVar(stmt.target.id, ext.struct_info, ext.span)
                 order.append(stmt.target.id)
+                self.members_line[stmt.target.id] = stmt.line
                 continue
             if (isinstance(stmt, ExprStmt) and isinstance(stmt.value, CallExpr)
                     and dotted_name(stmt.value.func) == "I.module_attrs"):
@@ -436,6 +448,15 @@ class ModuleReader:
                 continue
             self.error("unexpected statement in the module (expected functions, NAME = R.ExternFunc(...) "
                        "or I.module_attrs(...))", stmt)
+        lines = {name: self.members_line.get(name, 0) for name in order}
+        for t in self.tir:
+            if t.name in lines:
+                self.error(f"the module already has a member named '{t.name}'", None)
+            self.prim_funcs[t.name] = PrimFunc(t.source, {} if t.private else {"global_symbol": t.name},
+                                               span=Span(self.source, t.line, t.col))
+            self.gvars[t.name] = GlobalVar(t.name, self.prim_funcs[t.name].struct_info)
+            lines[t.name] = t.line
+        order = sorted(lines, key=lines.__getitem__)
         # signatures first, so calls can be typed whatever the order of definition
         for fd in funcdefs:
             self.where = fd
@@ -450,10 +471,12 @@ class ModuleReader:
             except ByoccError as err:
                 self.record(err)  # the next member is independent of this one
         self.raise_errors()
-        functions: dict[GlobalVar, Function | ExternFunc] = {}
+        functions: dict[GlobalVar, Function | ExternFunc | PrimFunc] = {}
         for name in order:
-            functions[self.gvars[name]] = self.funcs[name] if name in self.funcs else self.externs[name]
-        return IRModule(functions, attrs=self.attrs)
+            functions[self.gvars[name]] = (self.funcs[name] if name in self.funcs else self.externs[name]
+                                           if name in self.externs else self.prim_funcs[name])
+        # a PrimFunc member is a module function too (IRModule's BaseFunc predates it)
+        return IRModule(cast("dict[GlobalVar, Function | ExternFunc]", functions), attrs=self.attrs)
 
     def _ir_module_options(self, deco: Node) -> None:
         """``@I.ir_module(check_well_formed=..., s_tir=...)``: TVM's keyword options, each
@@ -578,6 +601,68 @@ class ModuleReader:
                 self.error("dictionary keys must be strings or numbers", k)
             out[key] = self.read_attr_value(v, func_reader)
         return out
+
+
+class TirDef:
+    """A ``@T.prim_func`` definition cut out of a script's text (see :func:`cut_prim_funcs`)."""
+
+    __slots__ = ("name", "source", "line", "col", "private")
+
+    def __init__(self, name: str, source: str, line: int, col: int, private: bool) -> None:
+        self.name = name
+        self.source = source
+        self.line = line
+        self.col = col
+        self.private = private
+
+
+_PRIM_FUNC_DECORATOR = re.compile(r"[ \t]*@[\w.]*\bprim_func\b")
+_DEF_NAME = re.compile(r"[ \t]*def[ \t]+(\w+)")
+
+
+def cut_prim_funcs(text: str) -> tuple[str, list[TirDef]]:
+    """``text`` with every ``@T.prim_func`` definition (decorators, header, body) blanked
+    out, line numbers kept, and the definitions. byocc does not read TIR: a script's
+    PrimFuncs are kept as text (:class:`byocc.ir.tir.PrimFunc`). One pass over the lines."""
+    lines = text.split("\n")
+    found: list[TirDef] = []
+    i = 0
+    while i < len(lines):
+        if not _PRIM_FUNC_DECORATOR.match(lines[i]):
+            i += 1
+            continue
+        start = i
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        j = i
+        while j < len(lines) and not _DEF_NAME.match(lines[j]):
+            j += 1
+        m = _DEF_NAME.match(lines[j]) if j < len(lines) else None
+        if m is None:
+            break  # no def follows: the parser reports what is there
+        depth = 0
+        while j < len(lines):  # the header, to its ':' outside brackets
+            depth += sum(lines[j].count(c) for c in "([{") - sum(lines[j].count(c) for c in ")]}")
+            j += 1
+            if depth <= 0:
+                break
+        while j < len(lines):
+            stripped = lines[j].strip()
+            if stripped and not stripped.startswith("#") and len(lines[j]) - len(lines[j].lstrip()) <= indent:
+                break
+            j += 1
+        end = j
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        decorators = "\n".join(lines[start:end])
+        source = "\n".join(line[indent:] for line in decorators.split("\n"))
+        header = "\n".join(lines[start:end]).split("def ", 1)[0]
+        private = bool(re.search(r"\bprivate\s*=\s*True\b", header))
+        found.append(TirDef(m.group(1), source, start + 1, indent + 1, private))
+        for k in range(start, end):
+            lines[k] = ""
+        lines[start] = " " * indent + "pass"  # a class of PrimFuncs only still has a body
+        i = end
+    return "\n".join(lines), found
 
 
 #: ``byocc check`` reports at most this many problems of one file.

@@ -41,6 +41,7 @@ from byocc.ir import TensorStructInfo
 from byocc.ir import TirVar
 from byocc.ir import TupleStructInfo
 from byocc.ir import Var
+from byocc.ir.tir import PrimFunc
 
 from ._print_expr import ExprPrinterMixin
 from ._print_expr import dps_out_sinfo
@@ -336,6 +337,11 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
                 body.extend(def_lines)
             elif isinstance(func, ExternFunc):
                 body.append(f"    {name} = {self._extern_func(func)}")
+            elif isinstance(func, PrimFunc):
+                # byocc keeps TIR as written (it does not model TIR): the definition as given
+                self.usage.add("tirx")
+                body.extend("    " + line if line else "" for line in func.source.split("\n"))
+                body.append("")  # as after a function body
             else:
                 raise InternalError(f"cannot print module member {name!r} of type {type(func).__name__}")
         self.usage.add("ir")

@@ -275,3 +275,53 @@ def test_tuple_get_item_constructor_is_an_index() -> None:
         return a
 
     assert body(_wrap(f), "f").split("\n")[2] == 'a: R.Tensor((2,), dtype="float32") = t[1]'
+
+
+# --------------------------------------------------------------------------- TIR kept as text
+def _tir_module() -> IRModule:
+    @I.ir_module
+    class Mod:
+        @T.prim_func(private=True)
+        def relu(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.sblock("compute"):
+                    b[i] = T.max(a[i], T.float32(0))  # a TIR body byocc keeps as written
+
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            cls = Mod
+            with R.dataflow():
+                y = R.call_tir(cls.relu, (x,), out_ty=R.Tensor((4,), "float32"))
+                R.output(y)
+            return y
+
+    return Mod
+
+
+def test_prim_func_members_of_a_script_are_kept_as_text() -> None:
+    from byocc.ir.tir import PrimFunc
+
+    mod = _tir_module()
+    assert isinstance(mod["relu"], PrimFunc)
+    assert "global_symbol" not in mod["relu"].attrs  # private
+    text = str(mod)
+    assert '            y = R.call_tir(cls.relu, (x,), out_ty=R.Tensor((4,), dtype="float32"))\n' in text
+    assert "    @T.prim_func(private=True)\n    def relu(a: T.Buffer((4,), \"float32\"), b: T.Buffer((4,), \"float32\")):\n" \
+        "        for i in range(4):\n" in text
+    assert "# from tvm.script import tirx as T" in text
+
+
+def test_prim_funcs_written_alike_are_structurally_equal() -> None:
+    from byocc.ir import structural_equal
+
+    assert structural_equal(_tir_module(), _tir_module())
+
+
+def test_prim_funcs_in_text_files_are_still_refused() -> None:
+    from byocc.ir import UnsupportedError
+    from byocc.text import parse_module
+
+    text = ("@I.ir_module\nclass M:\n    @T.prim_func\n    def f(a: T.Buffer((4,), \"float32\")):\n"
+            "        for i in range(4):\n            a[i] = 0.0\n")
+    with pytest.raises(UnsupportedError, match="TIR functions"):
+        parse_module(text)
