@@ -274,3 +274,22 @@ def test_the_builder_module_holds_the_op_constructors():
     assert rb.add is op.add and rb.nn is op.nn and rb.call_dps_packed is op.call_dps_packed
     with pytest.raises(AttributeError, match=r"has no attribute 'not_an_op'"):
         rb.not_an_op  # noqa: B018
+
+
+def test_a_function_built_with_tvmscript_R_spellings():
+    with IRBuilder() as builder:
+        with rb.function():
+            R.func_name("main")
+            x = R.arg("x", R.Tensor((2, 4), "float32"))
+            with R.dataflow() as frame:
+                y = R.emit(x + x)
+                z = R.emit(R.nn.relu(y))
+                R.output(z)
+            R.func_ret_value(frame.output_vars[0])
+    assert str(builder.get()).splitlines()[-5:] == [
+        "    with R.dataflow():",
+        '        lv: R.Tensor((2, 4), dtype="float32") = R.add(x, x)',
+        '        lv1: R.Tensor((2, 4), dtype="float32") = R.nn.relu(lv)',
+        "        R.output(lv1)",
+        "    return lv1",
+    ]
