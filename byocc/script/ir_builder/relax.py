@@ -112,7 +112,6 @@ class FunctionFrame(IRBuilderFrame):
         ret = self.ret_struct_info if self.ret_struct_info is not None else func.ret_struct_info
         return Function(func.params, func.body, ret, func.is_pure, attrs, func.span)
 
-
     def rename(self, var: Any, name: str) -> None:
         """``IRBuilder.name(name, var)``: applied when the function is built."""
         if not isinstance(var, Var):
