@@ -24,12 +24,13 @@ The search is TVM's (``MatchGraph``), so the same block and graph give the same 
   the variables they name are matched.
 
 Cost: one expression match (the pattern's size) per (pattern, candidate) pair tried;
-backtracking happens only between roots. Recursion depth is bounded by the pattern graph
-(the user's few patterns), never by the block.
+backtracking happens only between roots. The search runs on an explicit stack (no Python
+recursion over the pattern graph or the block).
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from types import TracebackType
@@ -218,6 +219,9 @@ class _GraphMatcher:
 
     def try_match(self, p: DFPattern, r: Var, current: _State) -> _State | None:
         """``p`` at ``r`` and, through the edges, every pattern below ``p``."""
+        return _trampoline(self._try_match(p, r, current))
+
+    def _try_match(self, p: DFPattern, r: Var, current: _State) -> _Search:
         if not self.matcher.match(p, r):
             return None
         new = _State()
@@ -234,7 +238,7 @@ class _GraphMatcher:
                 if not self._edge_holds(r, rchild, cons, len(r_users)) or pchild in new.p2r:
                     continue
                 any_ok = True
-                rec = self.try_match(pchild, rchild, current)
+                rec = yield self._try_match(pchild, rchild, current)
                 if rec is not None:
                     new.add(pchild, rchild)
                     new.merge(rec)
@@ -253,6 +257,10 @@ class _GraphMatcher:
         return True
 
     def match_roots(self, current: _State, root_idx: int) -> _State | None:
+        """Every root from ``root_idx`` on, each at a free candidate, backtracking."""
+        return _trampoline(self._match_roots(current, root_idx))
+
+    def _match_roots(self, current: _State, root_idx: int) -> _Search:
         roots = self.roots
         while root_idx < len(roots) and roots[root_idx] in current.p2r:
             root_idx += 1
@@ -262,14 +270,14 @@ class _GraphMatcher:
         for var in self.ud.vars:
             if var in current.r2p:
                 continue
-            m = self.try_match(root, var, current)
+            m = yield self._try_match(root, var, current)
             if m is None:
                 continue
             new = current.copy()
             new.merge(m)
             if not self.validate(new):
                 continue
-            rest = self.match_roots(new, root_idx + 1)
+            rest = yield self._match_roots(new, root_idx + 1)
             if rest is not None:
                 return rest
         return None
@@ -318,6 +326,26 @@ class _GraphMatcher:
         if not all_matched:
             return None
         return not unknown
+
+
+#: A search step: a generator that yields the sub-searches it needs (their results are sent
+#: back) and returns its own result; :func:`_trampoline` runs it without Python recursion.
+_Search = Generator["_Search", "_State | None", "_State | None"]
+
+
+def _trampoline(search: _Search) -> _State | None:
+    """Run a search and its sub-searches with an explicit stack (the pattern graph may be a
+    long chain; Python's recursion limit is not a bound on it)."""
+    stack = [search]
+    result: _State | None = None
+    while stack:
+        try:
+            stack.append(stack[-1].send(result))
+            result = None
+        except StopIteration as done:
+            stack.pop()
+            result = done.value
+    return result
 
 
 def _shape_of(var: Var) -> tuple | None:

@@ -302,3 +302,15 @@ def test_rewrite_bindings_matches_again_among_the_bindings_not_rewritten():
     out = rewrite_bindings(ctx, rewriter, func)
     assert calls == [(["a", "c"], ["a", "b", "c", "d", "e"]), (["b", "d"], ["b", "d", "e"])]
     assert [b.value.op.name for b in out.body.blocks[0].bindings[:4]] == ["relax.add"] * 4
+
+
+def test_a_pattern_chain_longer_than_the_recursion_limit():
+    n = 1200
+    body = ["v0 = R.nn.relu(x)"] + [f"v{i} = R.nn.relu(v{i - 1})" for i in range(1, n)]
+    _, dfb = block(f"x: {T4}", "\n".join(body), f"v{n - 1}")
+    with PatternContext() as ctx:
+        seq = unary("relax.nn.relu")
+        for _ in range(n - 1):
+            seq = seq >> unary("relax.nn.relu")
+        got = ctx.match_dfb(dfb)
+    assert [got[p].name_hint for p in seq.patterns] == [f"v{i}" for i in range(n)]
