@@ -23,6 +23,7 @@ from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
 from byocc.ir.arith import provably_different
+from byocc.ir.prim import substitute_dim
 from byocc.ir.struct_info import FuncStructInfo
 from byocc.ir.struct_info import ObjectStructInfo
 from byocc.ir.struct_info import PrimStructInfo
@@ -156,6 +157,8 @@ def dims_agree(x: Any, y: Any, bound: dict[TirVar, Any] | None) -> bool:
             bound[x] = y
             return True
         x = have
+    elif bound and not isinstance(x, int):
+        x = substitute_dim(x, bound)  # ``2 * m`` once ``m`` is fixed
     if isinstance(x, int) and isinstance(y, int):
         return x == y
     return can_prove_equal(x, y) or not provably_different(x, y)

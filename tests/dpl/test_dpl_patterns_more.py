@@ -157,3 +157,14 @@ def test_has_attr_compares_an_int_subclass_as_an_int():
     pat = is_op("relax.split")(wildcard())
     assert pat.has_attr({"indices_or_sections": Int64(2), "axis": 0}).match(split)
     assert not pat.has_attr({"indices_or_sections": 2.0}).match(split)
+
+
+def test_has_ty_dimension_expressions_use_the_fixed_shape_variables():
+    from byocc.ir import arith
+
+    m = TirVar("m")
+    pat = wildcard().has_ty(tensor((m, arith.mul(m, 2)), None))
+    func = main('a: R.Tensor((4, 8), "float32"), b: R.Tensor((4, 9), "float32")', "c = (a, b)", "c")
+    a, b = func.params
+    assert pat.match(a)
+    assert not pat.match(b)  # m = 4 makes the second dimension 8
