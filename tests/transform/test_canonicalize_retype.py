@@ -136,3 +136,38 @@ def test_match_casts_that_disagree_raise_a_value_error():
         CanonicalizeBindings()(parse_module(src))
     with pytest.raises(PassError):
         CanonicalizeBindings()(parse_module(src))
+
+
+def test_each_branch_knows_its_own_value_and_casts_back_to_the_if_type():
+    # N = 16 inside the then branch (from M x 16), N = 32 inside the else branch: each
+    # branch's product is typed with its value, then cast back to (M, N) for the if
+    sig = ('def main(state: R.Tensor((N,), dtype="float32"), A: R.Tensor((M, 16), dtype="float32"), '
+           'B: R.Tensor((M, 32), dtype="float32"), scale: T.float32, c: T.bool) -> R.Tensor((M,), dtype="float32"):')
+    tvars = 'M = TypeVar("M")\nN = TypeVar("N")\n'
+
+    def branch(x: str, src: str, k: int, after: str) -> str:
+        cast = f'''
+                {x}2: R.Tensor((M, N), dtype="float32") = R.match_cast({x}1, R.Tensor((M, N), dtype="float32"))'''
+        # once N is known in the branch, the cast is trivial and goes
+        return f'''
+                {x}1: R.Tensor((M, {k}), dtype="float32") = R.multiply({src}, scale){cast if after == "N" else ""}
+                {x}3: R.Tensor((M, {after}), dtype="float32") = R.multiply({x}{2 if after == "N" else 1}, scale)'''
+
+    def body(then: str, other: str) -> str:
+        return f'''
+        @R.function
+        {sig}
+            if c:{then}
+            else:{other}
+            w4: R.Tensor((M, N), dtype="float32") = R.multiply(weights, scale)
+            out: R.Tensor((M,), dtype="float32") = R.matmul(w4, state, out_dtype=None)
+            return out
+        '''
+
+    src = body(branch("w", "A", 16, "N") + '\n                weights: R.Tensor((M, N), dtype="float32") = w3',
+               branch("v", "B", 32, "N") + '\n                weights: R.Tensor((M, N), dtype="float32") = v3')
+    cast = '\n                {0}_branch_with_dyn: R.Tensor((M, N), dtype="float32") = R.match_cast({1}3, R.Tensor((M, N), dtype="float32"))' \
+           '\n                weights: R.Tensor((M, N), dtype="float32") = {0}_branch_with_dyn'
+    want = body(branch("w", "A", 16, "16") + cast.format("then", "w"),
+                branch("v", "B", 32, "32") + cast.format("else", "v"))
+    assert canon(module(src, tvars, tir=True)) == printed(module(want, tvars, tir=True))
