@@ -21,6 +21,7 @@ from .common import fail
 from .common import fmt_sinfo
 from .common import sinfo_of
 from .common import tensor_from_shape_expr
+from .registry import AttrField
 from .registry import _sinfo_list
 from .registry import define
 from .registry import packed_result
@@ -126,3 +127,43 @@ define("relax.builtin.alloc_tensor", args=("shape", "dtype", "runtime_device_ind
                   "storage_scope": "str_imm"},
        arg_defaults={"storage_scope": "global"}, infer=infer_alloc_tensor)
 
+
+
+# --------------------------------------------------------------------------- impure builtins
+VOID = TupleStructInfo(())
+
+
+def _format_call(opdef, fixed: tuple, values: tuple, attrs, span) -> Call:
+    """``R.print(*values, format=...)`` / ``R.assert_op(cond, *values, format=...)``: TVM's
+    operands are the fixed ones, the format string (a StringImm), then the values; a list of
+    values (``R.assert_op(c, [x, y])``) is spread. Impure (TVM's list), typed as void."""
+    from byocc.ir import StringImm
+    from byocc.ir import Tuple as TupleExpr
+
+    if attrs is None:  # already in TVM's operand order (a pass rebuilding the call)
+        return Call(Op.get(opdef.name), fixed + values, None, (), VOID, span)
+    fmt = attrs.get("format", "")
+    spread: list = []
+    for v in values:
+        spread.extend(v.fields if type(v) is TupleExpr else (v,))
+    return Call(Op.get(opdef.name), fixed + (StringImm(fmt),) + tuple(spread), None, (), VOID, span)
+
+
+def _build_print(opdef, args, attrs, sinfo_args, span):
+    return _format_call(opdef, (), tuple(args), attrs, span)
+
+
+def _build_assert(opdef, args, attrs, sinfo_args, span):
+    if not args:
+        raise TypeInferenceError("R.assert_op needs a condition", span)
+    return _format_call(opdef, (args[0],), tuple(args[1:]), attrs, span)
+
+
+def _infer_void(call: Call):
+    return VOID
+
+
+define("relax.print", args=(), attrs=(AttrField("format", "", "str"),), varargs=True,
+       build=_build_print, infer=_infer_void)
+define("relax.assert_op", args=("condition",), attrs=(AttrField("format", "", "str"),), varargs=True,
+       arg_kinds={"condition": "any"}, build=_build_assert, infer=_infer_void)

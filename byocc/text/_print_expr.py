@@ -53,6 +53,10 @@ _DPS_OPS = {
 }
 
 
+#: Operators whose format string is an operand (at this index) that TVM prints as ``format=``.
+_FORMAT_OPERAND = {"relax.print": 0, "relax.assert_op": 1}
+
+
 def op_callee(op: Op) -> str:
     """The printed callee of an operator: the registry's ``printed`` (``R.nn.conv2d``),
     else ``R.`` + the name without ``relax.``; a non-Relax op prints its bare name."""
@@ -234,6 +238,11 @@ class ExprPrinterMixin:
             dps = _DPS_OPS.get(op.name)
             if dps is not None and len(c.args) >= 2:
                 return self._dps_call(c, dps)
+            at = _FORMAT_OPERAND.get(op.name)
+            if at is not None and len(c.args) > at:
+                # R.print(x, format=R.str("...")): the format operand prints last, by keyword
+                args = [self.expr(a) for i, a in enumerate(c.args) if i != at]
+                return op_callee(op) + "(" + ", ".join(args + ["format=" + self.expr(c.args[at])]) + ")"
             self.usage.add("relax")
             callee = op_callee(op)
             args: list[str] = []
