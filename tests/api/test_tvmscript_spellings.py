@@ -325,3 +325,34 @@ def test_prim_funcs_in_text_files_are_still_refused() -> None:
             "        for i in range(4):\n            a[i] = 0.0\n")
     with pytest.raises(UnsupportedError, match="TIR functions"):
         parse_module(text)
+
+
+# --------------------------------------------------------------------------- more Python values
+def test_a_global_var_defined_in_python_is_callable() -> None:
+    from byocc.ir import FuncStructInfo
+    from byocc.ir import GlobalVar
+    from byocc.ir import TensorStructInfo
+
+    helper = GlobalVar("helper", FuncStructInfo((TensorStructInfo((2,), "float32"),), TensorStructInfo((2,), "float32")))
+
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        y = helper(x)
+        return y
+
+    call = f.body.blocks[0].bindings[0].value
+    assert call.op is helper and call.struct_info == TensorStructInfo((2,), "float32")
+
+
+def test_a_scripts_return_annotation_is_not_checked_against_its_body() -> None:
+    # TVM's parser keeps the annotation as written; the text reader of .relax files checks it
+    @R.function
+    def f(x: R.Tensor((2,), "float32")) -> R.Tuple:
+        y = (x, x)
+        return y
+
+    from byocc.ir import TupleStructInfo
+
+    assert f.ret_struct_info == TupleStructInfo(())
+    with pytest.raises(TypeInferenceError, match="the returned value does not match the return type"):
+        byocc.script.from_source('@R.function\ndef f(x: R.Tensor((2,), "float32")) -> R.Tuple:\n    return (x, x)\n')
