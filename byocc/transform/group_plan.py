@@ -211,7 +211,12 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
         return None
     # only variables bound in this block can be outputs of its part of a group
     defined_here = {bindings[i].var for idx in members.values() for i in idx}
-    # step 2-3: outputs used by other groups, dependencies
+    per_group: dict = {}
+    for i, g in enumerate(groups):
+        per_group.setdefault(g, []).append(i)
+    # step 2-3: outputs used by other groups, dependencies. Without groups spanning blocks,
+    # the dependencies of a one-binding group that is not materialised are needed only when
+    # the depth-first search below reaches it from a group, and are found then.
     get_group = group_of.get
     uses_of = memo.of
     for i, b in enumerate(bindings):
@@ -219,23 +224,40 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
         uses = uses_of(b.value)
         if not uses:
             continue
-        d = deps.get(cur)
-        if d is None:
-            d = deps[cur] = {}
-        for v in uses:
-            prod = get_group(v, v)
-            if prod == cur:
-                continue
-            d[prod] = None
-            out = outputs.get(prod)
-            if out is not None and v not in out and v in defined_here:
-                out[v] = None
+        if multi_block or cur in group_attrs or len(per_group[cur]) > 1:
+            d = deps.get(cur)
+            if d is None:
+                d = deps[cur] = {}
+            for v in uses:
+                prod = get_group(v, v)
+                if prod == cur:
+                    continue
+                d[prod] = None
+                out = outputs.get(prod)
+                if out is not None and v not in out and v in defined_here:
+                    out[v] = None
+        else:
+            for v in uses:
+                out = outputs.get(get_group(v, v))
+                if out is not None and v not in out and v in defined_here:
+                    out[v] = None
     if not members:
         return None
-    # step 4: depth-first emission order over recorded dependencies, cycle detection
-    per_group: dict = {}
-    for i, g in enumerate(groups):
-        per_group.setdefault(g, []).append(i)
+
+    def deps_of(g: Hashable) -> Any:
+        d = deps.get(g)
+        if d is None:
+            d = deps[g] = {}
+            idx = per_group.get(g)
+            if idx is not None and not multi_block:  # a one-binding group (see above)
+                for v in uses_of(bindings[idx[0]].value):
+                    prod = get_group(v, v)
+                    if prod != g:
+                        d[prod] = None
+        return d
+
+    # step 4: depth-first emission order over recorded dependencies, cycle detection. A
+    # one-binding group first met in binding order has every dependency emitted already.
     order: list[int] = []
     visited: set = set()
     on_stack: set = set()
@@ -243,8 +265,11 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
         if g0 in visited:
             continue
         visited.add(g0)
+        if not multi_block and g0 not in group_attrs and len(per_group[g0]) == 1:
+            order.extend(per_group[g0])
+            continue
         on_stack.add(g0)
-        stack = [(g0, iter(deps.get(g0, ())))]
+        stack = [(g0, iter(deps_of(g0)))]
         while stack:
             g, it = stack[-1]
             nxt = None
@@ -264,7 +289,7 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
             else:
                 visited.add(nxt)
                 on_stack.add(nxt)
-                stack.append((nxt, iter(deps.get(nxt, ()))))
+                stack.append((nxt, iter(deps_of(nxt))))
     return BlockPlan(block, groups, members, outputs, order)
 
 

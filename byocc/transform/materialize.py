@@ -210,7 +210,7 @@ class Materializer:
             op_type = type(v.op)
             # a global callee (a composite called from a merged group) is inlined from the
             # one function its GlobalVar names, so equal callees give equal functions too
-            if op_type is not GlobalVar and (op_type is not Op or v.op.name in CALL_TIR):
+            if op_type is not GlobalVar and (op_type is not Op or v.op.name in CALL_TIR):  # type: ignore[attr-defined]  # an Op
                 return None
             refs = []
             for a in v.args:
