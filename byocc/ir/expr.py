@@ -257,16 +257,49 @@ class GlobalVar(Expr):
         return f"GlobalVar({self.name_hint!r})"
 
 
+_TENSOR_DATA: list[type] = []
+
+
+def _tensor_data_class() -> type:
+    """``TensorData``, a numpy array class that also answers TVM's ``tensor.numpy()``
+    (defined on first use: numpy is loaded by then, since a constant holds an array)."""
+    if not _TENSOR_DATA:
+        import numpy as np
+
+        class TensorData(np.ndarray):
+            """A constant's values: a numpy array (a view, no copy) with TVM's ``.numpy()``."""
+
+            def numpy(self) -> Any:
+                return np.array(self)
+
+        TensorData.__qualname__ = "TensorData"  # importable (and picklable) by name
+        TensorData.__module__ = __name__
+        _TENSOR_DATA.append(TensorData)
+    return _TENSOR_DATA[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TensorData":
+        return _tensor_data_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Constant(Expr):
-    """A tensor constant. ``data`` is a numpy array, or ``None`` when the value is unknown
-    (a ``metadata[...]`` reference read without its sidecar ``.npz``)."""
+    """A tensor constant. ``data`` is a numpy array (a view that also has TVM's
+    ``.numpy()``), or ``None`` when the value is unknown (a ``metadata[...]`` reference read
+    without its sidecar ``.npz``)."""
 
     data: Any
     struct_info: StructInfo | None = None
     span: Span | None = None
     # metadata index this constant had in the text it was read from (for sidecar files)
     source_index: int | None = None
+
+    def __post_init__(self) -> None:
+        data = self.data
+        if data is not None and type(data).__name__ == "ndarray" and hasattr(data, "view"):
+            object.__setattr__(self, "data", data.view(_tensor_data_class()))
 
     @property
     def is_scalar(self) -> bool:
@@ -496,9 +529,12 @@ class Function(Expr):
                 attrs[k] = v
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure, attrs, self.span)
 
-    def with_attr(self, key: str, value: Any) -> Function:
-        """A copy with attribute ``key`` set to ``value`` (TVM's ``with_attr``)."""
-        return self.with_attrs({key: value})
+    def with_attr(self, attr_key_or_dict: str | Mapping[str, Any], attr_value: Any = None) -> Function:
+        """A copy with attribute ``key`` set to ``value``, or with every entry of a dict set
+        (TVM's ``with_attr``)."""
+        if isinstance(attr_key_or_dict, Mapping):
+            return self.with_attrs(attr_key_or_dict)
+        return self.with_attrs({attr_key_or_dict: attr_value})
 
     def without_attr(self, key: str) -> Function:
         """A copy without attribute ``key``."""

@@ -48,6 +48,7 @@ from .expr import Var
 from .expr import VarBinding
 from .expr import const
 from .expr import extern
+from .expr import get_shape_of
 from .expr import prim_value
 from .struct_info import FuncStructInfo
 from .struct_info import FuncType
@@ -118,6 +119,7 @@ __all__ = [
     "const",
     "dpl",
     "extern",
+    "get_shape_of",
     "op",
     "prim_value",
     "transform",

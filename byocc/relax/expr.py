@@ -32,6 +32,7 @@ from byocc.ir import TensorStructInfo
 from byocc.ir import Tuple as _Tuple
 from byocc.ir import TupleGetItem as _TupleGetItem
 from byocc.ir import TupleStructInfo
+from byocc.ir import UnsupportedError
 from byocc.ir import Var as _Var
 from byocc.ir import VarBinding as _VarBinding
 
@@ -110,6 +111,20 @@ class ShapeExpr(Factory):
 
     def __new__(cls, values: Sequence, span: Any = None) -> _ShapeExpr:  # type: ignore[misc]
         return _ShapeExpr(to_dims(list(values) if not isinstance(values, _ShapeExpr) else values, "ShapeExpr"))
+
+
+def get_shape_of(expr: Expr) -> Expr:
+    """The shape of a tensor expression: ``R.shape([...])`` of its known dims, or the
+    Shape-typed variable that shapes it (TVM's ``relax.get_shape_of``; byocc has no
+    ``R.shape_of`` for a shape known only at run time)."""
+    si = getattr(expr, "struct_info", None)
+    if not isinstance(si, TensorStructInfo):
+        raise InputError(f"get_shape_of: expected a tensor, got an expression of type {si}")
+    if si.shape is not None:
+        return _ShapeExpr(tuple(si.shape))
+    if si.shape_var is not None:
+        return si.shape_var
+    raise UnsupportedError("get_shape_of: the tensor's shape is unknown and byocc has no R.shape_of")
 
 
 def prim_value(value: Any, dtype: str | None = None) -> _PrimValue:
@@ -252,5 +267,5 @@ def MatchCast(var: _Var, value: Expr, struct_info: StructInfo, span: Any = None)
 __all__ = [
     "BindingBlock", "Call", "Constant", "DataflowBlock", "DataflowVar", "Expr", "ExternFunc", "Function",
     "GlobalVar", "MatchCast", "PrimValue", "SeqExpr", "ShapeExpr", "StringImm", "Tuple", "TupleGetItem",
-    "Var", "VarBinding", "const", "extern", "prim_value",
+    "Var", "VarBinding", "const", "extern", "get_shape_of", "prim_value",
 ]

@@ -3,7 +3,7 @@
 * ``T.int64(2)``, ``T.float32(0.5)``: typed constants (:class:`IntImm` is an ``int``,
   :class:`FloatImm` a ``float``, each also carrying ``dtype`` and ``value``);
 * ``T.int64()``: a fresh symbolic variable (a :class:`~byocc.ir.TirVar`, as TVM names it
-  ``v``); ``T.Var("n", "int64")`` a named one; ``T.IntImm("int64", 2)``;
+  ``v``); ``T.Var("n", "int64")`` (or ``ty="int64"``) a named one; ``T.IntImm("int64", 2)``;
 * ``T.min(a, b)`` / ``T.max(a, b)`` on dimensions.
 
 Python also evaluates names of TIR code inside a decorated class (``@T.prim_func``,
@@ -69,7 +69,10 @@ class Var(Factory):
 
     target = TirVar
 
-    def __new__(cls, name: str = "v", dtype: Any = "int64", span: Any = None) -> TirVar:  # type: ignore[misc]
+    def __new__(cls, name: str = "v", dtype: Any = "int64", span: Any = None, *,  # type: ignore[misc]
+                ty: Any = None) -> TirVar:
+        if ty is not None:  # TVM 0.27's keyword
+            dtype = ty
         dtype = getattr(dtype, "__name__", dtype)  # T.Var("n", T.int64)
         if not isinstance(name, str) or not isinstance(dtype, str):
             raise InputError(f"T.Var: expected a name and a dtype string, got {name!r}, {dtype!r}")

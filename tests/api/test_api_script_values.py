@@ -16,6 +16,8 @@ from byocc.ir import ShapeStructInfo
 from byocc.ir import TensorStructInfo
 from byocc.ir import TirVar
 from byocc.ir import TupleStructInfo
+from byocc.ir import TypeInferenceError
+from byocc.ir import UnsupportedError
 from byocc.script import ir as I  # noqa: E741, N812
 from byocc.script import relax as R  # noqa: N812
 from byocc.script import tirx as T  # noqa: N812
@@ -86,6 +88,7 @@ def test_tir_scalars_and_variables():
     fresh = T.int64()
     assert isinstance(fresh, TirVar) and fresh is not T.int64()
     v = T.Var("k", "int64")
+    assert T.Var("j", ty="int32").dtype == "int32"  # TVM 0.27's keyword
     assert v.name == "k" and isinstance(v, T.Var) and not isinstance(3, T.Var)
     assert T.min(2, 5) == 2 and T.max(v, 1).op == "max"
     assert repr(T.prim_func) == "<annotation T.prim_func>"  # TIR code in a class: inert
@@ -95,3 +98,18 @@ def test_relax_transform_transform_is_the_tvm_import_path():
     from byocc.relax.transform.transform import CanonicalizeBindings
 
     assert CanonicalizeBindings is relax.transform.CanonicalizeBindings
+
+
+def test_an_operator_on_untyped_variables_builds_an_untyped_call():
+    call = relax.op.add(relax.Var("a"), relax.Var("b"))
+    assert call.op.name == "relax.add" and call.struct_info is None  # TVM infers on normalise
+    with pytest.raises(TypeInferenceError, match="arguments must be tensors"):
+        relax.op.add(relax.Var("a", R.Shape([2])), relax.Var("b", R.Shape([2])))
+
+
+def test_get_shape_of():
+    x = relax.Var("x", R.Tensor((2, n), "float32"))
+    shape = relax.get_shape_of(x)
+    assert isinstance(shape, ShapeExpr) and shape.values == (2, n)
+    with pytest.raises(UnsupportedError, match="shape is unknown"):
+        relax.get_shape_of(relax.Var("y", R.Tensor(ndim=2)))

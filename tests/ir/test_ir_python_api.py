@@ -89,6 +89,7 @@ def test_function_attribute_api():
     assert g.attrs == {"global_symbol": "g"} and f.attrs == {}
     assert g.with_attrs({"Composite": "c"}).attrs == {"global_symbol": "g", "Composite": "c"}
     assert g.without_attr("global_symbol").attrs == {}
+    assert f.with_attr({"Codegen": "x", "global_symbol": "y"}).attrs == {"Codegen": "x", "global_symbol": "y"}
     assert f.script().splitlines()[-2:] == [
         'def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):',
         "    return x"]
@@ -161,3 +162,13 @@ def test_provably_non_negative():
     assert not arith.provably_non_negative(n - m)
     assert not arith.provably_non_negative(-1)
     assert arith.provably_non_negative(np.int64(3).item())
+
+
+def test_constant_data_answers_numpy_like_a_tvm_tensor():
+    import pickle
+
+    c = relax.const([1.0, 2.0])
+    values = c.data.numpy()
+    assert type(values) is np.ndarray and values.tolist() == [1.0, 2.0]
+    assert isinstance(c.data, np.ndarray) and float(c.data.sum()) == 3.0
+    assert pickle.loads(pickle.dumps(c.data)).numpy().tolist() == [1.0, 2.0]

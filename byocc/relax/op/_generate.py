@@ -13,6 +13,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from byocc.ir import Call
+from byocc.ir import Expr
+from byocc.ir import Op
 from byocc.ops import REQUIRED
 from byocc.ops import OpDef
 from byocc.ops import all_op_defs
@@ -50,6 +53,11 @@ def make_constructor(opdef: OpDef) -> Callable:
 
     def constructor(*args: Any, **kwargs: Any):
         operands, attrs = opdef.bind(list(args), kwargs)
+        if operands and all(isinstance(a, Expr) for a in operands) \
+                and any(a.struct_info is None for a in operands):
+            # an operand without a type (``relax.Var("x")``): TVM builds the call as is and
+            # infers only when a block builder normalises it; so does byocc
+            return Call(Op.get(opdef.name), tuple(operands), opdef.make_attrs(attrs, None), (), None)
         return make_call(opdef, operands, attrs)
 
     constructor.__name__ = constructor.__qualname__ = short
