@@ -116,7 +116,9 @@ def run_with_gpu_lock(f, *args, **kwargs):
     return f(*args, **kwargs)
 
 
-def parameter(*values, ids=None):
+def parameter(*values, ids=None, by_dict=None):
+    if by_dict is not None:
+        ids, values = list(by_dict), tuple(by_dict.values())
     return pytest.fixture(params=values, ids=ids)(lambda request: request.param)
 
 
@@ -179,7 +181,8 @@ def read_tvm_files(git: Path, ref: str, files: list[str], dest: Path) -> None:
 
 def run_pytest(python: str, folder: Path, files: list[str], env: dict, xml: Path) -> dict:
     """{test id: (outcome, message)} for one pytest run over ``files``."""
-    subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", *files],
+    subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors",
+                    f"--junitxml={xml}", *files],
                    cwd=folder, env=env, capture_output=True, text=True)
     results = {}
     if not xml.exists():
