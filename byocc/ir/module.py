@@ -141,6 +141,21 @@ class IRModule:
         """A copy that later ``mod[name] = f`` on either side leaves the other alone."""
         return self._copy()
 
+    def functions_items(self) -> list[tuple[GlobalVar, BaseFunc]]:
+        """``(GlobalVar, function)`` pairs sorted by name (TVM's ``functions_items``)."""
+        return sorted(self.functions.items(), key=lambda item: item[0].name_hint)
+
+    def update(self, other: IRModule) -> None:
+        """Add (or replace) every function of ``other`` in this module (TVM's ``update``)."""
+        for name, func in other.items():
+            self[other.get_global_var(name)] = func
+
+    def same_as(self, other: object) -> bool:
+        return self is other
+
+    def without_attr(self, key: str) -> IRModule:
+        return self.with_attrs({k: v for k, v in self.attrs.items() if k != key})
+
     def get_attr(self, key: str) -> Any:
         return self.attrs.get(key)
 

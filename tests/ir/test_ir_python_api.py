@@ -120,6 +120,11 @@ def test_module_clone_and_item_assignment():
     del copy["copy"]
     assert copy.names() == ["main"]
     assert IRModule.from_expr(f).names() == ["main"]
+    assert [gv.name_hint for gv, _ in copy.functions_items()] == ["main"]
+    other = IRModule({"b": f, "a": f})
+    copy.update(other)
+    assert [gv.name_hint for gv, _ in copy.functions_items()] == ["a", "b", "main"]
+    assert copy.with_attr("k", 1).get_attr("k") == 1 and copy.with_attr("k", 1).without_attr("k").attrs == {}
     with pytest.raises(TypeError, match="holds functions"):
         copy["x"] = x
 
