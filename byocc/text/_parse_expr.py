@@ -294,6 +294,8 @@ class ExprReader:
         base = self.evaluate(node.value)
         if base is MODULE:
             return self.module.global_var(node.attr, node)
+        if isinstance(base, Expr) and node.attr in ("ty", "struct_info") and base.struct_info is not None:
+            return base.struct_info  # TVM evaluates ``x.ty`` in a script: the value's struct info
         self.error(f"'{dotted_name(node.value) or 'this value'}' has no attribute '{node.attr}'", node)
 
     # ------------------------------------------------------------------ subscripts

@@ -131,6 +131,10 @@ class TypeReader:
                 return self._callable_call(node, in_signature)
             self.error(f"expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...), found a call to {name or 'an expression'}", node)
         name = dotted_name(node)
+        if name is not None and name.split(".", 1)[0] not in ("R", "T", "I"):
+            found = self._value_type(node)  # ``out_ty=x.ty``, a struct info bound in Python
+            if found is not None:
+                return found
         if name is not None:
             if name == "R.Tensor":
                 return TensorStructInfo()
@@ -149,6 +153,18 @@ class TypeReader:
                 self.error(f"unknown data type '{dtype}' in {name}", node)
             self.error(f"expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...), found '{name}'", node)
         self.error("expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...)", node)
+
+    def _value_type(self, node: Node) -> StructInfo | None:
+        """The struct info a name or attribute evaluates to in a script (``x.ty``, a Python
+        value), or None (then the caller reports the annotation)."""
+        evaluate = getattr(self, "evaluate", None)
+        if evaluate is None:
+            return None
+        try:
+            value = evaluate(node)
+        except ByoccError:
+            return None
+        return value if isinstance(value, StructInfo) else None
 
     def read_types(self, node: Node, in_signature: bool = False) -> StructInfo | list[StructInfo]:
         """A type, or a list/tuple of types (``out_ty=[...]``, ``ty_args=(...)``)."""

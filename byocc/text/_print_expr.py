@@ -241,8 +241,8 @@ class ExprPrinterMixin:
             at = _FORMAT_OPERAND.get(op.name)
             if at is not None and len(c.args) > at:
                 # R.print(x, format=R.str("...")): the format operand prints last, by keyword
-                args = [self.expr(a) for i, a in enumerate(c.args) if i != at]
-                return op_callee(op) + "(" + ", ".join(args + ["format=" + self.expr(c.args[at])]) + ")"
+                shown = [self.expr(a) for i, a in enumerate(c.args) if i != at]
+                return op_callee(op) + "(" + ", ".join(shown + ["format=" + self.expr(c.args[at])]) + ")"
             self.usage.add("relax")
             callee = op_callee(op)
             args: list[str] = []

@@ -356,3 +356,20 @@ def test_a_scripts_return_annotation_is_not_checked_against_its_body() -> None:
     assert f.ret_struct_info == TupleStructInfo(())
     with pytest.raises(TypeInferenceError, match="the returned value does not match the return type"):
         byocc.script.from_source('@R.function\ndef f(x: R.Tensor((2,), "float32")) -> R.Tuple:\n    return (x, x)\n')
+
+
+def test_the_type_of_a_value_as_an_annotation() -> None:
+    @R.function
+    def f(s: R.Tensor((3,), "int32")):
+        with R.dataflow():
+            c = R.call_dps_packed("my_scan", s, out_ty=s.ty)
+            R.output(c)
+        return c
+
+    assert body(_wrap(f), "f").split("\n")[1] == 'c = R.call_dps_packed("my_scan", (s,), out_ty=R.Tensor((3,), dtype="int32"))'
+
+
+def test_an_unknown_attribute_of_a_value_is_an_error() -> None:
+    with pytest.raises(ParseError, match=r"expected a type \(R.Tensor, .*\), found 's.shapes'"):
+        byocc.script.from_source('@R.function\ndef f(s: R.Tensor((3,), "int32")):\n'
+                                 '    c = R.call_dps_packed("g", s, out_ty=s.shapes)\n    return c\n')
