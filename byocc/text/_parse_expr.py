@@ -84,7 +84,9 @@ if TYPE_CHECKING:
 
 TYPE_KEYWORDS = ("out_ty", "out_sinfo", "ty_args", "sinfo_args")
 #: Python's infix operators on Relax values, as TVM's ``Expr`` overloads them.
-INFIX_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "mod"}
+INFIX_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide", "%": "mod",
+             "**": "power", "<": "less", ">": "greater", "<=": "less_equal", ">=": "greater_equal"}
+COMPARISONS = frozenset(("<", ">", "<=", ">=", "==", "!="))
 NAMESPACES = ("R", "T", "I")
 STATEMENT_CALLS = ("R.func_attr", "R.output", "R.dataflow", "I.module_attrs")
 
@@ -210,12 +212,17 @@ class ExprReader:
     def _binop(self, node: BinOp) -> Raw:
         """``a + b``: on Relax values the operator TVM's Python operators build (``R.add``,
         ``R.floor_divide``...); on dimensions and numbers, dimension arithmetic."""
+        if node.op in COMPARISONS and any(type(x) is BinOp and x.op in COMPARISONS for x in (node.a, node.b)):
+            self.error("chained comparisons (a < b < c) are not supported: compare two values", node)
+        if node.op == "**" and type(node.a) is Neg:
+            self.error("write -(a ** b) or (-a) ** b: the sign of a power's base is ambiguous here", node.a)
         a = self._binop_operand(node.a)
         b = self._binop_operand(node.b)
         if isinstance(a, Expr) or isinstance(b, Expr):
             op = INFIX_OPS.get(node.op)
-            if op is None:  # pragma: no cover  (the grammar has no other operator)
-                self.error(f"unsupported operator '{node.op}'", node)
+            if op is None:  # == and !=: TVM defines neither on Relax values
+                name = "equal" if node.op == "==" else "not_equal"
+                self.error(f"'{node.op}' is not defined on Relax values: write R.{name}(a, b)", node)
             for v, n in ((a, node.a), (b, node.b)):
                 if not isinstance(v, Expr):
                     what = repr(v) if _is_number(v) else "this operand"

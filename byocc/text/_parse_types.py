@@ -326,6 +326,8 @@ class TypeReader:
         if isinstance(node, BinOp):
             if node.op == "/":
                 self.error("dimensions use integer division '//', not '/'", node)
+            if node.op not in ("+", "-", "*", "//", "%"):
+                self.error(f"'{node.op}' is not supported on dimensions (only + - * // %)", node)
             a = self.read_dim(node.a, in_signature, quoted)
             b = self.read_dim(node.b, in_signature, quoted)
             return simplify_binary(node.op, a, b)

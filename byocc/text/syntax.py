@@ -288,7 +288,8 @@ def _extend_end(node: Node, last: Node | Tok | None) -> None:
 
 
 # --------------------------------------------------------------------------- builder
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "/": 2, "%": 2}
+_PRECEDENCE = {"<": 0, ">": 0, "<=": 0, ">=": 0, "==": 0, "!=": 0, "+": 1, "-": 1, "*": 2, "//": 2, "/": 2,
+               "%": 2, "**": 3}
 
 
 if TYPE_CHECKING:  # the builder's methods list, tuple and dict hide the builtins in its body
@@ -385,12 +386,14 @@ class SyntaxBuilder(Transformer):
 
     # ---- arithmetic
     def arith(self, c: _Children) -> Node:
-        """``a op b op c ...`` with Python precedence (``* // / %`` over ``+ -``, left to right)."""
+        """``a op b op c ...`` with Python precedence (``**`` over ``* // / %`` over ``+ -`` over
+        comparisons; left to right, ``**`` right to left)."""
         operands: _Nodes = [c[0]]
         ops: _Strs = []
         for i in range(1, len(c), 2):
             op = str(c[i])
-            while ops and _PRECEDENCE[ops[-1]] >= _PRECEDENCE[op]:
+            while ops and (_PRECEDENCE[ops[-1]] > _PRECEDENCE[op]
+                           or _PRECEDENCE[ops[-1]] == _PRECEDENCE[op] and op != "**"):
                 b = operands.pop()
                 operands.append(BinOp(ops.pop(), operands.pop(), b))
             ops.append(op)

@@ -373,3 +373,33 @@ def test_an_unknown_attribute_of_a_value_is_an_error() -> None:
     with pytest.raises(ParseError, match=r"expected a type \(R.Tensor, .*\), found 's.shapes'"):
         byocc.script.from_source('@R.function\ndef f(s: R.Tensor((3,), "int32")):\n'
                                  '    c = R.call_dps_packed("g", s, out_ty=s.shapes)\n    return c\n')
+
+
+def test_comparisons_and_power_on_tensors() -> None:
+    @R.function
+    def f(a: R.Tensor((2, 3), "float32"), b: R.Tensor((2, 3), "float32")):
+        c = a < b
+        d = a >= b
+        e = a ** b
+        g = a * b ** a  # ** binds tighter, from the right
+        return (c, d, e, g)
+
+    t = 'R.Tensor((2, 3), dtype="float32")'
+    tb = 'R.Tensor((2, 3), dtype="bool")'
+    assert body(_wrap(f), "f").split("\n")[:5] == [
+        f"c: {tb} = R.less(a, b)", f"d: {tb} = R.greater_equal(a, b)", f"e: {t} = R.power(a, b)",
+        f"gv3: {t} = R.power(b, a)", f"g: {t} = R.multiply(a, gv3)"]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("k = a == b", r"'==' is not defined on Relax values: write R.equal\(a, b\)"),
+    ("k = a < b < a", r"chained comparisons \(a < b < c\) are not supported"),
+    ("k = -a ** b", r"write -\(a \*\* b\) or \(-a\) \*\* b"),
+    ("k = R.reshape(a, (n < 2, 3))", "'<' is not supported on dimensions"),
+])
+def test_operator_errors_are_located(line: str, message: str) -> None:
+    text = ('@R.function\ndef f(a: R.Tensor(("n", 3), "float32"), b: R.Tensor(("n", 3), "float32")):\n'
+            f"    n = T.int64()\n    {line}\n    return k\n")
+    with pytest.raises(ParseError, match=message) as info:
+        byocc.script.from_source(text)
+    assert info.value.span.line == 4
