@@ -57,8 +57,9 @@ class UnsupportedError(InputError):
     """A construct or operator byocc does not support."""
 
 
-class WellFormedError(InputError):
-    """The module violates a well-formedness rule (spec/partitioning.md section 9)."""
+class WellFormedError(InputError, ValueError):
+    """The module violates a well-formedness rule (spec/partitioning.md section 9). Also a
+    ``ValueError``, as TVM's ``relax.analysis.well_formed`` raises."""
 
 
 class PatternError(InputError):

@@ -15,6 +15,7 @@ from byocc.ir import PrimMinMax
 from byocc.ir import ShapeExpr
 from byocc.ir import TirVar
 from byocc.ir import TupleGetItem
+from byocc.ir import WellFormedError
 from byocc.ir import arith
 from byocc.ir import assert_structural_equal
 from byocc.ir import substitute_dim
@@ -152,6 +153,7 @@ def test_a_shape_compares_structurally_equal_to_its_shape_expr():
 def test_errors_derive_from_the_types_tvm_raises():
     assert issubclass(ByoccError, RuntimeError)  # tvm.TVMError
     assert issubclass(PassError, ValueError)
+    assert issubclass(WellFormedError, ValueError)  # TVM's well_formed raises ValueError
 
 
 def test_substitution_folds_min_and_max_of_constants():
