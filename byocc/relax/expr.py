@@ -207,6 +207,7 @@ class Call(Factory):
         from byocc.ops import infer_struct_info
         from byocc.ops import make_call
 
+        sinfo_args = [_check_sinfo(si, "Call") for si in sinfo_args or ()]
         if isinstance(op, str):
             op = Op.get(op, create=True)
         if isinstance(op, Op):
@@ -233,7 +234,7 @@ class Function(Factory):
                 raise InputError(f"Function: parameters must be relax.Var, got {p!r}")
         if not isinstance(body, _SeqExpr):
             body = _SeqExpr((), body)
-        ret = ret_struct_info if ret_struct_info is not None else ret_ty
+        ret = _check_sinfo(ret_struct_info if ret_struct_info is not None else ret_ty, "Function")
         if ret is None:
             ret = body.struct_info
         return _Function(params, body, ret, bool(is_pure), dict(attrs or {}))
@@ -261,7 +262,10 @@ def VarBinding(var: _Var, value: Expr, span: Any = None) -> _VarBinding:
 
 def MatchCast(var: _Var, value: Expr, struct_info: StructInfo, span: Any = None) -> _MatchCast:
     """``MatchCast(var, value, struct_info)``."""
-    return _MatchCast(var, value, struct_info)
+    si = _check_sinfo(struct_info, "MatchCast")
+    if si is None:
+        raise InputError("MatchCast: the struct info to cast to is required")
+    return _MatchCast(var, value, si)
 
 
 __all__ = [

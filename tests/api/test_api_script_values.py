@@ -49,6 +49,12 @@ def test_a_string_dimension_is_an_annotation_not_a_type():
         relax.Var("x", proxy)
     with pytest.raises(ValueError, match=r"R.Tuple\(...\) is not a type outside a script: field R.Tensor"):
         R.Tuple(R.Tensor(("m",))).as_struct_info()
+    x = relax.Var("x", R.Tensor((2,), "float32"))
+    with pytest.raises(ValueError, match="is not a type outside a script"):
+        relax.Function([x], x, ret_struct_info=R.Tensor(("m",), "float32"))
+    with pytest.raises(ValueError, match="is not a type outside a script"):
+        relax.MatchCast(relax.Var("y"), x, R.Tensor(("m",)))
+    assert relax.Function([x], x, ret_struct_info=R.Tensor((2,), "float32")).ret_struct_info == x.struct_info
 
 
 @I.ir_module
