@@ -20,6 +20,7 @@ from byocc.ir import ByoccError
 from byocc.ir import Call
 from byocc.ir import DataflowBlock
 from byocc.ir import DataflowVar
+from byocc.ir import Dim
 from byocc.ir import Expr
 from byocc.ir import FuncStructInfo
 from byocc.ir import Function
@@ -27,6 +28,7 @@ from byocc.ir import If
 from byocc.ir import MatchCast
 from byocc.ir import NameSupply
 from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimExpr
 from byocc.ir import PrimStructInfo
 from byocc.ir import PrimValue
 from byocc.ir import SeqExpr
@@ -188,13 +190,21 @@ class FunctionReader(TypeReader, ExprReader):
             f = f.parent
         return name in self.module.typevars
 
-    def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> TirVar:
+    def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> Dim:
         v = self.find_dim(node.id)
         if v is not None:
             return v
         if legacy:
             v = self.tirvars[node.id] = TirVar(node.id, "int64", self.span(node))
             return v
+        scope = self.module.scope
+        if scope is not None and scope.has(node.id):  # a Python int (or dimension) of the script's code
+            value = self.python_value(scope.value(node.id), node)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, PrimExpr):
+                return value
+            self.error(f"'{node.id}' is a Python {type(scope.value(node.id)).__name__}, not a dimension", node)
         self.error(f"undefined symbolic dimension '{node.id}' (declare it: {node.id} = TypeVar(\"{node.id}\") "
                    f"or {node.id} = T.int64())", node)
 

@@ -20,6 +20,7 @@ from byocc.ir import Dim
 from byocc.ir import FuncStructInfo
 from byocc.ir import ObjectStructInfo
 from byocc.ir import ParseError
+from byocc.ir import PrimExpr
 from byocc.ir import PrimMinMax
 from byocc.ir import PrimStructInfo
 from byocc.ir import ShapeStructInfo
@@ -97,7 +98,7 @@ class TypeReader:
     _static_tensor_cache: dict[str, TensorStructInfo]
 
     if TYPE_CHECKING:  # from the host (FunctionReader)
-        def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> _TirVar: ...
+        def dim_name(self, node: Name, in_signature: bool = False, legacy: bool = False) -> Dim: ...
         def lookup_value(self, name: str) -> Var | _Module | None: ...
         def parse_dim_text(self, text: str, node: Node) -> Node: ...
 
@@ -154,6 +155,16 @@ class TypeReader:
             self.error(f"expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...), found '{name}'", node)
         self.error("expected a type (R.Tensor, R.Tuple, R.Shape, T.int64, ...)", node)
 
+    def _python_raw(self, node: Node) -> object:
+        """What a name or attribute evaluates to in a script, or None (no such value)."""
+        evaluate = getattr(self, "evaluate", None)
+        if evaluate is None:
+            return None
+        try:
+            return evaluate(node)
+        except ByoccError:
+            return None
+
     def _value_type(self, node: Node) -> StructInfo | None:
         """The struct info a name or attribute evaluates to in a script (``x.ty``, a Python
         value), or None (then the caller reports the annotation)."""
@@ -175,6 +186,10 @@ class TypeReader:
     def read_dtype(self, node: Node) -> str | None:
         if isinstance(node, Literal) and node.value is None:
             return None
+        if isinstance(node, (Name, Attr)):
+            value = self._python_raw(node)  # a dtype string of the script's Python code
+            if isinstance(value, str):
+                node = Literal(value, repr(value), _FakeToken(node, 0, node.end_col - node.col))
         if not isinstance(node, Literal) or not isinstance(node.value, str):
             self.error("expected a data type string such as \"float32\"", node)
         dtype = node.value
@@ -257,6 +272,10 @@ class TypeReader:
             var = self.lookup_value(shape_node.id)
             if isinstance(var, Var) and isinstance(var.struct_info, ShapeStructInfo):
                 return TensorStructInfo(None, dtype, var.struct_info.ndim if ndim == -1 else ndim, shape_var=var)
+            value = self._python_raw(shape_node) if var is None else None
+            if isinstance(value, (tuple, list)) and all(
+                    (isinstance(d, int) and not isinstance(d, bool)) or isinstance(d, PrimExpr) for d in value):
+                return TensorStructInfo(tuple(value), dtype)  # a shape of the script's Python code
         self.error("the shape of R.Tensor must be a tuple or list of dimensions", shape_node)
 
     def _tuple_call(self, node: CallExpr, in_signature: bool) -> TupleStructInfo:

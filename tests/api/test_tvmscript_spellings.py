@@ -403,3 +403,27 @@ def test_operator_errors_are_located(line: str, message: str) -> None:
     with pytest.raises(ParseError, match=message) as info:
         byocc.script.from_source(text)
     assert info.value.span.line == 4
+
+
+N_ROWS = 16
+
+
+def test_python_ints_shapes_and_dtypes_in_annotations() -> None:
+    def build(shape: tuple[int, int], dtype: str) -> Function:
+        @R.function
+        def f(x: R.Tensor((N_ROWS, 4), dtype), y: R.Tensor(shape, dtype)):
+            return x
+
+        return f
+
+    f = build((2, 3), "float16")
+    assert str(f.params[0].struct_info) == 'R.Tensor((16, 4), dtype="float16")'
+    assert str(f.params[1].struct_info) == 'R.Tensor((2, 3), dtype="float16")'
+
+
+def test_a_python_value_that_is_not_a_dimension() -> None:
+    label = "rows"
+    with pytest.raises(ParseError, match="'label' is a Python str, not a dimension"):
+        @R.function
+        def f(x: R.Tensor((label, 4), "float32")):
+            return x
