@@ -198,6 +198,8 @@ class BlockBuilder:
     def match_cast(self, value: Expr, struct_info: StructInfo, name_hint: str = "") -> Var:
         """Emit ``var = R.match_cast(value, struct_info)``."""
         frame = self._frame()
+        if not isinstance(struct_info, StructInfo) and hasattr(struct_info, "as_struct_info"):
+            struct_info = struct_info.as_struct_info()  # an R.Tensor(...) annotation: says why not
         if not isinstance(struct_info, StructInfo):
             raise InputError(f"match_cast: expected struct info, got {struct_info!r}")
         value = self.normalize(value)

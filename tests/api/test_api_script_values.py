@@ -55,6 +55,11 @@ def test_a_string_dimension_is_an_annotation_not_a_type():
     with pytest.raises(ValueError, match="is not a type outside a script"):
         relax.MatchCast(relax.Var("y"), x, R.Tensor(("m",)))
     assert relax.Function([x], x, ret_struct_info=R.Tensor((2,), "float32")).ret_struct_info == x.struct_info
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with pytest.raises(ValueError, match="is not a type outside a script"):
+            bb.match_cast(x, R.Tensor(("m",), "float32"))
+        bb.emit_func_output(bb.match_cast(x, R.Tensor((2,), "float32")))
 
 
 @I.ir_module
