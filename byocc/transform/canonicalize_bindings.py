@@ -4,7 +4,11 @@ Two steps, as TVM 0.27:
 
 1. **Symbolic variables fixed by ``match_cast``** (``R.match_cast(x, R.Tensor((n, 4)))`` with
    ``x: R.Tensor((8, 4))`` fixes ``n = 8``) are substituted in every later struct info and
-   shape literal of the function (inside an ``if`` branch only within that branch).
+   shape literal of the function (inside an ``if`` branch only within that branch; a branch
+   made more precise ends in a match_cast back to the ``if``'s type). Prim values keep the
+   variable (they are run-time arguments), and so does a match_cast defining a variable a
+   prim value uses. Two match_casts fixing one variable to provably different values are a
+   :class:`~byocc.ir.PassError` (a ``ValueError``, as in TVM).
 2. **Bindings.** A plan is collected in one walk, then applied:
 
    * trivial bindings ``a = b`` (var to var, or a ``match_cast`` that does not change the
@@ -18,7 +22,11 @@ Two steps, as TVM 0.27:
    * in each dataflow block, ``gv = lv`` where ``lv`` is used nowhere else is folded into
      ``lv``'s binding.
 
-Other bindings are never deleted (dead ones stay). Cost: linear in the bindings; the walks
+In both steps a rewritten call, tuple or tuple item has its type derived again and its
+variable takes that type (TVM's normaliser and ReEmitBinding: ``C: R.Tensor(ndim=2) =
+R.add(B, B)`` with ``B = A``, ``A: (n, 16)`` becomes ``C: (n, 16) = R.add(A, A)``), and a
+function's return type is refined by its body's. Other bindings are never deleted (dead
+ones stay). Cost: linear in the bindings; the walks
 are :mod:`byocc.ir.functor` visitors and mutators (bindings in loops, recursion only as deep
 as expressions, functions and ``if`` branches nest).
 """
