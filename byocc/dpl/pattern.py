@@ -2,8 +2,7 @@
 
 spec/partitioning.md section 3.1. Patterns are plain Python objects with **identity**
 equality and hashing: the matcher's memo is keyed by the pattern object, so the same node
-used twice must match the same expression. Patterns are never mutated after construction
-(except for the recorded, unused "used-by" edges).
+used twice must match the same expression. Patterns are never mutated after construction.
 
 Graph-level constraints (``used_by``/``^``, ``only_used_by``/``>>``, ``fork_to``,
 ``same_shape_as``, and the argument edges of a call pattern built with ``add_constraint``)
