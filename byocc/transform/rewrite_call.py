@@ -8,7 +8,8 @@ leaves it. A top-level ``a | b`` is tried as its alternatives in turn: ``a`` ove
 scope's bindings, then ``b`` over those ``a`` did not rewrite, so a rewriter returning the
 value unchanged for ``a`` lets ``b`` have its go (TVM's OrRewriter; the ``|`` pattern itself
 maps to the matched value in ``matches``). ``rewrite_bindings(ctx, rewriter, func)`` is the
-same driver with one graph match (:class:`~byocc.dpl.PatternContext`) per scope. What TVM's
+same driver with graph matches (:class:`~byocc.dpl.PatternContext`) in place of the
+per-binding ones. What TVM's
 ``PatternMatchingMutator`` does, observable in the printed result:
 
 1. Nested functions and ``if`` branches are rewritten before the sequence holding them.
@@ -319,7 +320,7 @@ class _PatternRewriter:
 
 
 class _GraphRewriter(_PatternRewriter):
-    """:func:`rewrite_bindings`: one graph match per scope instead of one match per binding."""
+    """:func:`rewrite_bindings`: graph matches over a scope instead of one match per binding."""
 
     def __init__(self, ctx: PatternContext, rewriter: BindingsRewriter) -> None:
         super().__init__(None, None)  # type: ignore[arg-type]
