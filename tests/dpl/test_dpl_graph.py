@@ -314,3 +314,13 @@ def test_a_pattern_chain_longer_than_the_recursion_limit():
             seq = seq >> unary("relax.nn.relu")
         got = ctx.match_dfb(dfb)
     assert [got[p].name_hint for p in seq.patterns] == [f"v{i}" for i in range(n)]
+
+
+def test_tvm_module_paths_of_the_graph_api():
+    from byocc.relax import dpl
+    from byocc.relax.dpl.context import PatternContext as FromContext
+    from byocc.relax.dpl.rewrite import rewrite_bindings as from_rewrite
+    from byocc.relax.dpl.rewrite import rewrite_call
+
+    assert FromContext is PatternContext is dpl.PatternContext
+    assert from_rewrite is rewrite_bindings and rewrite_call is dpl.rewrite_call

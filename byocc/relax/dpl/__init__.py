@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from byocc.dpl.context import PatternContext
-from byocc.transform.rewrite_call import rewrite_bindings
-from byocc.transform.rewrite_call import rewrite_call
-
+from . import context
 from . import pattern
+from . import rewrite
+from .context import PatternContext
 from .pattern import *  # noqa: F403 (the facade re-exports TVM's names; __all__ lists them)
+from .rewrite import rewrite_bindings
+from .rewrite import rewrite_call
 
-__all__ = ["PatternContext", "pattern", "rewrite_bindings", "rewrite_call", *pattern.__all__]
+__all__ = ["PatternContext", "context", "pattern", "rewrite", "rewrite_bindings", "rewrite_call", *pattern.__all__]
