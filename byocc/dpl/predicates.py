@@ -22,6 +22,7 @@ from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
+from byocc.ir.arith import linear_form
 from byocc.ir.arith import provably_different
 from byocc.ir.prim import substitute_dim
 from byocc.ir.struct_info import FuncStructInfo
@@ -149,8 +150,13 @@ def expr_equal_same_vars(a: Expr, b: Expr) -> bool:
 def dims_agree(x: Any, y: Any, bound: dict[TirVar, Any] | None) -> bool:
     """Can pattern dimension ``x`` equal value dimension ``y``? With ``bound`` (the shape
     variables the match has fixed so far), a bare shape variable of the pattern is fixed to
-    ``y`` the first time and must agree with it afterwards (TVM keeps these as one
-    condition over the whole match; a contradiction fails it)."""
+    ``y`` the first time and must agree with it afterwards, and other dimensions are read
+    with the fixed variables (``2 * m`` once ``m`` is 4). False when the two provably differ
+    or ``k * v + c == y`` has no integer solution (TVM's simplifier rules), true otherwise.
+
+    TVM 0.27 accumulates these equalities as one condition and simplifies it; its
+    simplifier misses some contradictions (``k == 4`` and ``k == 8`` when another equality
+    sorts between them; ``m == 1`` with ``2 * m == 4``) and then matches. byocc does not."""
     if bound is not None and isinstance(x, TirVar):
         have = bound.get(x)
         if have is None:
@@ -158,10 +164,26 @@ def dims_agree(x: Any, y: Any, bound: dict[TirVar, Any] | None) -> bool:
             return True
         x = have
     elif bound and not isinstance(x, int):
-        x = substitute_dim(x, bound)  # ``2 * m`` once ``m`` is fixed
+        x = substitute_dim(x, bound)
     if isinstance(x, int) and isinstance(y, int):
         return x == y
-    return can_prove_equal(x, y) or not provably_different(x, y)
+    if can_prove_equal(x, y):
+        return True
+    if provably_different(x, y):
+        return False
+    return not _no_integer_solution(x, y)
+
+
+def _no_integer_solution(x: Any, y: Any) -> bool:
+    """``x - y`` is ``k * v + c`` (one variable) and ``k`` does not divide ``c``."""
+    lx, ly = linear_form(x), linear_form(y)
+    if lx is None or ly is None:
+        return False
+    coeffs = {key: k for key, (_, k) in lx[0].items()}
+    for key, (_, k) in ly[0].items():
+        coeffs[key] = coeffs.get(key, 0) - k
+    nonzero = [k for k in coeffs.values() if k]
+    return len(nonzero) == 1 and (lx[1] - ly[1]) % nonzero[0] != 0
 
 
 def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None,

@@ -168,3 +168,14 @@ def test_has_ty_dimension_expressions_use_the_fixed_shape_variables():
     a, b = func.params
     assert pat.match(a)
     assert not pat.match(b)  # m = 4 makes the second dimension 8
+
+
+def test_has_ty_dimension_without_an_integer_solution_does_not_match():
+    from byocc.ir import arith
+
+    m = TirVar("m")
+    pat = wildcard().has_ty(tensor((arith.mul(m, 2), 4), None))
+    func = main('a: R.Tensor((6, 4), "float32"), b: R.Tensor((1, 4), "float32")', "c = (a, b)", "c")
+    a, b = func.params
+    assert pat.match(a)  # m = 3
+    assert not pat.match(b)  # 2 * m == 1 has no integer m (as TVM's simplifier decides)
