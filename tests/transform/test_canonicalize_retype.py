@@ -138,36 +138,69 @@ def test_match_casts_that_disagree_raise_a_value_error():
         CanonicalizeBindings()(parse_module(src))
 
 
-def test_each_branch_knows_its_own_value_and_casts_back_to_the_if_type():
-    # N = 16 inside the then branch (from M x 16), N = 32 inside the else branch: each
-    # branch's product is typed with its value, then cast back to (M, N) for the if
-    sig = ('def main(state: R.Tensor((N,), dtype="float32"), A: R.Tensor((M, 16), dtype="float32"), '
-           'B: R.Tensor((M, 32), dtype="float32"), scale: T.float32, c: T.bool) -> R.Tensor((M,), dtype="float32"):')
-    tvars = 'M = TypeVar("M")\nN = TypeVar("N")\n'
+SIG = ('def main(state: R.Tensor((N,), dtype="float32"), A: R.Tensor((M, 16), dtype="float32"), '
+       'B: R.Tensor((M, 32), dtype="float32"), scale: T.float32, c: T.bool) -> R.Tensor((M,), dtype="float32"):')
+TVARS = 'M = TypeVar("M")\nN = TypeVar("N")\n'
 
-    def branch(x: str, src: str, k: int, after: str) -> str:
-        cast = f'''
+
+def _branch(x: str, src: str, k: int, after: str, cast: bool) -> str:
+    """``x1 = src * scale; x2 = match_cast(x1, (M, N)); x3 = x2 * scale`` typed (M, after);
+    without ``cast`` the (then trivial) match_cast is gone."""
+    mc = f'''
                 {x}2: R.Tensor((M, N), dtype="float32") = R.match_cast({x}1, R.Tensor((M, N), dtype="float32"))'''
-        # once N is known in the branch, the cast is trivial and goes
-        return f'''
-                {x}1: R.Tensor((M, {k}), dtype="float32") = R.multiply({src}, scale){cast if after == "N" else ""}
-                {x}3: R.Tensor((M, {after}), dtype="float32") = R.multiply({x}{2 if after == "N" else 1}, scale)'''
+    return f'''
+                {x}1: R.Tensor((M, {k}), dtype="float32") = R.multiply({src}, scale){mc if cast else ""}
+                {x}3: R.Tensor((M, {after}), dtype="float32") = R.multiply({x}{2 if cast else 1}, scale)'''
 
-    def body(then: str, other: str) -> str:
-        return f'''
+
+def _branches(then: str, other: str) -> str:
+    return module(f'''
         @R.function
-        {sig}
+        {SIG}
             if c:{then}
             else:{other}
             w4: R.Tensor((M, N), dtype="float32") = R.multiply(weights, scale)
             out: R.Tensor((M,), dtype="float32") = R.matmul(w4, state, out_dtype=None)
             return out
-        '''
+        ''', TVARS, tir=True)
 
-    src = body(branch("w", "A", 16, "N") + '\n                weights: R.Tensor((M, N), dtype="float32") = w3',
-               branch("v", "B", 32, "N") + '\n                weights: R.Tensor((M, N), dtype="float32") = v3')
-    cast = '\n                {0}_branch_with_dyn: R.Tensor((M, N), dtype="float32") = R.match_cast({1}3, R.Tensor((M, N), dtype="float32"))' \
-           '\n                weights: R.Tensor((M, N), dtype="float32") = {0}_branch_with_dyn'
-    want = body(branch("w", "A", 16, "16") + cast.format("then", "w"),
-                branch("v", "B", 32, "32") + cast.format("else", "v"))
-    assert canon(module(src, tvars, tir=True)) == printed(module(want, tvars, tir=True))
+
+_OUT = '\n                weights: R.Tensor((M, N), dtype="float32") = {0}3'
+_BACK = ('\n                {0}_branch_with_dyn: R.Tensor((M, N), dtype="float32") = '
+         'R.match_cast({1}3, R.Tensor((M, N), dtype="float32"))'
+         '\n                weights: R.Tensor((M, N), dtype="float32") = {0}_branch_with_dyn')
+BEFORE = _branches(_branch("w", "A", 16, "N", True) + _OUT.format("w"), _branch("v", "B", 32, "N", True) + _OUT.format("v"))
+
+
+def test_each_branch_knows_its_own_value_and_casts_back_to_the_if_type():
+    # N = 16 inside the then branch (from M x 16), N = 32 inside the else branch: each
+    # branch's product is typed with its value, then cast back to (M, N) for the if
+    want = _branches(_branch("w", "A", 16, "16", False) + _BACK.format("then", "w"),
+                     _branch("v", "B", 32, "32", False) + _BACK.format("else", "v"))
+    assert canon(BEFORE) == printed(want)
+
+
+def test_a_condition_using_the_variable_keeps_the_branch_casts():
+    # ``if N == 16:``: N is a run-time value of the condition, so the match_casts that
+    # define it in each branch stay (as TVM 0.27 does)
+    from byocc.ir import ExprMutator
+    from byocc.ir import If
+    from byocc.ir import PrimBinary
+    from byocc.ir import PrimValue
+
+    def on_n(mod):
+        func = mod["main"]
+        n = func.params[0].struct_info.shape[0]
+
+        class _Cond(ExprMutator):
+            def visit_if_(self, e):
+                return If(PrimValue(PrimBinary("==", n, 16), "bool"), e.true_branch, e.false_branch,
+                          e.struct_info, e.span)
+
+        return mod.with_function("main", _Cond().visit_expr(func))
+
+    want = _branches(_branch("w", "A", 16, "16", True) + _BACK.format("then", "w"),
+                     _branch("v", "B", 32, "32", True) + _BACK.format("else", "v"))
+    got = print_module(CanonicalizeBindings()(on_n(parse_module(BEFORE))))
+    assert got == print_module(on_n(parse_module(want)))
+    assert "if N == 16:" in got
