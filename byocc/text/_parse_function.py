@@ -28,6 +28,7 @@ from byocc.ir import If
 from byocc.ir import MatchCast
 from byocc.ir import NameSupply
 from byocc.ir import ObjectStructInfo
+from byocc.ir import PrimBinary
 from byocc.ir import PrimExpr
 from byocc.ir import PrimStructInfo
 from byocc.ir import PrimValue
@@ -46,6 +47,7 @@ from byocc.ir import sinfo_of
 from byocc.ir import structural_equal
 from byocc.ir.expr import well_defined_in
 
+from ._parse_expr import COMPARISONS
 from ._parse_expr import MODULE
 from ._parse_expr import ExprReader
 from ._parse_expr import _Module
@@ -56,6 +58,7 @@ from ._parse_types import incompatible
 from .syntax import Assign
 from .syntax import AssignTuple
 from .syntax import Attr
+from .syntax import BinOp
 from .syntax import CallExpr
 from .syntax import ClassDef
 from .syntax import Declare
@@ -516,11 +519,22 @@ class FunctionReader(TypeReader, ExprReader):
                        f"'{name}', the 'else' branch '{else_name}'", stmt)
         self._bindings = bindings
         self._in_dataflow = False
-        cond = self.leaf(self.read_value(stmt.cond), stmt.cond)
+        cond = self._condition(stmt.cond)
         sinfo = sinfo_lca(sinfo_of(then_seq.body), sinfo_of(else_seq.body))
         self._consume_name(False)
         var = self._new_var(target, sinfo, False, None)
         bindings.append(VarBinding(var, If(cond, then_seq, else_seq, sinfo, self.span(stmt)), self.span(stmt)))
+
+    def _condition(self, node: Node) -> Expr:
+        """An if's condition: a value, or a comparison of dimensions (``if N == 16:``, TVM's
+        PrimExpr condition, a bool PrimValue)."""
+        if type(node) is BinOp and node.op in COMPARISONS:
+            a = self._binop_operand(node.a)
+            b = self._binop_operand(node.b)
+            if not isinstance(a, Expr) and not isinstance(b, Expr):
+                dim = PrimBinary(node.op, self.read_dim(node.a), self.read_dim(node.b))
+                return PrimValue(dim, "bool", self.span(node))
+        return self.leaf(self.read_value(node), node)
 
     def _branch(self, stmts: list[Node], stmt: IfStmt, suffix: str) -> tuple[SeqExpr, str, Name]:
         """One branch of an if/else: its sequence, and the name and target of its last binding."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .printer import _Frame
 
 _ATOM = 100  # precedence of literals, names, calls
-_PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
+_PREC = {"<": 0, ">": 0, "<=": 0, ">=": 0, "==": 0, "!=": 0, "+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
 _TIR_NAME = {"+": "Add", "-": "Sub", "*": "Mul", "//": "FloorDiv", "%": "FloorMod"}
 
 
@@ -85,7 +85,7 @@ class TypePrinterMixin:
         if isinstance(d, PrimBinary):
             a, pa = self.dim(d.a)
             b, pb = self.dim(d.b)
-            if _tvm_would_fold(d.op, d.a, d.b):
+            if d.op in _TIR_NAME and _tvm_would_fold(d.op, d.a, d.b):
                 self.usage.add("tirx")
                 return f"T.{_TIR_NAME[d.op]}({a}, {b})", _ATOM
             p = _PREC[d.op]

@@ -34,7 +34,9 @@ from byocc.ir import InternalError
 from byocc.ir import IRModule
 from byocc.ir import MatchCast
 from byocc.ir import Op
+from byocc.ir import PrimBinary
 from byocc.ir import PrimStructInfo
+from byocc.ir import PrimValue
 from byocc.ir import SeqExpr
 from byocc.ir import StructInfo
 from byocc.ir import TensorStructInfo
@@ -86,6 +88,9 @@ class _Frame:
         self.type_vars: list[TirVar] = []
         self.type_var_set: set[TirVar] = set()
         self.cls_printed = False
+
+
+_COMPARISONS = frozenset(("<", ">", "<=", ">=", "==", "!="))
 
 
 def _is_void(e: Expr) -> bool:
@@ -227,7 +232,11 @@ class _Printer(TypePrinterMixin, ExprPrinterMixin):
             ann = self.sinfo(var.struct_info)
         name = self.define(var, self.frames[-1], var.name_hint)
         lhs = f"{name}: {ann} = " if ann else f"{name} = "
-        cond = self.expr(value.cond)
+        c = value.cond
+        if type(c) is PrimValue and type(c.value) is PrimBinary and c.value.op in _COMPARISONS:
+            cond = self.dim(c.value)[0]  # ``if N == 16:``, TVM's spelling of a PrimExpr condition
+        else:
+            cond = self.expr(c)
         inner = indent + "    "
         then_lines = self.seq(value.true_branch, inner, lhs)
         else_lines = self.seq(value.false_branch, inner, lhs)

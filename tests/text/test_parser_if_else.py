@@ -121,3 +121,22 @@ def test_errors_are_located(src: str, where: tuple[int, int], message: str) -> N
     errs = getattr(err, "errors", None) or [err]
     assert message in errs[0].message
     assert (errs[0].span.line, errs[0].span.column) == where
+
+
+def test_a_comparison_of_dimensions_is_a_prim_value_condition() -> None:
+    from byocc.ir import PrimBinary
+    from byocc.ir import PrimValue
+
+    src = ('@R.function\ndef main(state: R.Tensor(["N"], dtype="float32"), A: R.Tensor(["M", 16], dtype="float32")):\n'
+           "    N = T.int64()\n    M = T.int64()\n    if N == 16:\n        w = R.add(A, A)\n    else:\n        w = A\n"
+           "    return w\n")
+    f = from_source(src)
+    cond = f.body.blocks[0].bindings[0].value.cond
+    assert isinstance(cond, PrimValue) and cond.dtype == "bool"
+    assert isinstance(cond.value, PrimBinary) and cond.value.op == "=="
+    text = print_function(f)
+    t = 'R.Tensor((M, 16), dtype="float32")'
+    assert text.split("\n")[-6:] == [
+        "    if N == 16:", f"        w_then: {t} = R.add(A, A)", f"        w: {t} = w_then", "    else:",
+        f"        w: {t} = A", "    return w"]
+    assert print_function(from_source(text)) == text
