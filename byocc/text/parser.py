@@ -54,6 +54,8 @@ from ._parse_metadata import load_sidecar
 from ._parse_types import dotted_name
 from ._scope import PythonScope
 from ._scope import resolve_dotted_names
+from ._tir_text import TirDef
+from ._tir_text import cut_prim_funcs
 from .grammar import get_driver
 from .grammar import get_lark
 from .grammar import normalize_source
@@ -601,68 +603,6 @@ class ModuleReader:
                 self.error("dictionary keys must be strings or numbers", k)
             out[key] = self.read_attr_value(v, func_reader)
         return out
-
-
-class TirDef:
-    """A ``@T.prim_func`` definition cut out of a script's text (see :func:`cut_prim_funcs`)."""
-
-    __slots__ = ("name", "source", "line", "col", "private")
-
-    def __init__(self, name: str, source: str, line: int, col: int, private: bool) -> None:
-        self.name = name
-        self.source = source
-        self.line = line
-        self.col = col
-        self.private = private
-
-
-_PRIM_FUNC_DECORATOR = re.compile(r"[ \t]*@[\w.]*\bprim_func\b")
-_DEF_NAME = re.compile(r"[ \t]*def[ \t]+(\w+)")
-
-
-def cut_prim_funcs(text: str) -> tuple[str, list[TirDef]]:
-    """``text`` with every ``@T.prim_func`` definition (decorators, header, body) blanked
-    out, line numbers kept, and the definitions. byocc does not read TIR: a script's
-    PrimFuncs are kept as text (:class:`byocc.ir.tir.PrimFunc`). One pass over the lines."""
-    lines = text.split("\n")
-    found: list[TirDef] = []
-    i = 0
-    while i < len(lines):
-        if not _PRIM_FUNC_DECORATOR.match(lines[i]):
-            i += 1
-            continue
-        start = i
-        indent = len(lines[i]) - len(lines[i].lstrip())
-        j = i
-        while j < len(lines) and not _DEF_NAME.match(lines[j]):
-            j += 1
-        m = _DEF_NAME.match(lines[j]) if j < len(lines) else None
-        if m is None:
-            break  # no def follows: the parser reports what is there
-        depth = 0
-        while j < len(lines):  # the header, to its ':' outside brackets
-            depth += sum(lines[j].count(c) for c in "([{") - sum(lines[j].count(c) for c in ")]}")
-            j += 1
-            if depth <= 0:
-                break
-        while j < len(lines):
-            stripped = lines[j].strip()
-            if stripped and not stripped.startswith("#") and len(lines[j]) - len(lines[j].lstrip()) <= indent:
-                break
-            j += 1
-        end = j
-        while end > start + 1 and not lines[end - 1].strip():
-            end -= 1
-        decorators = "\n".join(lines[start:end])
-        source = "\n".join(line[indent:] for line in decorators.split("\n"))
-        header = "\n".join(lines[start:end]).split("def ", 1)[0]
-        private = bool(re.search(r"\bprivate\s*=\s*True\b", header))
-        found.append(TirDef(m.group(1), source, start + 1, indent + 1, private))
-        for k in range(start, end):
-            lines[k] = ""
-        lines[start] = " " * indent + "pass"  # a class of PrimFuncs only still has a body
-        i = end
-    return "\n".join(lines), found
 
 
 #: ``byocc check`` reports at most this many problems of one file.
