@@ -164,6 +164,8 @@ def _infer_void(call: Call):
 
 
 define("relax.print", args=(), attrs=(AttrField("format", "", "str"),), varargs=True,
-       build=_build_print, infer=_infer_void)
+       build=_build_print, infer=_infer_void,
+       doc="Print the values with a format string at run time (impure; void).")
 define("relax.assert_op", args=("condition",), attrs=(AttrField("format", "", "str"),), varargs=True,
-       arg_kinds={"condition": "any"}, build=_build_assert, infer=_infer_void)
+       arg_kinds={"condition": "any"}, build=_build_assert, infer=_infer_void,
+       doc="Fail at run time, with the formatted message, unless the condition holds (impure; void).")
