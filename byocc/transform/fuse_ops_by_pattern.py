@@ -40,6 +40,7 @@ from byocc.ir.functor import map_values
 
 from .function_table import FunctionTable
 from .group_plan import UsesMemo
+from .group_plan import _nested_seqs
 from .materialize import Materializer
 from .materialize import plan_function
 from .pass_manager import Pass
@@ -214,6 +215,33 @@ class _Redirect:
 
 
 # ============================================================================ the pass
+def check_single_assignment(mod: IRModule, names: Sequence[str]) -> None:
+    """Raise PassError (a ValueError, as TVM raises) if a variable object is bound more than
+    once in the functions ``names`` (one function object stored under two names, say): the
+    grouping maps each bound variable to one group. Linear, no recursion."""
+    where: dict = {}
+    for name in names:
+        func = mod[name]
+        assert isinstance(func, Function)  # visited_functions lists Relax functions only
+        stack: list = [func.body]
+        while stack:
+            seq = stack.pop()
+            for block in seq.blocks:
+                for b in block.bindings:
+                    first = where.get(b.var)
+                    if first is not None:
+                        also = "twice in" if first == name else f"in {first!r} and in"
+                        raise PassError(
+                            f"FuseOpsByPattern: the module is not in single-assignment form: variable "
+                            f"{b.var.name_hint!r} is bound {also} {name!r}; give each function its own "
+                            "variables (copy a function by parsing or building it again)")
+                    where[b.var] = name
+                    nested: list = []
+                    _nested_seqs(b.value, nested)
+                    stack.extend(nested)
+
+
+
 @dataclass(frozen=True)
 class FuseOpsByPattern(Pass):
     """TVM ``relax.transform.FuseOpsByPattern`` (spec/partitioning.md section 5).
@@ -236,6 +264,7 @@ class FuseOpsByPattern(Pass):
 
     def run(self, mod: IRModule) -> IRModule:
         entries = [as_fusion_pattern(p) for p in self.patterns]
+        check_single_assignment(mod, visited_functions(mod, self.entry_functions))
         indexes: dict = {}
         uses = UsesMemo()
         gc_was_enabled = gc.isenabled()
