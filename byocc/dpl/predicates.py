@@ -22,7 +22,7 @@ from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir.arith import can_prove_equal
-from byocc.ir.arith import linear_form
+from byocc.ir.arith import linear_difference
 from byocc.ir.arith import provably_different
 from byocc.ir.prim import substitute_dim
 from byocc.ir.struct_info import FuncStructInfo
@@ -176,14 +176,11 @@ def dims_agree(x: Any, y: Any, bound: dict[TirVar, Any] | None) -> bool:
 
 def _no_integer_solution(x: Any, y: Any) -> bool:
     """``x - y`` is ``k * v + c`` (one variable) and ``k`` does not divide ``c``."""
-    lx, ly = linear_form(x), linear_form(y)
-    if lx is None or ly is None:
+    diff = linear_difference(x, y)
+    if diff is None:
         return False
-    coeffs = {key: k for key, (_, k) in lx[0].items()}
-    for key, (_, k) in ly[0].items():
-        coeffs[key] = coeffs.get(key, 0) - k
-    nonzero = [k for k in coeffs.values() if k]
-    return len(nonzero) == 1 and (lx[1] - ly[1]) % nonzero[0] != 0
+    nonzero, const = diff
+    return len(nonzero) == 1 and const % nonzero[0] != 0
 
 
 def struct_info_base_of(base: StructInfo | None, derived: StructInfo | None,

@@ -313,17 +313,24 @@ def can_prove_equal(a: Dim, b: Dim) -> bool:
     return diff.is_const() and diff.const == 0
 
 
-def _linear_difference(a: Dim, b: Dim) -> int | None:
-    """``a - b`` when both are linear and it is a constant, else None."""
+def linear_difference(a: Dim, b: Dim) -> tuple[list[int], int] | None:
+    """``a - b`` as (its nonzero variable coefficients, its constant) when both are linear,
+    else None."""
     la, lb = linear_form(a), linear_form(b)
     if la is None or lb is None:
         return None
     coeffs = {key: k for key, (_, k) in la[0].items()}
     for key, (_, k) in lb[0].items():
         coeffs[key] = coeffs.get(key, 0) - k
-    if any(coeffs.values()):
+    return [k for k in coeffs.values() if k], la[1] - lb[1]
+
+
+def _linear_difference(a: Dim, b: Dim) -> int | None:
+    """``a - b`` when both are linear and it is a constant, else None."""
+    diff = linear_difference(a, b)
+    if diff is None or diff[0]:
         return None
-    return la[1] - lb[1]
+    return diff[1]
 
 
 def provably_equal(a: Dim, b: Dim) -> bool:
@@ -412,7 +419,7 @@ def _rest(si: TensorStructInfo) -> tuple[Any, ...]:
 
 __all__ = [
     "add", "as_int", "can_prove_equal", "eval_dim", "floordiv", "from_linear_form", "is_static",
-    "linear_form", "mul", "product", "provably_different", "provably_equal", "provably_non_negative",
+    "linear_difference", "linear_form", "mul", "product", "provably_different", "provably_equal", "provably_non_negative",
     "simplify_binary",
     "simplify_dim", "simplify_struct_info_dims", "sub",
 ]
