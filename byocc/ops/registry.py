@@ -169,10 +169,16 @@ class OpDef:
             items = items + ((self.sinfo_key, sinfo),)
         if not items:
             return None
-        return Attrs(items)
+        done = Attrs(items)
+        global _last_completed
+        _last_completed = (done, self)
+        return done
 
 
 _MISSING = object()
+#: The last Attrs :meth:`OpDef.make_attrs` built and its OpDef: make_call given exactly
+#: that object for that op (a parsed call: bind, then make_call) skips completing it again.
+_last_completed: tuple[object, object] = (_MISSING, _MISSING)
 _KEYWORD_ALIASES = {"out_sinfo": "out_ty", "sinfo_args": "ty_args"}  # legacy spellings
 
 _BY_NAME: dict[str, OpDef] = {}
@@ -244,14 +250,22 @@ def make_call(op, args, attrs=None, sinfo_args=(), span=None) -> Call:
         return opdef.build(opdef, args, attrs, tuple(sinfo_args), span)
     if opdef.prepare is not None:
         args = tuple(opdef.prepare(args, span))
-    full = opdef.make_attrs(attrs, span)
+    if attrs is not None and attrs is _last_completed[0] and opdef is _last_completed[1]:
+        full = attrs  # bind() just completed these for this op (make_attrs is idempotent)
+    else:
+        full = opdef.make_attrs(attrs, span)
     if opdef.sinfo_key is not None and full is not None and opdef.sinfo_key in full:
         sinfo_args = _sinfo_list(full[opdef.sinfo_key], opdef, span)
         rest = tuple(kv for kv in full.items_ if kv[0] != opdef.sinfo_key)
         full = Attrs(rest) if rest else None
     call = Call(Op.get(opdef.name), args, full, tuple(sinfo_args), None, span)
-    sinfo = opdef.infer(call)
-    return Call(call.op, call.args, call.attrs, call.sinfo_args, sinfo, span)
+    # The inference rule reads the call without its struct info; the result is then set on
+    # that same new object (nothing else holds it yet) instead of building the Call again.
+    _set_field(call, "struct_info", opdef.infer(call))
+    return call
+
+
+_set_field = object.__setattr__  # a frozen dataclass's own way of filling its fields
 
 
 def _convert_arg(opdef: OpDef, i: int, value, span):
