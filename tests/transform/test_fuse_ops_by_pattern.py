@@ -201,3 +201,32 @@ def test_many_cycles_are_backed_out_together(monkeypatch):
     out = FuseOpsByPattern([("A.mm_add", pat)])(mod)
     assert print_module(out) == print_module(mod)
     assert len(runs) == 2
+
+
+def test_tvm_defect_cycle_through_an_outside_binding_backs_out():
+    """TVM's test_cyclic_dependency: ``add(relu(conv), wildcard)`` matches ``out = add(relu1,
+    gelu1)`` where ``gelu1`` (outside the match) uses ``conv1`` (inside it). The group would
+    both feed and consume ``gelu1``; TVM 0.27 raises "A cyclic dependency detected". byocc
+    backs the match out and leaves the function as it was."""
+    from byocc.dpl import make_fused_bias_activation_pattern
+    from byocc.ir.well_formed import well_formed
+
+    t = 'R.Tensor((1, 8, 6, 6), dtype="float32")'
+    src = module(f"""
+        @R.function
+        def main(data: R.Tensor((1, 8, 8, 8), dtype="float32"), weight: R.Tensor((8, 8, 3, 3), dtype="float32")) -> {t}:
+            with R.dataflow():
+                conv1: {t} = R.nn.conv2d(data, weight)
+                relu1: {t} = R.nn.relu(conv1)
+                gelu1: {t} = R.nn.gelu(conv1)
+                out: {t} = R.add(relu1, gelu1)
+                R.output(out)
+            return out
+    """)
+    pat = is_op("relax.add")(is_op("relax.nn.relu")(make_fused_bias_activation_pattern("relax.nn.conv2d")),
+                             wildcard())
+    before = parse_module(src)
+    out = FuseOpsByPattern([("compiler_A.conv2d_relu_add", pat)])(before)
+    assert out.names() == ["main"]
+    assert print_module(out) == print_module(before)
+    assert well_formed(out)
