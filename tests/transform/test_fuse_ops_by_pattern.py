@@ -209,7 +209,6 @@ def test_tvm_defect_cycle_through_an_outside_binding_backs_out():
     both feed and consume ``gelu1``; TVM 0.27 raises "A cyclic dependency detected". byocc
     backs the match out and leaves the function as it was."""
     from byocc.dpl import make_fused_bias_activation_pattern
-    from byocc.ir.well_formed import well_formed
 
     t = 'R.Tensor((1, 8, 6, 6), dtype="float32")'
     src = module(f"""
