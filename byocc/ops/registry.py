@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from functools import cached_property
 
 from byocc.ir import Attrs
 from byocc.ir import Call
@@ -139,6 +140,10 @@ class OpDef:
         return tuple(args), self.make_attrs(attrs, span)
 
     # ------------------------------------------------------------------ attributes
+    @cached_property
+    def _attr_names(self) -> frozenset:
+        return frozenset(f.name for f in self.attrs)
+
     def make_attrs(self, attrs, span=None) -> Attrs | None:
         """Complete, normalised Attrs (every field, print order, defaults filled)."""
         if isinstance(attrs, Attrs):
@@ -146,7 +151,7 @@ class OpDef:
         else:
             given = dict(attrs or {})
         sinfo = given.pop(self.sinfo_key, _MISSING) if self.sinfo_key else _MISSING
-        names = {f.name for f in self.attrs}
+        names = self._attr_names
         for key in given:
             if key not in names:
                 raise TypeInferenceError(f"{self.name} has no attribute {key!r}", span)
@@ -252,6 +257,8 @@ def make_call(op, args, attrs=None, sinfo_args=(), span=None) -> Call:
         args = tuple(opdef.prepare(args, span))
     if attrs is not None and attrs is _last_completed[0] and opdef is _last_completed[1]:
         full = attrs  # bind() just completed these for this op (make_attrs is idempotent)
+    elif attrs is None and not opdef.attrs and opdef.normalize is None:
+        full = None  # what make_attrs(None) gives an op without attributes
     else:
         full = opdef.make_attrs(attrs, span)
     if opdef.sinfo_key is not None and full is not None and opdef.sinfo_key in full:
