@@ -236,6 +236,30 @@ def _astype(x, dtype="float32"):
 
 
 # --------------------------------------------------------------------------- table
+def _format(fmt: str, values: tuple) -> str:
+    """TVM's run-time formatting of ``R.print``/``R.assert_op`` values: ``fmt`` with ``{}``
+    placeholders, or the values separated by spaces when ``fmt`` is empty."""
+    import numpy as np
+
+    shown = [np.asarray(v) if hasattr(v, "shape") else v for v in values]
+    return (fmt or " ".join(["{}"] * len(shown))).format(*shown)
+
+
+def _print(fmt: str, *values: Any) -> tuple:
+    print(_format(fmt, values))
+    return ()
+
+
+def _assert_op(condition: Any, fmt: str, *values: Any) -> tuple:
+    import numpy as np
+
+    if not bool(np.asarray(condition)):
+        from byocc.ir import InterpretError
+
+        raise InterpretError("R.assert_op failed: " + (_format(fmt, values) if fmt or values else "the condition is false"))
+    return ()
+
+
 def _table() -> dict[str, Callable[..., Any]]:
     import numpy as np
 
@@ -265,7 +289,7 @@ def _table() -> dict[str, Callable[..., Any]]:
         "isnan": _unary_bool(np.isnan), "isinf": _unary_bool(np.isinf),
         "isfinite": _unary_bool(np.isfinite), "logical_not": _unary_bool(np.logical_not),
         "bitwise_not": lambda x: np.invert(np.asarray(x)), "clip": _clip, "astype": _astype,
-        "wrap_param": _astype,
+        "wrap_param": _astype, "print": _print, "assert_op": _assert_op,
     }
     return {"relax." + k: v for k, v in t.items()}
 
