@@ -42,12 +42,11 @@ from byocc.ir import Expr
 from byocc.ir import If
 from byocc.ir import MatchCast
 from byocc.ir import PatternError
-from byocc.ir import Tuple
-from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.arith import can_prove_equal
 from byocc.ir.arith import provably_different
+from byocc.ir.functor import operands
 from byocc.ir.struct_info import ShapeStructInfo
 from byocc.ir.struct_info import TensorStructInfo
 
@@ -131,15 +130,12 @@ def _used_vars(value: Expr) -> list[Var]:
         e = stack.pop()
         if isinstance(e, Var):
             out.append(e)
-        elif isinstance(e, Call):
-            stack.extend(reversed(e.args))
-            stack.append(e.op)
-        elif isinstance(e, Tuple):
-            stack.extend(reversed(e.fields))
-        elif isinstance(e, TupleGetItem):
-            stack.append(e.tuple_value)
         elif isinstance(e, If):
             stack.append(e.cond)
+        else:  # a call's callee comes before its arguments
+            stack.extend(reversed(operands(e)))
+            if isinstance(e, Call):
+                stack.append(e.op)
     return out
 
 
