@@ -145,6 +145,9 @@ class UsesMemo:
         return uses
 
 
+_NESTING = frozenset({Function, If, SeqExpr})  # the values _nested_seqs looks into
+
+
 def _nested_seqs(expr: Expr, out: list) -> None:
     """SeqExprs directly nested in a binding value (If branches, local function bodies)."""
     if type(expr) is Function:
@@ -174,12 +177,13 @@ def plan_function(func: Function, group_of: Mapping[Var, Hashable],
             if isinstance(block, DataflowBlock):
                 blocks.append(block)
             for b in block.bindings:
-                _nested_seqs(b.value, nested_all)
+                if type(b.value) in _NESTING:
+                    _nested_seqs(b.value, nested_all)
         stack.extend(reversed(nested_all))
     # a group with bindings in several blocks makes dependencies of earlier blocks matter
     seen_in: dict = {}
     multi_block = False
-    for block in blocks:
+    for block in blocks if len(blocks) > 1 else ():
         for b in block.bindings:
             g = group_of.get(b.var, b.var)
             if g in group_attrs:
@@ -219,9 +223,12 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
     # the depth-first search below reaches it from a group, and are found then.
     get_group = group_of.get
     uses_of = memo.of
+    memo_get = memo._memo.get
     for i, b in enumerate(bindings):
         cur = groups[i]
-        uses = uses_of(b.value)
+        value = b.value
+        hit = memo_get(id(value))  # UsesMemo.of, inline: one call per binding
+        uses = hit[1] if hit is not None and hit[0] is value else uses_of(value)
         if not uses:
             continue
         if multi_block or cur in group_attrs or len(per_group[cur]) > 1:

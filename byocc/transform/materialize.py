@@ -118,6 +118,7 @@ class Materializer:
                  warn: Callable[[str], None] | None = None, uses: UsesMemo | None = None):
         self.table = table
         self.uses = uses if uses is not None else UsesMemo()
+        self._uses_get = self.uses._memo.get
         self.group_attrs = group_attrs
         self.lift = lift_constants
         self.supply = supply if supply is not None else NameSupply()
@@ -125,6 +126,7 @@ class Materializer:
         # group shape -> (function name, return struct info): a group shaped like an earlier
         # one yields a structurally equal function, which add_function would de-duplicate
         self._shapes: dict = {}
+        self._simplified: dict = {}  # id(struct info) -> (it, simplified): kept, so ids stay
 
     def rewrite(self, func: Function, plan: FunctionPlan,
                 var2val: Mapping[Var, Expr] | None = None) -> Function:
@@ -148,9 +150,11 @@ class Materializer:
         return self.remapper.visit_expr(e)
 
     def _rebind(self, b: Binding) -> Binding:
-        if type(b) is VarBinding and is_flat(b.value):  # the common case, without a rewrite
+        value = b.value
+        if type(b) is VarBinding and is_flat(value):  # the common case, without a rewrite
             remap = self.var_remap
-            for v in self.uses.of(b.value):
+            hit = self._uses_get(id(value))  # UsesMemo.of, inline
+            for v in (hit[1] if hit is not None and hit[0] is value else self.uses.of(value)):
                 if v in remap:
                     break
             else:
@@ -177,15 +181,20 @@ class Materializer:
                 dead.add(g)
                 self.warn(DEAD_CODE_WARNING)
         pending: dict = {}
+        groups = bp.groups
+        members = bp.members
+        outputs = bp.outputs
+        rebind = self._rebind
+        append = out.append
         for i in bp.order:
-            g = bp.groups[i]
+            g = groups[i]
             b = bindings[i]
-            if g not in bp.members:
-                out.append(self._rebind(b))
+            if g not in members:
+                append(rebind(b))
                 continue
             if g in dead:
                 continue
-            outs = bp.outputs[g]
+            outs = outputs[g]
             if len(outs) > 1 and b.var in outs:
                 pending.setdefault(g, []).append(b.var)
             if i != last[g]:
@@ -261,7 +270,10 @@ class Materializer:
             call_args.append(a)
         # TVM derives the call's type by substituting the callee's symbolic variables and
         # simplifying every dim that changed (so ``4 * n`` prints ``n * 4`` at the call site)
-        ret = simplify_struct_info_dims(ret)
+        simple = self._simplified.get(id(ret))
+        if simple is None or simple[0] is not ret:  # groups of one shape share ``ret``
+            simple = self._simplified[id(ret)] = (ret, simplify_struct_info_dims(ret))
+        ret = simple[1]
         call = Call(gvar, tuple(call_args), None, (), ret)
         if len(outputs) == 1 and not isinstance(outputs[0], DataflowVar):
             new_var: Var = Var(self.supply.fresh("gv"), ret)
