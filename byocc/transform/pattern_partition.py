@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
 from typing import cast
@@ -42,6 +41,7 @@ from byocc.dpl import pattern_root_ops
 from byocc.dpl import unwrap_bound
 from byocc.ir import Call
 from byocc.ir import DataflowBlock
+from byocc.ir import DataflowVar
 from byocc.ir import Function
 from byocc.ir import If
 from byocc.ir import Op
@@ -100,34 +100,57 @@ class FunctionIndex:
         self._sigs: list = [None] * len(self.calls)
 
     def _walk(self, func: Function) -> None:
-        current: DataflowBlock | None = None  # TVM: entering a dataflow block sets it,
-        stack = [_events(func.body)]             # leaving one clears it
-        while stack:
-            ev = next(stack[-1], None)
-            if ev is None:
-                stack.pop()
+        # TVM's visiting order: bindings in program order, the sequences nested in a binding
+        # (local function bodies, if branches) at its position. ``current``: entering a
+        # dataflow block sets it, leaving one clears it (also when back in an outer block).
+        var2val = self.var2val
+        v2b = self.value_to_bound_var
+        by_op = self.by_op
+        calls = self.calls
+        current: DataflowBlock | None = None
+        frames: list[list] = [[func.body.blocks, 0, 0]]  # blocks, block index, binding index
+        while frames:
+            frame = frames[-1]
+            blocks, bi, ji = frame
+            if bi == len(blocks):
+                frames.pop()
                 continue
-            kind, x = ev
-            if kind == "enter":
-                current = x
+            block = blocks[bi]
+            is_df = isinstance(block, DataflowBlock)
+            if ji == 0 and is_df:
+                current = block
+            bindings = block.bindings
+            n = len(bindings)
+            nested: list = []
+            while ji < n:
+                b = bindings[ji]
+                ji += 1
+                if not isinstance(b, VarBinding):
+                    continue
+                v = b.value
+                var2val[b.var] = v
+                v2b[v] = b.var
+                if type(v) is Call:
+                    op = v.op
+                    key = op.name if isinstance(op, Op) else None
+                    lst = by_op.get(key)
+                    if lst is None:
+                        by_op[key] = [len(calls)]
+                    else:
+                        lst.append(len(calls))
+                    calls.append((b, current))
+                    continue
+                nested = _nested(v)
+                if nested:
+                    break
+            if nested:
+                frame[1], frame[2] = bi, ji
+                for s in reversed(nested):
+                    frames.append([s.blocks, 0, 0])
                 continue
-            if kind == "leave":
+            if is_df:
                 current = None
-                continue
-            b = x
-            if not isinstance(b, VarBinding):
-                continue
-            v = b.value
-            self.var2val[b.var] = v
-            self.value_to_bound_var[v] = b.var
-            if type(v) is Call:
-                op = v.op
-                key = op.name if isinstance(op, Op) else None
-                self.by_op.setdefault(key, []).append(len(self.calls))
-                self.calls.append((b, current))
-                continue
-            for s in reversed(_nested(v)):  # visited at the position of their binding
-                stack.append(_events(s))
+            frame[1], frame[2] = bi + 1, 0
 
     def signature(self, pos: int) -> tuple:
         """For the call at ``pos``: per argument, the operator of the call it is bound to
@@ -174,36 +197,28 @@ def block_usages(block: DataflowBlock, memo: UsesMemo | None = None) -> dict:
     :class:`~byocc.dpl.VarUsages`: it also knows each binding's index in the block."""
     users: dict = {}
     position: dict = {}
+    of = memo.of if memo is not None else None
+    memo_get = memo._memo.get if memo is not None else None
     for i, b in enumerate(block.bindings):
         var = b.var
         position[var] = i
         if isinstance(b, VarBinding) and type(b.value) is not Function:
-            if memo is not None:
-                uses = memo.of(b.value)
+            if of is not None:
+                value = b.value
+                hit = memo_get(id(value))  # type: ignore[misc]  # set with ``of``
+                uses = hit[1] if hit is not None and hit[0] is value else of(value)
             else:
                 uses = []
                 var_uses(b.value, uses)
             for v in uses:
                 u = users.get(v)
                 if u is None:
-                    users[v] = {var: None}
-                else:
-                    u[var] = None
+                    users[v] = [var]
+                elif not u or u[-1] is not var:  # ``var``'s appends are the latest: once each
+                    u.append(var)
         if var not in users:
-            users[var] = {}
-    return VarUsages({v: list(u) for v, u in users.items()}, position)
-
-
-def _events(seq: SeqExpr) -> Iterator[tuple[str, Any]]:
-    """``("enter", block)`` / ``("bind", binding)`` / ``("leave", None)`` in program order."""
-    for block in seq.blocks:
-        is_df = isinstance(block, DataflowBlock)
-        if is_df:
-            yield ("enter", block)
-        for b in block.bindings:
-            yield ("bind", b)
-        if is_df:
-            yield ("leave", None)
+            users[var] = []
+    return VarUsages(users, position)
 
 
 def _nested(v: Any) -> list:
@@ -352,6 +367,8 @@ def deep_prefilter(pattern: Any) -> _Condition | None:
     return _condition(pattern)
 
 
+_BOUND = frozenset({Var, DataflowVar})
+
 #: A necessary condition on a value (read through ``var2val``) for a pattern to match it.
 _Condition = Callable[[Any, Mapping[Var, Any]], bool]
 
@@ -387,14 +404,24 @@ def _condition(p: Any) -> _Condition | None:
     def check(e: Any, var2val: Mapping) -> bool:
         if not isinstance(e, Call):
             return False
-        if unwrap(e.op, var2val) is not op_expr:
+        op = e.op
+        if type(op) is not Op:
+            op = unwrap(op, var2val)
+        if op is not op_expr:
             return other_op
         args = e.args
         n = len(args)
         if (n < n_pat) if varg else (n != n_pat):
             return False
         for i, cond in subs:
-            if not cond(unwrap(args[i], var2val), var2val):
+            a = args[i]
+            if type(a) in _BOUND:  # the common case: a variable bound to a call
+                a = var2val.get(a, a)
+                if type(a) in _BOUND or type(a) is SeqExpr:
+                    a = unwrap(a, var2val)
+            else:
+                a = unwrap(a, var2val)
+            if not cond(a, var2val):
                 break
         else:
             return True
@@ -424,14 +451,17 @@ def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = froz
     quick = prefilter(pattern)
     deep = deep_prefilter(pattern)
     verdicts: dict = {}  # signature -> prefilter verdict (few distinct signatures)
+    sigs = index._sigs
     for pos in index.candidates(pattern):
         binding, block = calls[pos]
         root_var = binding.var
-        if root_var in skip:
+        if skip and root_var in skip:
             continue
-        call = cast(Call, binding.value)  # calls holds call bindings
+        call: Call = binding.value  # type: ignore[assignment]  # calls holds call bindings
         if quick is not None:
-            sig = index.signature(pos)
+            sig = sigs[pos]
+            if sig is None:
+                sig = index.signature(pos)
             ok = verdicts.get(sig)
             if ok is None:
                 ok = verdicts[sig] = quick(sig)
