@@ -204,7 +204,13 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
     groups = [group_of.get(b.var, b.var) for b in bindings]
     members: dict = {}
     outputs: dict = {}
+    per_group: dict = {}
     for i, g in enumerate(groups):
+        idx = per_group.get(g)
+        if idx is None:
+            per_group[g] = [i]
+        else:
+            idx.append(i)
         if g in group_attrs:
             members.setdefault(g, []).append(i)
             out = outputs.setdefault(g, {})
@@ -215,9 +221,6 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
         return None
     # only variables bound in this block can be outputs of its part of a group
     defined_here = {bindings[i].var for idx in members.values() for i in idx}
-    per_group: dict = {}
-    for i, g in enumerate(groups):
-        per_group.setdefault(g, []).append(i)
     # step 2-3: outputs used by other groups, dependencies. Without groups spanning blocks,
     # the dependencies of a one-binding group that is not materialised are needed only when
     # the depth-first search below reaches it from a group, and are found then.
