@@ -123,6 +123,7 @@ def main() -> int:
         return 0
     for kind in kinds:
         text = make_module_text(args.tvm_size, kind)
+        gc.collect()  # as before each scaling row: no garbage of earlier runs left to scan
         byocc_t, steps = run_byocc(text, args.path)
         tvm = run_tvm(text, args.tvm_python)
         if tvm is None:
