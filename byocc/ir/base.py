@@ -7,7 +7,6 @@ printed forms differ.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from .diagnostics import ByoccError
@@ -34,6 +33,8 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
     structurally equal; the message holds a diff of their printed forms."""
     if structural_equal(lhs, rhs, map_free_vars):
         return
+    import difflib  # only for a failure's message: kept off the start-up path
+
     left, right = _text(lhs).splitlines(), _text(rhs).splitlines()
     diff = list(difflib.unified_diff(left, right, "lhs", "rhs", lineterm="", n=2))
     detail = "\n".join(diff) if diff else "(the printed forms are the same; the difference is in " \
