@@ -226,12 +226,9 @@ def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, d
     # the depth-first search below reaches it from a group, and are found then.
     get_group = group_of.get
     uses_of = memo.of
-    memo_get = memo._memo.get
     for i, b in enumerate(bindings):
         cur = groups[i]
-        value = b.value
-        hit = memo_get(id(value))  # UsesMemo.of, inline: one call per binding
-        uses = hit[1] if hit is not None and hit[0] is value else uses_of(value)
+        uses = uses_of(b.value)
         if not uses:
             continue
         if multi_block or cur in group_attrs or len(per_group[cur]) > 1:

@@ -118,7 +118,6 @@ class Materializer:
                  warn: Callable[[str], None] | None = None, uses: UsesMemo | None = None):
         self.table = table
         self.uses = uses if uses is not None else UsesMemo()
-        self._uses_get = self.uses._memo.get
         self.group_attrs = group_attrs
         self.lift = lift_constants
         self.supply = supply if supply is not None else NameSupply()
@@ -153,8 +152,7 @@ class Materializer:
         value = b.value
         if type(b) is VarBinding and is_flat(value):  # the common case, without a rewrite
             remap = self.var_remap
-            hit = self._uses_get(id(value))  # UsesMemo.of, inline
-            for v in (hit[1] if hit is not None and hit[0] is value else self.uses.of(value)):
+            for v in self.uses.of(value):
                 if v in remap:
                     break
             else:

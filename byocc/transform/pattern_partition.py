@@ -50,7 +50,6 @@ from byocc.ir import SeqExpr
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.transform.group_plan import UsesMemo
-from byocc.transform.group_plan import var_uses
 
 
 class Group:
@@ -197,20 +196,12 @@ def block_usages(block: DataflowBlock, memo: UsesMemo | None = None) -> dict:
     :class:`~byocc.dpl.VarUsages`: it also knows each binding's index in the block."""
     users: dict = {}
     position: dict = {}
-    of = memo.of if memo is not None else None
-    memo_get = memo._memo.get if memo is not None else None
+    uses_of = (memo if memo is not None else UsesMemo()).of
     for i, b in enumerate(block.bindings):
         var = b.var
         position[var] = i
         if isinstance(b, VarBinding) and type(b.value) is not Function:
-            if of is not None:
-                value = b.value
-                hit = memo_get(id(value))  # type: ignore[misc]  # set with ``of``
-                uses = hit[1] if hit is not None and hit[0] is value else of(value)
-            else:
-                uses = []
-                var_uses(b.value, uses)
-            for v in uses:
+            for v in uses_of(b.value):
                 u = users.get(v)
                 if u is None:
                     users[v] = [var]
