@@ -40,7 +40,7 @@ from byocc.ir.functor import map_values
 
 from .function_table import FunctionTable
 from .group_plan import UsesMemo
-from .group_plan import _nested_seqs
+from .group_plan import nested_seqs
 from .materialize import Materializer
 from .materialize import plan_function
 from .pass_manager import Pass
@@ -237,7 +237,7 @@ def check_single_assignment(mod: IRModule, names: Sequence[str]) -> None:
                             "variables (copy a function by parsing or building it again)")
                     where[b.var] = name
                     nested: list = []
-                    _nested_seqs(b.value, nested)
+                    nested_seqs(b.value, nested)
                     stack.extend(nested)
 
 

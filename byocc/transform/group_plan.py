@@ -145,16 +145,16 @@ class UsesMemo:
         return uses
 
 
-_NESTING = frozenset({Function, If, SeqExpr})  # the values _nested_seqs looks into
+_NESTING = frozenset({Function, If, SeqExpr})  # the values nested_seqs looks into
 
 
-def _nested_seqs(expr: Expr, out: list) -> None:
+def nested_seqs(expr: Expr, out: list) -> None:
     """SeqExprs directly nested in a binding value (If branches, local function bodies)."""
     if type(expr) is Function:
         out.append(expr.body)
     elif type(expr) is If:
-        _nested_seqs(expr.true_branch, out)
-        _nested_seqs(expr.false_branch, out)
+        nested_seqs(expr.true_branch, out)
+        nested_seqs(expr.false_branch, out)
     elif type(expr) is SeqExpr:
         out.append(expr)
 
@@ -178,7 +178,7 @@ def plan_function(func: Function, group_of: Mapping[Var, Hashable],
                 blocks.append(block)
             for b in block.bindings:
                 if type(b.value) in _NESTING:
-                    _nested_seqs(b.value, nested_all)
+                    nested_seqs(b.value, nested_all)
         stack.extend(reversed(nested_all))
     # a group with bindings in several blocks makes dependencies of earlier blocks matter
     seen_in: dict = {}
@@ -316,4 +316,4 @@ def _describe_cycle(g: Hashable, d: Hashable, bindings: tuple, groups: list, gro
 
 
 
-__all__ = ["BlockPlan", "FunctionPlan", "UsesMemo", "is_flat", "plan_function"]
+__all__ = ["BlockPlan", "FunctionPlan", "UsesMemo", "is_flat", "nested_seqs", "plan_function"]
