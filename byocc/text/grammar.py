@@ -36,6 +36,8 @@ from lark.lexer import Lexer
 from byocc.ir import ParseError
 from byocc.ir import Span
 
+from ._line_stmt import read_line_stmt
+
 if TYPE_CHECKING:
     from lark.common import LexerConf
     from lark.grammar import Rule
@@ -192,10 +194,24 @@ def lexer_tables(lexer_conf: LexerConf) -> Tables:
     return {"keywords": keywords, "punct": punct, "regexps": regexps, "ignore": list(lexer_conf.ignore)}
 
 
+class _LineStmtToken(Token):
+    """The ``LINE_STMT`` token: a whole one-line binding, read by :mod:`._line_stmt`."""
+
+    __slots__ = ("node",)
+
+    node: object
+
+
 class RelaxLexer(Lexer):
-    """Contextual lexer for ``relax.lark`` (Lark custom-lexer interface, version 2)."""
+    """Contextual lexer for ``relax.lark`` (Lark custom-lexer interface, version 2).
+
+    Where a statement may begin, a one-line binding is read by
+    :func:`~byocc.text._line_stmt.read_line_stmt` into one ``LINE_STMT`` token that carries
+    the statement the grammar would build (``line_stmts = False`` turns that off).
+    """
 
     __future_interface__ = 2
+    line_stmts = True
 
     def __init__(self, lexer_conf: LexerConf) -> None:
         self._setup(lexer_tables(lexer_conf))
@@ -225,6 +241,7 @@ class RelaxLexer(Lexer):
         keywords = self.keywords
         punct = self.punct
         tensor_match = self.tensor_re.match if self.tensor_re is not None else None
+        line_stmts = self.line_stmts
         startswith = text.startswith
         new = str.__new__
         match = self.token_re.match
@@ -288,6 +305,22 @@ class RelaxLexer(Lexer):
                 tok.end_column = end - line_start + 1
             pos = end
             yield tok
+            if kind == "NL" and line_stmts and "LINE_STMT" in states[state_stack[-1]]:
+                # a statement may begin: a one-line binding is read here, in one token
+                got = read_line_stmt(text, pos, line, line_start, keywords, self.tensor_re)
+                if got is not None:
+                    node, end = got
+                    stmt = new(_LineStmtToken, "")
+                    stmt.type = "LINE_STMT"
+                    stmt.value = ""
+                    stmt.start_pos = pos
+                    stmt.line = stmt.end_line = line
+                    stmt.column = pos - line_start + 1
+                    stmt.end_column = end - line_start + 1
+                    stmt.end_pos = end
+                    stmt.node = node
+                    pos = end
+                    yield stmt
 
 
 # --------------------------------------------------------------------------- LALR driver

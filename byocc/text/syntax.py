@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import cast
 
 from lark import Token
 from lark import Transformer
@@ -425,6 +426,9 @@ class SyntaxBuilder(Transformer):
 
     def assign(self, c: _Children) -> Assign:
         return Assign(c[0], c[1], c[2])
+
+    def line_stmt(self, c: _Children) -> Assign:
+        return cast(Assign, c[0].node)  # the lexer's LINE_STMT token carries its statement
 
     def assign_tuple(self, c: _Children) -> AssignTuple:
         return AssignTuple(c[0], c[-1])
