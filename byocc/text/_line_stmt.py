@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import cache
+from itertools import accumulate
 
 from ._literals import decode_string
 from ._literals import parse_number
@@ -34,21 +36,56 @@ from .syntax import Name
 from .syntax import Neg
 from .syntax import Node
 from .syntax import Subscript
+from .syntax import TensorType
 from .syntax import TupleExpr
 
-_NAME = r"[^\W\d]\w*"
-_TOKEN = re.compile(
-    r"[ \t]*(?:(?P<NAME>" + _NAME + r")"
-    r"|(?P<NUMBER>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.])"
-    r'|(?P<STRING>"(?:[^"\\\n]|\\.)*")(?!")'
-    r"|(?P<P>[()\[\],=.:\-]))"
-)
-#: What may follow the statement on its line: blanks, then the newline or a comment.
-_LINE_END = re.compile(r"[ \t]*[\n#]")
-#: After a name in a call: ``=`` (not ``==``) makes it a keyword argument.
-_KWARG_EQ = re.compile(r"[ \t]*=(?!=)")
-_MAX_DEPTH = 64  # deeper brackets go the grammar's way (its errors for nesting too deep)
+_NUMBER = r"(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+"
+_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_PUNCT = "()[],=.:-"
 _LITERAL_WORDS = {"True": True, "False": False, "None": None}
+_MAX_DEPTH = 64  # deeper brackets go the grammar's way (its errors for nesting too deep)
+
+
+@cache
+def _line_tokens(tensor_pattern: str) -> re.Pattern[str]:
+    """One token per match, with the blanks before it: TENSOR_TYPE, NAME, NUMBER, a
+    double-quoted string, punctuation of the subset, a comment, or any other one character
+    (which declines the line), so the matches cover the line without a gap."""
+    tensor = f"{tensor_pattern}|" if tensor_pattern else ""
+    return re.compile(rf"([ \t]*)({tensor}[^\W\d]\w*|{_NUMBER}|{_STRING}|[{re.escape(_PUNCT)}]|#.*|.)")
+
+
+def _kind(tok: str) -> str:
+    """The token's kind from its text (the alternative of :func:`_line_tokens` it matched):
+    punctuation stands for itself; ``T`` TENSOR_TYPE, ``S`` string, ``D`` number, ``#``
+    comment, ``N`` name, ``?`` anything else."""
+    c = tok[0]
+    if len(tok) == 1:
+        if c in _PUNCT:
+            return c
+        if c == "_" or (c.isalnum() and not c.isdecimal()):  # [^\W\d]
+            return "N"
+        return "D" if c.isdecimal() else "?"
+    if c == '"':
+        return "S"
+    if c == "#":
+        return "#"
+    if c == "." or c.isdecimal():
+        return "D"
+    if c == "R" and tok[1] == ".":
+        return "T"
+    return "N"
+
+
+_KINDS: dict[str, str] = {p: p for p in _PUNCT}
+"""Kinds of tokens seen before (operator and attribute names, dtypes repeat on every line)."""
+
+
+def _learn_kind(tok: str) -> str:
+    kind = _kind(tok)
+    if len(_KINDS) < 65536:
+        _KINDS[tok] = kind
+    return kind
 
 
 class _Decline(Exception):
@@ -56,160 +93,131 @@ class _Decline(Exception):
 
 
 class _LineReader:
-    __slots__ = ("text", "line", "line_start", "keywords", "tensor_match", "pos", "kind", "value", "start",
-                 "depth")
+    """Recursive descent over one line's tokens (``kinds``, ``vals``, 1-based ``cols``; a
+    final ``\\n`` kind ends the line)."""
 
-    def __init__(self, text: str, pos: int, line: int, line_start: int, keywords: Mapping[str, str],
-                 tensor_re: re.Pattern[str] | None) -> None:
-        self.text = text
+    __slots__ = ("line", "keywords", "kinds", "vals", "cols", "i", "depth")
+
+    def __init__(self, line: int, keywords: Mapping[str, str], kinds: list[str], vals: list[str],
+                 cols: list[int]) -> None:
         self.line = line
-        self.line_start = line_start
         self.keywords = keywords
-        self.tensor_match = tensor_re.match if tensor_re is not None else None
-        self.pos = pos
+        self.kinds = kinds
+        self.vals = vals
+        self.cols = cols
+        self.i = 0
         self.depth = 0
-        self.advance()
 
-    # ---- tokens
-    def advance(self) -> None:
-        """Read the next token into ``kind``, ``value``, ``start`` (``kind`` None: no token of
-        the subset here, which is the end of the line or something to decline at)."""
-        m = _TOKEN.match(self.text, self.pos)
-        if m is None:
-            self.kind = None
-            self.start = self.pos
-            return
-        kind = m.lastgroup
-        self.kind = kind
-        self.start = m.start(kind)  # type: ignore[arg-type]
-        self.value = m.group(kind)  # type: ignore[arg-type]
-        self.pos = m.end()
-
-    def place(self, node: Node, start: int, end: int) -> None:
+    def place(self, node: Node, i: int) -> None:
+        """Give ``node`` the position of token ``i``."""
         node.line = node.end_line = self.line
-        node.col = start - self.line_start + 1
-        node.end_col = end - self.line_start + 1
+        col = node.col = self.cols[i]
+        node.end_col = col + len(self.vals[i])
 
     def expect(self, punct: str) -> int:
-        """Consume ``punct``; its end offset."""
-        if self.kind != "P" or self.value != punct:
+        """Consume ``punct``; the column after it."""
+        i = self.i
+        if self.kinds[i] != punct:
             raise _Decline
-        end = self.pos
-        self.advance()
-        return end
-
-    def is_punct(self, punct: str) -> bool:
-        return self.kind == "P" and self.value == punct
+        self.i = i + 1
+        return self.cols[i] + 1
 
     def name(self) -> Name:
         node = Name.__new__(Name)
-        node.id = self.value
-        self.place(node, self.start, self.pos)
-        self.advance()
+        i = self.i
+        node.id = self.vals[i]
+        self.place(node, i)
+        self.i = i + 1
         return node
 
     # ---- statement
     def assign(self) -> Assign:
-        if self.kind != "NAME" or self.value in self.keywords:
+        if self.kinds[0] != "N" or self.vals[0] in self.keywords:
             raise _Decline
         target = self.name()
         annotation = None
-        if self.is_punct(":"):
-            self.advance()
+        if self.kinds[self.i] == ":":
+            self.i += 1
             annotation = self.expr()
         self.expect("=")
         value = self.expr()
-        if self.kind is not None or not _LINE_END.match(self.text, self.start):
+        if self.kinds[self.i] not in "\n#":
             raise _Decline
         node = Assign.__new__(Assign)
         node.target = target
         node.annotation = annotation
         node.value = value
-        node.line = target.line
+        node.line = node.end_line = self.line
         node.col = target.col
-        node.end_line = value.end_line
         node.end_col = value.end_col
         return node
 
     # ---- expressions
     def expr(self) -> Node:
-        if self.is_punct("-"):
-            start = self.start
-            self.advance()
+        if self.kinds[self.i] == "-":
+            col = self.cols[self.i]
+            self.i += 1
             operand = self.expr()
             neg = Neg(operand)
-            neg.line = self.line
-            neg.col = start - self.line_start + 1
-            neg.end_line = operand.end_line
+            neg.line = neg.end_line = self.line
+            neg.col = col
             neg.end_col = operand.end_col
             return neg
         node = self.postfix(self.atom())
-        if self.kind == "P" and self.value == "-":
+        if self.kinds[self.i] == "-":
             raise _Decline  # arithmetic: the grammar's rules read it
         return node
 
     def atom(self) -> Node:
-        kind = self.kind
-        start = self.start
-        if kind == "NAME":
-            value = self.value
+        i = self.i
+        kind = self.kinds[i]
+        if kind == "N":
+            value = self.vals[i]
             if value in self.keywords:
                 if value not in _LITERAL_WORDS:
                     raise _Decline
                 lit = Literal(_LITERAL_WORDS[value], value, _NO_TOKEN)
-                self.place(lit, start, self.pos)
-                self.advance()
-                return lit
-            if value == "R" and self.tensor_match is not None and self.text.startswith(".Tensor((", self.pos):
-                return self.tensor_type(start)
-            return self.name()
-        if kind == "NUMBER":
-            lit = Literal(parse_number(self.value), self.value, _NO_TOKEN)
-        elif kind == "STRING":
-            lit = Literal(decode_string(self.value), self.value, _NO_TOKEN)
-        elif kind == "P" and self.value in "([":
-            return self.bracketed(self.value)
+            else:
+                return self.name()
+        elif kind == "T":
+            node = TensorType.__new__(TensorType)
+            node.text = self.vals[i]
+            self.place(node, i)
+            self.i = i + 1
+            return node
+        elif kind == "D":
+            lit = Literal(parse_number(self.vals[i]), self.vals[i], _NO_TOKEN)
+        elif kind == "S":
+            lit = Literal(decode_string(self.vals[i]), self.vals[i], _NO_TOKEN)
+        elif kind == "(" or kind == "[":
+            return self.bracketed(kind)
         else:
             raise _Decline
-        self.place(lit, start, self.pos)
-        self.advance()
+        self.place(lit, i)
+        self.i = i + 1
         return lit
 
-    def tensor_type(self, start: int) -> Node:
-        from .syntax import TensorType
-
-        assert self.tensor_match is not None
-        m = self.tensor_match(self.text, start)
-        if m is None:  # `R.Tensor((` of another spelling: the general rules read it as a call
-            return self.name()
-        node = TensorType.__new__(TensorType)
-        node.text = m.group()
-        self.place(node, start, m.end())
-        self.pos = m.end()
-        self.advance()
-        return node
-
     def postfix(self, node: Node) -> Node:
-        while self.kind == "P":
-            punct = self.value
-            if punct == ".":
-                self.advance()
-                if self.kind != "NAME":
+        kinds = self.kinds
+        while True:
+            kind = kinds[self.i]
+            if kind == ".":
+                i = self.i + 1
+                if kinds[i] != "N":
                     raise _Decline
                 attr = Attr.__new__(Attr)
                 attr.value = node
-                attr.attr = self.value
+                attr.attr = self.vals[i]
                 attr.line = node.line
                 attr.col = node.col
                 attr.end_line = self.line
-                attr.end_col = self.pos - self.line_start + 1
-                self.advance()
+                attr.end_col = self.cols[i] + len(self.vals[i])
+                self.i = i + 1
                 node = attr
-            elif punct == "(":
+            elif kind == "(":
                 node = self.call(node)
-            elif punct == "[":
+            elif kind == "[":
                 self.enter()
-                self.advance()
                 indices = self.items("]")
                 if not indices:
                     raise _Decline
@@ -219,44 +227,45 @@ class _LineReader:
                 sub.line = node.line
                 sub.col = node.col
                 sub.end_line = self.line
-                sub.end_col = end - self.line_start + 1
+                sub.end_col = end
                 node = sub
             else:
-                break
-        return node
+                return node
 
     def enter(self) -> None:
+        """Step over an opening bracket."""
+        self.i += 1
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise _Decline
 
     def call(self, func: Node) -> CallExpr:
         self.enter()
-        self.advance()  # "("
+        kinds = self.kinds
         args: list[Node] = []
         kwargs: list[Keyword] = []
-        while not self.is_punct(")"):
-            if self.kind == "NAME" and _KWARG_EQ.match(self.text, self.pos):
-                if self.value in self.keywords:
+        while kinds[self.i] != ")":
+            i = self.i
+            if kinds[i] == "N" and kinds[i + 1] == "=" and kinds[i + 2] != "=":
+                if self.vals[i] in self.keywords:
                     raise _Decline
                 kw = Keyword.__new__(Keyword)
-                kw.name = self.value
-                start = self.start
-                self.advance()
-                self.advance()  # "="
+                kw.name = self.vals[i]
+                self.i = i + 2
                 value = self.expr()
                 kw.value = value
-                self.place(kw, start, 0)
-                kw.end_line = value.end_line
+                kw.line = kw.end_line = self.line
+                kw.col = self.cols[i]
                 kw.end_col = value.end_col
                 kwargs.append(kw)
             else:
                 if kwargs:
                     raise _Decline  # a positional argument after a keyword: the grammar's error
                 args.append(self.expr())
-            if self.is_punct(","):
-                self.advance()
-            elif not self.is_punct(")"):
+            kind = kinds[self.i]
+            if kind == ",":
+                self.i += 1
+            elif kind != ")":
                 raise _Decline
         end = self.expect(")")
         self.depth -= 1
@@ -264,41 +273,44 @@ class _LineReader:
         node.line = func.line
         node.col = func.col
         node.end_line = self.line
-        node.end_col = end - self.line_start + 1
+        node.end_col = end
         return node
 
     def items(self, close: str) -> list[Node]:
         """Comma-separated expressions up to ``close`` (not consumed), a trailing comma allowed."""
+        kinds = self.kinds
         items: list[Node] = []
-        while not self.is_punct(close):
+        while kinds[self.i] != close:
             items.append(self.expr())
-            if self.is_punct(","):
-                self.advance()
-            elif not self.is_punct(close):
+            kind = kinds[self.i]
+            if kind == ",":
+                self.i += 1
+            elif kind != close:
                 raise _Decline
         return items
 
     def bracketed(self, open_: str) -> Node:
-        start = self.start
+        col = self.cols[self.i]
         self.enter()
-        self.advance()
         if open_ == "[":
             node: Node = ListExpr(self.items("]"))
             end = self.expect("]")
         else:
-            if self.is_punct(")"):
+            if self.kinds[self.i] == ")":
                 node = TupleExpr([])
             else:
                 first = self.expr()
-                if self.is_punct(")"):  # `(x)`: the expression itself
-                    self.advance()
+                if self.kinds[self.i] == ")":  # `(x)`: the expression itself
+                    self.i += 1
                     self.depth -= 1
                     return first
                 self.expect(",")
                 node = TupleExpr([first, *self.items(")")])
             end = self.expect(")")
         self.depth -= 1
-        self.place(node, start, end)
+        node.line = node.end_line = self.line
+        node.col = col
+        node.end_col = end
         return node
 
 
@@ -316,12 +328,24 @@ def read_line_stmt(text: str, pos: int, line: int, line_start: int, keywords: Ma
     """The binding that starts at ``pos`` (the first character of line ``line``, which starts
     at offset ``line_start``) and the offset where it ends, if the line is one binding of the
     subset; else None."""
+    eol = text.find("\n", pos)
+    if eol < 0:
+        return None
+    pairs = _line_tokens(tensor_re.pattern if tensor_re is not None else "").findall(text, pos, eol)
+    vals = [tok for _, tok in pairs]
+    # each token's column: where the one before ends, plus its own blanks
+    ends = accumulate([len(blank) + len(tok) for blank, tok in pairs], initial=pos - line_start + 1)
+    cols = [end + len(blank) for end, (blank, _) in zip(ends, pairs)]
+    known = _KINDS.get
+    kinds = [known(tok) or _learn_kind(tok) for tok in vals]
+    kinds.extend(("\n", "\n", "\n"))  # the end, and room for the keyword-argument lookahead
     try:
-        reader = _LineReader(text, pos, line, line_start, keywords, tensor_re)
+        reader = _LineReader(line, keywords, kinds, vals, cols)
         node = reader.assign()
     except _Decline:
         return None
-    return node, reader.start
+    last = reader.i - 1  # the statement's last token (a `)` may end it after its value)
+    return node, line_start + cols[last] + len(vals[last]) - 1
 
 
 __all__ = ["read_line_stmt"]

@@ -16,7 +16,6 @@ UnsupportedError); no other exception escapes :func:`parse_module`, whatever the
 
 from __future__ import annotations
 
-import gc
 import re
 import sys
 from collections.abc import Iterable
@@ -44,6 +43,7 @@ from byocc.ir import ParseError
 from byocc.ir import Span
 from byocc.ir import TensorStructInfo
 from byocc.ir import UnsupportedError
+from byocc.ir.memory import gc_paused
 from byocc.ir.tir import PrimFunc
 
 from ._parse_expr import METADATA
@@ -121,8 +121,12 @@ def _parse(text: str, source: str, constants: dict[str, Any] | None, sidecar: st
     """The module, and the name of its function when the text is one stand-alone def."""
     if not isinstance(text, str):
         raise InputError(f"expected text, got {type(text).__name__}")
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the parse allocates many long-lived objects and no cycles
+    with gc_paused():  # the parse allocates many long-lived objects and no cycles
+        return _read(text, source, constants, sidecar, scope)
+
+
+def _read(text: str, source: str, constants: dict[str, Any] | None, sidecar: str | None,
+          scope: PythonScope | None) -> tuple[IRModule, str | None]:
     reader = None
     try:
         tir: list[TirDef] = []
@@ -145,9 +149,6 @@ def _parse(text: str, source: str, constants: dict[str, Any] | None, sidecar: st
     except Exception as exc:  # noqa: BLE001  (a bug must still surface as a located error)
         raise ParseError(f"cannot read this input (internal error: {type(exc).__name__}: {exc})",
                          _where(reader, source)) from exc
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def read_file(path: str) -> IRModule:

@@ -14,7 +14,6 @@ again without it; the output is well formed.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from byocc.ir import SeqExpr
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.functor import map_values
+from byocc.ir.memory import gc_paused
 
 from .function_table import FunctionTable
 from .group_plan import UsesMemo
@@ -264,21 +264,16 @@ class FuseOpsByPattern(Pass):
 
     def run(self, mod: IRModule) -> IRModule:
         entries = [as_fusion_pattern(p) for p in self.patterns]
-        check_single_assignment(mod, visited_functions(mod, self.entry_functions))
-        indexes: dict = {}
-        uses = UsesMemo()
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # many small long-lived objects, no reference cycles: collections only cost
-        try:
+        with gc_paused():  # many small long-lived objects, no reference cycles
+            check_single_assignment(mod, visited_functions(mod, self.entry_functions))
+            indexes: dict = {}
+            uses = UsesMemo()
             for entry in entries:
                 mod = run_pattern(mod, entry, bind_constants=self.bind_constants,
                                   entry_functions=self.entry_functions, indexes=indexes,
                                   warn=self.warn, uses=uses)
             if self.annotate_codegen:
                 mod = annotate_codegen(mod)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
         return mod
 
 

@@ -32,6 +32,7 @@ from byocc.ir import ByoccError
 from byocc.ir import Function
 from byocc.ir import IRModule
 from byocc.ir import MultipleErrors
+from byocc.ir.memory import gc_paused
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,8 @@ class PassContext:
             for inst in self.instruments:
                 inst.run_before_pass(mod, info)
         try:
-            out = pass_.run(mod)
+            with gc_paused():  # a pass builds many long-lived objects and no cycles
+                out = pass_.run(mod)
         except ByoccError as err:
             note = f"while running pass {info.name}"
             if not isinstance(pass_, Sequential) and note not in err.notes:
