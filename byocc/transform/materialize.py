@@ -157,6 +157,14 @@ class Materializer:
                     break
             else:
                 return b
+            if type(value) is Call and type(value.op) is Op and (
+                    value.struct_info is b.var.struct_info or value.struct_info == b.var.struct_info):
+                same = _same_type_operands(value, remap)
+                if same is not None:
+                    # operands of unchanged types: inference would give the call's own type
+                    # again (_rederive keeps it), and the variable keeps its type
+                    return VarBinding(b.var, Call(value.op, same, value.attrs, value.sinfo_args,
+                                                  value.struct_info, value.span), b.span)
         new = self.remapper.visit_binding(b)
         return new[0]
 
@@ -326,6 +334,22 @@ class _Remapper(ExprMutator):
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         return self.materializer._block(block)
+
+
+def _same_type_operands(call: Call, remap: Mapping) -> tuple | None:
+    """The operands of ``call`` (variables and leaves only) with ``remap`` applied, when
+    every remapped variable's replacement has the same struct info; else None."""
+    out = []
+    for a in call.args:
+        t = type(a)
+        if t is Var or t is DataflowVar:
+            new = remap.get(a)
+            if new is not None:
+                if new.struct_info != a.struct_info:
+                    return None
+                a = new
+        out.append(a)
+    return tuple(out)
 
 
 def _rederive(e: Expr) -> Expr:
