@@ -13,15 +13,18 @@ to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import NoReturn
+from typing import cast
 
 from byocc.ir import ByoccError
 from byocc.ir import Call
 from byocc.ir import Constant
+from byocc.ir import DataflowVar
 from byocc.ir import DataTypeImm
 from byocc.ir import Dim
 from byocc.ir import Expr
@@ -40,6 +43,7 @@ from byocc.ir import TupleGetItem
 from byocc.ir import TupleStructInfo
 from byocc.ir import TypeInferenceError
 from byocc.ir import UnsupportedError
+from byocc.ir import Var
 from byocc.ir import is_leaf
 from byocc.ir import sinfo_of
 from byocc.ops import lookup_printed
@@ -70,7 +74,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from byocc.ir import TirVar
-    from byocc.ir import Var
 
     from ._parse_metadata import MetadataTable
     from ._parse_metadata import RuntimeModuleRef
@@ -431,7 +434,7 @@ class ExprReader:
                 keywords[kw.name] = self.read_types(kw.value)
             else:
                 keywords[kw.name] = self.evaluate(kw.value)
-        return self._make_op_call(dotted, positional, keywords, node)
+        return self._op_call_cached(dotted, positional, keywords, node)
 
     def _make_op_call(self, dotted: str, positional: list[Raw], keywords: dict[str, Raw], node: Node) -> Expr:
         """The call of the operator printed ``R.<dotted>`` on raw arguments."""
@@ -443,6 +446,26 @@ class ExprReader:
         args, attrs = opdef.bind(positional, keywords, span)
         args = [self.leaf(a, node) for a in args]
         return make_call(opdef, args, attrs, span=span)
+
+    def _op_call_cached(self, dotted: str, positional: list[Raw], keywords: dict[str, Raw], node: Node) -> Expr:
+        """:meth:`_make_op_call`, answered from :data:`_CALL_CACHE` when an identical call
+        (same operator, operand types, keyword values) was built before (see _call_key)."""
+        key = _call_key(dotted, positional, keywords)
+        if key is None:
+            return self._make_op_call(dotted, positional, keywords, node)
+        hit = _CALL_CACHE.get(key)
+        if hit is not None:
+            args = cast("tuple[Expr, ...]", tuple(positional))  # variables: _call_key checked
+            return Call(hit[0], args, hit[1], hit[2], hit[3], self.span(node))
+        call = self._make_op_call(dotted, positional, keywords, node)
+        if (type(call) is Call and len(call.args) == len(positional)
+                and all(a is b for a, b in zip(call.args, positional))
+                and all(_static_sinfo(a.struct_info) for a in call.args)
+                and all(_static_sinfo(s) for s in call.sinfo_args) and _static_sinfo(call.struct_info)):
+            if len(_CALL_CACHE) >= _CALL_CACHE_SIZE:
+                _CALL_CACHE.clear()
+            _CALL_CACHE[key] = (call.op, call.attrs, call.sinfo_args, call.struct_info)
+        return call
 
     # ------------------------------------------------------------------ R.* constructors
     def _const(self, value: Raw, dtype: str | None, node: Node) -> Constant:
@@ -524,6 +547,81 @@ class ExprReader:
 
     def _t_minmax(self, node: CallExpr) -> Dim:
         return self.read_dim(node)
+
+
+#: Operator calls already built, by :func:`_call_key`: (op, attrs, sinfo_args, struct_info).
+#: Binding, attribute completion and struct-info inference depend only on what the key
+#: holds, so a call with an equal key gets the same parts (attrs and struct info are frozen
+#: and value-equal, and an entry is kept only when its operand and result types are fully
+#: static, so no symbolic dimension is shared between calls). Failures are never stored:
+#: an erroneous call is rebuilt, and reports, every time.
+_CALL_CACHE: dict[tuple, tuple] = {}
+_CALL_CACHE_SIZE = 8192
+_LIST = object()  # key tags: a list, a tuple, a float (1 == 1.0 == True hash alike)
+_TUPLE = object()
+_FLOAT = object()
+_TRUE = object()
+_FALSE = object()
+_NONE = object()
+_pack_float = struct.Struct("<d").pack  # a float's exact bits: -0.0 and 0.0 differ
+
+
+def _raw_key(v: object) -> object:
+    """A hashable key of a raw keyword value, equal only for values of the same type and
+    value (nested lists and tuples included); None for a value that is not a plain Python
+    literal (an Expr, a struct info, an array...)."""
+    t = type(v)
+    if t is str or t is int:
+        return v
+    if t is bool:
+        return _TRUE if v else _FALSE
+    if v is None:
+        return _NONE
+    if t is float:
+        return (_FLOAT, _pack_float(v))
+    if t is list or t is tuple:
+        parts: list[object] = [_LIST if t is list else _TUPLE]
+        for x in v:  # type: ignore[attr-defined]
+            k = _raw_key(x)
+            if k is None:
+                return None
+            parts.append(k)
+        return tuple(parts)
+    return None
+
+
+def _call_key(dotted: str, positional: list[Raw], keywords: dict[str, Raw]) -> tuple | None:
+    """The key of an operator call in :data:`_CALL_CACHE`, or None (not cached): every
+    operand a variable of tensor type, every keyword value a plain literal."""
+    parts: list[object] = [dotted, len(positional)]
+    for v in positional:
+        t = type(v)
+        if t is not Var and t is not DataflowVar:
+            return None
+        si = v.struct_info  # type: ignore[union-attr]
+        if type(si) is not TensorStructInfo:
+            return None
+        parts.append(t)
+        parts.append(si)
+    for k, v in keywords.items():
+        vk = _raw_key(v)
+        if vk is None:
+            return None
+        parts.append(k)
+        parts.append(vk)
+    return tuple(parts)
+
+
+def _static_sinfo(si: Any) -> bool:
+    """True for a struct info with no symbolic dimension and no variable in it."""
+    t = type(si)
+    if t is TensorStructInfo:
+        return si.shape_var is None and (si.shape is None or all(type(d) is int for d in si.shape))
+    if t is TupleStructInfo:
+        return all(_static_sinfo(f) for f in si.fields)
+    if t is ObjectStructInfo:
+        return True
+    return False
 
 
 def _root(node: Node) -> Node:

@@ -9,6 +9,8 @@ Names in dimensions are resolved by the host through :meth:`dim_name`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import fields
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from typing import NoReturn
@@ -90,6 +92,32 @@ def split_tensor_token(text: str) -> tuple[tuple[int | str, ...], str | None, in
     return dims, m.group(2), m.start(2) if m.group(2) is not None else 0
 
 
+def _fast_span_maker() -> Callable[[str, int, int, int, int], Span]:
+    """``Span(source, line, column, end_line, end_column)`` in half the time: a frozen
+    dataclass's ``__init__`` goes through ``object.__setattr__`` for each field; this fills
+    the slots directly (three spans per binding). Falls back to the constructor if Span
+    ever gets other fields or a ``__post_init__``."""
+    names = ("source", "line", "column", "end_line", "end_column")
+    if tuple(f.name for f in fields(Span)) != names or hasattr(Span, "__post_init__"):
+        return Span
+    new = Span.__new__
+    s0, s1, s2, s3, s4 = (getattr(Span, n).__set__ for n in names)
+
+    def make(source: str, line: int, column: int, end_line: int, end_column: int) -> Span:
+        sp = new(Span)
+        s0(sp, source)
+        s1(sp, line)
+        s2(sp, column)
+        s3(sp, end_line)
+        s4(sp, end_column)
+        return sp
+
+    return make
+
+
+_span = _fast_span_maker()
+
+
 class TypeReader:
     """Mixin: needs ``source``, ``dim_name(name_node, in_signature)``, ``lookup_value(name)``
     and ``parse_dim_text(text, node)`` from the host."""
@@ -104,7 +132,7 @@ class TypeReader:
 
     # ------------------------------------------------------------------ errors
     def span(self, node: Node) -> Span:
-        return Span(self.source, node.line, node.col, node.end_line, node.end_col)
+        return _span(self.source, node.line, node.col, node.end_line, node.end_col)
 
     def error(self, message: str, node: Node | None, cls: type[ByoccError] = ParseError) -> NoReturn:
         raise cls(message, self.span(node) if node is not None else None)
