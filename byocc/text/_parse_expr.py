@@ -50,9 +50,11 @@ from byocc.ops import lookup_printed
 from byocc.ops import make_call
 
 from ._parse_types import TYPE_NAMES
+from ._parse_types import _span
 from ._parse_types import dotted_name
 from ._parse_types import is_valid_dtype
 from ._parse_types import match_sinfo_vars
+from ._parse_types import slot_maker
 from ._parse_types import substitute_sinfo
 from .syntax import Attr
 from .syntax import BinOp
@@ -122,6 +124,7 @@ class ExprReader:
     """Mixin: expressions. See the module docstring."""
 
     if TYPE_CHECKING:  # from the host (FunctionReader) and its other mixin (TypeReader)
+        source: str
         metadata: MetadataTable
         module: ModuleReader
 
@@ -456,7 +459,8 @@ class ExprReader:
         hit = _CALL_CACHE.get(key)
         if hit is not None:
             args = cast("tuple[Expr, ...]", tuple(positional))  # variables: _call_key checked
-            return Call(hit[0], args, hit[1], hit[2], hit[3], self.span(node))
+            return _make_call(hit[0], args, hit[1], hit[2], hit[3],
+                              _span(self.source, node.line, node.col, node.end_line, node.end_col))
         call = self._make_op_call(dotted, positional, keywords, node)
         if (type(call) is Call and len(call.args) == len(positional)
                 and all(a is b for a, b in zip(call.args, positional))
@@ -557,6 +561,7 @@ class ExprReader:
 #: an erroneous call is rebuilt, and reports, every time.
 _CALL_CACHE: dict[tuple, tuple] = {}
 _CALL_CACHE_SIZE = 8192
+_make_call = slot_maker(Call)
 _LIST = object()  # key tags: a list, a tuple, a float (1 == 1.0 == True hash alike)
 _TUPLE = object()
 _FLOAT = object()

@@ -48,8 +48,10 @@ from ._parse_if import IfReader
 from ._parse_if import if_target
 from ._parse_retype import retype_dataflow
 from ._parse_types import TypeReader
+from ._parse_types import _span
 from ._parse_types import dotted_name
 from ._parse_types import incompatible
+from ._parse_types import slot_maker
 from .syntax import Assign
 from .syntax import AssignTuple
 from .syntax import Attr
@@ -77,6 +79,9 @@ if TYPE_CHECKING:
     Outputs = dict[str, Name]
 
 DIM_DECLARATIONS = ("T.int64", "T.int32")
+_make_var = slot_maker(Var)  # Var(...), DataflowVar(...), VarBinding(...) for each binding
+_make_dataflow_var = slot_maker(DataflowVar)
+_make_var_binding = slot_maker(VarBinding)
 
 
 class FunctionReader(TypeReader, ExprReader, IfReader):
@@ -340,8 +345,9 @@ class FunctionReader(TypeReader, ExprReader, IfReader):
 
     def _new_var(self, name_node: Name, sinfo: StructInfo | None, in_dataflow: bool, outputs: Outputs | None) -> Var:
         is_output = outputs is not None and outputs.get(name_node.id) is name_node
-        cls = DataflowVar if in_dataflow and not is_output else Var
-        var = cls(name_node.id, sinfo, self.span(name_node))
+        make = _make_dataflow_var if in_dataflow and not is_output else _make_var
+        var = make(name_node.id, sinfo, _span(self.source, name_node.line, name_node.col,
+                                              name_node.end_line, name_node.end_col))
         self.values[name_node.id] = var
         return var
 
@@ -390,7 +396,8 @@ class FunctionReader(TypeReader, ExprReader, IfReader):
                 sinfo = ann
         self._consume_name(in_dataflow)
         var = self._new_var(target, sinfo, in_dataflow, outputs)
-        bindings.append(VarBinding(var, expr, self.span(stmt)))
+        bindings.append(_make_var_binding(var, expr, _span(self.source, stmt.line, stmt.col,
+                                                           stmt.end_line, stmt.end_col)))
 
     def _unpack(self, stmt: AssignTuple) -> list[Assign]:
         """``a, b = x, y`` as ``a = x`` then ``b = y`` (``m, n = T.int64(), T.int64()``
