@@ -98,7 +98,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
                 plan = None
                 break
             group_of, group_attrs = part.resolve()
-            plan = plan_function(func, group_of, group_attrs, uses)
+            plan = plan_function(func, group_of, group_attrs, uses, index.complete_usages)
             if plan.cycle is None:
                 break
             # back out, for every cycle, the latest accepted match among its groups

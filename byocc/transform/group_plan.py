@@ -6,12 +6,14 @@ found here). Used by :mod:`byocc.transform.materialize`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
+from byocc.dpl import VarUsages
 from byocc.ir import Call
 from byocc.ir import Constant
 from byocc.ir import DataflowBlock
@@ -160,12 +162,18 @@ def nested_seqs(expr: Expr, out: list) -> None:
 
 
 def plan_function(func: Function, group_of: Mapping[Var, Hashable],
-                  group_attrs: Mapping[Hashable, Any], uses: UsesMemo | None = None) -> FunctionPlan:
+                  group_attrs: Mapping[Hashable, Any], uses: UsesMemo | None = None,
+                  usages: Callable[[DataflowBlock], VarUsages | None] | None = None) -> FunctionPlan:
     """Plan every dataflow block of ``func`` (outer blocks before the blocks nested in their
     bindings). Dependency cycles are collected in ``plan.cycles`` (the depth-first search
     steps over the edge closing each one and goes on); without any, every block has its
     emission order. Cost: linear in the bindings of dataflow blocks holding materialised
-    groups (other blocks are only scanned when a group spans several blocks)."""
+    groups (other blocks are only scanned when a group spans several blocks).
+
+    ``usages`` (optional): the block's use lists (``block_usages``) where every user a
+    binding can be is in them (no ``match_cast``, no local function); with them a block
+    whose materialised groups are each a run of consecutive bindings is planned from the
+    groups' members and their users alone (:func:`_plan_runs`)."""
     plan = FunctionPlan()
     deps: dict = {}  # group -> {producer group: None}; persists across blocks (TVM)
     blocks: list[DataflowBlock] = []
@@ -192,10 +200,77 @@ def plan_function(func: Function, group_of: Mapping[Var, Hashable],
                     multi_block = True
     memo = uses if uses is not None else UsesMemo()
     for block in blocks:
-        bp = _plan_block(block, group_of, group_attrs, deps, multi_block, plan, memo)
+        bp: BlockPlan | None | bool = False
+        if usages is not None and not multi_block:
+            known = usages(block)
+            if known is not None:
+                bp = _plan_runs(block, group_of, group_attrs, known, memo)
+        if bp is False:
+            bp = _plan_block(block, group_of, group_attrs, deps, multi_block, plan, memo)
         if bp is not None:
+            assert isinstance(bp, BlockPlan)
             plan.blocks[id(block)] = bp
     return plan
+
+
+def _plan_runs(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, usages: VarUsages,
+               memo: UsesMemo) -> BlockPlan | None | bool:
+    """:func:`_plan_block`'s plan when every materialised group of ``block`` is a run of
+    consecutive bindings (and the other groups are single bindings); False otherwise.
+
+    Then no group can depend on a later one: the emission order is the block's order and
+    there is no cycle. Each group's outputs are, as there, its members bound to a ``Var``
+    (block order), then its members used by a binding outside the group, in the order the
+    block's scan meets those uses: by the user's position, then by the use's place in the
+    user's value. Cost: the groups' members and their users, plus one pass building the
+    per-binding group list the plan carries."""
+    position = usages.position
+    members: dict = {}
+    plain: set = set()
+    for var, g in group_of.items():
+        if g in group_attrs:
+            i = position.get(var)
+            if i is not None:
+                idx = members.get(g)
+                if idx is None:
+                    members[g] = [i]
+                else:
+                    idx.append(i)
+        elif g in plain:
+            return False  # a group of several bindings that is not materialised
+        else:
+            plain.add(g)
+    if not members:
+        return None
+    for idx in members.values():
+        idx.sort()
+        if idx[-1] - idx[0] + 1 != len(idx):
+            return False
+    members = dict(sorted(members.items(), key=lambda kv: kv[1][0]))
+    bindings = block.bindings
+    groups = [group_of.get(b.var, b.var) for b in bindings]
+    uses_of = memo.of
+    outputs: dict = {}
+    for g, idx in members.items():
+        out: dict = {}
+        for i in idx:
+            var = bindings[i].var
+            if not isinstance(var, DataflowVar):
+                out[var] = None
+        used_outside = []
+        for i in idx:
+            var = bindings[i].var
+            for user in usages.get(var, ()):
+                j = position[user]
+                if groups[j] != g:  # users are in block order: the first one outside
+                    used_outside.append((j, uses_of(bindings[j].value).index(var), var))
+                    break
+        used_outside.sort(key=lambda t: (t[0], t[1]))
+        for _, _, var in used_outside:
+            if var not in out:
+                out[var] = None
+        outputs[g] = out
+    return BlockPlan(block, groups, members, outputs, list(range(len(bindings))))
 
 
 def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,

@@ -95,6 +95,9 @@ class FunctionIndex:
         self.var2val: dict = {}
         self.value_to_bound_var: dict = {}
         self._usages: dict[int, tuple[DataflowBlock, dict]] = {}
+        #: ids of the dataflow blocks holding a binding whose uses :func:`block_usages` does
+        #: not record (``match_cast``, a local function)
+        self.irregular: set[int] = set()
         self._walk(func)
         self._sigs: list = [None] * len(self.calls)
 
@@ -125,6 +128,8 @@ class FunctionIndex:
                 b = bindings[ji]
                 ji += 1
                 if not isinstance(b, VarBinding):
+                    if is_df:
+                        self.irregular.add(id(block))
                     continue
                 v = b.value
                 var2val[b.var] = v
@@ -139,6 +144,8 @@ class FunctionIndex:
                         lst.append(len(calls))
                     calls.append((b, current))
                     continue
+                if is_df and type(v) is Function:
+                    self.irregular.add(id(block))
                 nested = _nested(v)
                 if nested:
                     break
@@ -173,6 +180,13 @@ class FunctionIndex:
         if hit is None or hit[0] is not block:
             hit = self._usages[id(block)] = (block, block_usages(block, self.uses))
         return hit[1]
+
+    def complete_usages(self, block: DataflowBlock) -> VarUsages | None:
+        """:meth:`usages` of ``block`` when they name every user a binding of it can have
+        (no ``match_cast``, no local function in the block); else None."""
+        if id(block) in self.irregular:
+            return None
+        return cast(VarUsages, self.usages(block))
 
     def candidates(self, pattern: Any) -> list[int]:
         """Positions in ``calls`` whose binding may match ``pattern`` at the root, in order."""
