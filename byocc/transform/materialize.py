@@ -157,14 +157,19 @@ class Materializer:
                     break
             else:
                 return b
-            if type(value) is Call and type(value.op) is Op and (
-                    value.struct_info is b.var.struct_info or value.struct_info == b.var.struct_info):
-                same = _same_type_operands(value, remap)
-                if same is not None:
-                    # operands of unchanged types: inference would give the call's own type
-                    # again (_rederive keeps it), and the variable keeps its type
-                    return VarBinding(b.var, Call(value.op, same, value.attrs, value.sinfo_args,
-                                                  value.struct_info, value.span), b.span)
+            if type(value) is Call:
+                call = value
+                op_type = type(call.op)
+                if (op_type is Op or op_type is GlobalVar) and (
+                        call.struct_info is b.var.struct_info or call.struct_info == b.var.struct_info):
+                    # An operator call whose remapped operands keep their types: inference
+                    # would give it its own type again (_rederive keeps it). A call of a
+                    # global (a composite) is not inferred again. Either way the variable
+                    # keeps its type.
+                    same = _same_type_operands(call, remap, op_type is Op)
+                    if same is not None:
+                        return VarBinding(b.var, Call(call.op, same, call.attrs, call.sinfo_args,
+                                                      call.struct_info, call.span), b.span)
         new = self.remapper.visit_binding(b)
         return new[0]
 
@@ -336,16 +341,16 @@ class _Remapper(ExprMutator):
         return self.materializer._block(block)
 
 
-def _same_type_operands(call: Call, remap: Mapping) -> tuple | None:
-    """The operands of ``call`` (variables and leaves only) with ``remap`` applied, when
-    every remapped variable's replacement has the same struct info; else None."""
+def _same_type_operands(call: Call, remap: Mapping, same_types: bool) -> tuple | None:
+    """The operands of ``call`` (variables and leaves only) with ``remap`` applied; None if
+    ``same_types`` and a remapped variable's replacement has another struct info."""
     out = []
     for a in call.args:
         t = type(a)
         if t is Var or t is DataflowVar:
             new = remap.get(a)
             if new is not None:
-                if new.struct_info != a.struct_info:
+                if same_types and new.struct_info != a.struct_info:
                     return None
                 a = new
         out.append(a)
