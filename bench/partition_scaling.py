@@ -117,8 +117,11 @@ def main() -> int:
         print("growth exponents (wall/cpu): "
               + ", ".join(f"{k} {w:.2f}/{c:.2f}" for k, (w, c) in exponents.items())
               + f" (worst {worst:.2f}, target <= 1.1)")
-    probe = subprocess.run([args.tvm_python, "-c", "import tvm"], capture_output=True)
-    if probe.returncode != 0:
+    try:
+        probe_rc = subprocess.run([args.tvm_python, "-c", "import tvm"], capture_output=True).returncode
+    except OSError:  # no such interpreter
+        probe_rc = 1
+    if probe_rc != 0:
         print(f"apache-tvm not importable by {args.tvm_python}: no TVM comparison")
         return 0
     for kind in kinds:
