@@ -120,6 +120,10 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
         new = mat.rewrite(func, plan, var2val)
         if new is not func:
             table.update(name, new)
+            # the next pattern's index of this function starts with the use lists the
+            # rewrite carried over (the other blocks' are computed when a check needs them)
+            index = indexes[name] = FunctionIndex(new, uses)
+            index.seed_usages(mat.carried_usages)
     return table.module()
 
 

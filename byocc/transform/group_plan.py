@@ -40,6 +40,9 @@ class BlockPlan:
     members: dict  # materialised group -> binding indices in block order
     outputs: dict  # materialised group -> {Var: None} in output order
     order: list  # emission order (binding indices)
+    #: the block's use lists when the plan was made from them (:func:`_plan_runs`: every
+    #: group a run of consecutive bindings, emitted in block order); else None
+    usages: VarUsages | None = None
 
 
 @dataclass(eq=False)
@@ -270,7 +273,7 @@ def _plan_runs(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, us
             if var not in out:
                 out[var] = None
         outputs[g] = out
-    return BlockPlan(block, groups, members, outputs, list(range(len(bindings))))
+    return BlockPlan(block, groups, members, outputs, list(range(len(bindings))), usages)
 
 
 def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,

@@ -71,6 +71,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from byocc.dpl import VarUsages
 from byocc.ir import Binding
 from byocc.ir import BindingBlock
 from byocc.ir import ByoccError
@@ -126,6 +127,11 @@ class Materializer:
         # one yields a structurally equal function, which add_function would de-duplicate
         self._shapes: dict = {}
         self._simplified: dict = {}  # id(struct info) -> (it, simplified): kept, so ids stay
+        #: id(new block) -> (new block, its use lists), for the blocks whose plan came with
+        #: use lists and whose rewrite could carry them over (:func:`_carry_usages`)
+        self.carried_usages: dict[int, tuple[DataflowBlock, VarUsages]] = {}
+        self._carry = False
+        self._emitted: list = []
 
     def rewrite(self, func: Function, plan: FunctionPlan,
                 var2val: Mapping[Var, Expr] | None = None) -> Function:
@@ -171,6 +177,8 @@ class Materializer:
                         return VarBinding(b.var, Call(call.op, same, call.attrs, call.sinfo_args,
                                                       call.struct_info, call.span), b.span)
         new = self.remapper.visit_binding(b)
+        if new[0].var is not b.var:
+            self._carry = False  # a retyped variable: the use lists are computed afresh
         return new[0]
 
     def _block(self, block: BindingBlock) -> BindingBlock:
@@ -184,6 +192,8 @@ class Materializer:
     # ------------------------------------------------------------------ one block
     def _fuse_block(self, bp: BlockPlan) -> DataflowBlock:
         bindings = bp.block.bindings
+        self._carry = bp.usages is not None
+        self._emitted = []
         out: list = []
         last = {g: idx[-1] for g, idx in bp.members.items()}
         dead = set()
@@ -191,6 +201,7 @@ class Materializer:
             if not bp.outputs[g]:
                 dead.add(g)
                 self.warn(DEAD_CODE_WARNING)
+                self._carry = False
         pending: dict = {}
         groups = bp.groups
         members = bp.members
@@ -212,7 +223,11 @@ class Materializer:
                 continue
             self._emit_group(g, [bindings[j] for j in bp.members[g]], list(outs),
                              pending.get(g, []), out)
-        return DataflowBlock(tuple(out), bp.block.span)
+        block = DataflowBlock(tuple(out), bp.block.span)
+        if self._carry and bp.usages is not None:
+            self.carried_usages[id(block)] = (block, _carry_usages(bp.usages, self._emitted, self.var_remap,
+                                                                  block.bindings, self.uses))
+        return block
 
     def _shape_key(self, g: Hashable, members: list, outputs: list) -> tuple | None:
         """``(key, arguments)`` of a *simple* group (operator calls on variables only, no
@@ -275,6 +290,7 @@ class Materializer:
         for a in args:
             a = self._remap(a)
             if isinstance(a, TupleGetItem):  # normalisation binds non-leaf arguments first
+                self._carry = False
                 v = DataflowVar(self.supply.fresh("lv"), a.struct_info)
                 out.append(VarBinding(v, a))
                 a = v
@@ -291,6 +307,8 @@ class Materializer:
         else:
             new_var = DataflowVar(self.supply.fresh("lv"), ret)
         out.append(VarBinding(new_var, call))
+        items: list = []
+        self._emitted.append((members, new_var, outputs, items))
         if len(outputs) == 1:
             self.var_remap[outputs[0]] = new_var
             return
@@ -307,6 +325,7 @@ class Materializer:
             nv = DataflowVar(self.supply.fresh("lv"), si) if isinstance(v, DataflowVar) \
                 else Var(self.supply.fresh("gv"), si)
             out.append(VarBinding(nv, item))
+            items.append(nv)
             self.var_remap[v] = nv
 
 
@@ -339,6 +358,49 @@ class _Remapper(ExprMutator):
 
     def visit_binding_block(self, block: BindingBlock) -> BindingBlock:
         return self.materializer._block(block)
+
+
+def _carry_usages(old: VarUsages, emitted: list, remap: Mapping, bindings: tuple,
+                  uses: UsesMemo) -> VarUsages:
+    """The use lists (``block_usages``) of a block rewritten from one whose ``old`` lists
+    are known, when each group was a run of consecutive bindings emitted in place, no
+    variable was retyped and no binding was added but the groups' calls and their tuple
+    items (``emitted``: per group, its member bindings, call variable, outputs and item
+    variables). Only the lists that name a group's member change: a member user becomes
+    its group's call (a run, so it replaces the member at the same place in the list),
+    members are no longer defined, an output's users pass to its replacement."""
+    call_of: dict = {}
+    for members, call_var, _, _ in emitted:
+        for b in members:
+            call_of[b.var] = call_var
+
+    def moved(users: list, own: Any = None) -> list:
+        out: list = []
+        last = None
+        for u in users:
+            n = call_of.get(u, u)
+            if n is own or n is last:  # a use inside the group; the rest of a run
+                continue
+            out.append(n)
+            last = n
+        return out
+
+    new = dict(old)
+    uses_of = uses.of
+    for members, call_var, outputs, items in emitted:
+        for b in members:
+            for x in uses_of(b.value):
+                if x not in call_of:
+                    new[x] = moved(old[x])
+        for b in members:
+            new.pop(b.var, None)
+        for o in outputs:
+            new[remap[o]] = moved(old[o], call_var)
+        if items:
+            new[call_var] = list(items)
+        elif call_var not in new:
+            new[call_var] = []
+    return VarUsages(new, {b.var: i for i, b in enumerate(bindings)})
 
 
 def _same_type_operands(call: Call, remap: Mapping, same_types: bool) -> tuple | None:

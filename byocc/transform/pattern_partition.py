@@ -181,6 +181,11 @@ class FunctionIndex:
             hit = self._usages[id(block)] = (block, block_usages(block, self.uses))
         return hit[1]
 
+    def seed_usages(self, known: Mapping[int, tuple[DataflowBlock, VarUsages]]) -> None:
+        """Take the use lists of blocks already known (by block identity) instead of
+        computing them."""
+        self._usages.update(known)
+
     def complete_usages(self, block: DataflowBlock) -> VarUsages | None:
         """:meth:`usages` of ``block`` when they name every user a binding of it can have
         (no ``match_cast``, no local function in the block); else None."""

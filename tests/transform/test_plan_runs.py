@@ -122,3 +122,41 @@ def test_shortcut_orders_several_outputs_as_the_general_plan(first, second, monk
         assert any(calls) == shortcut
     assert texts[0] == texts[1]
     assert "R.Tuple" in texts[0]  # the group has two outputs
+
+
+def test_carried_use_lists_are_the_rewritten_blocks_own(monkeypatch):
+    from byocc.transform.pattern_partition import FunctionIndex
+    from byocc.transform.pattern_partition import block_usages
+
+    seen = []
+    real = FunctionIndex.seed_usages
+
+    def check(self, known):
+        for block, usages in known.values():
+            fresh = block_usages(block)
+            assert dict(usages) == dict(fresh)
+            assert usages.position == fresh.position
+            seen.append(len(block.bindings))
+        real(self, known)
+
+    from byocc.dpl import is_op
+    from byocc.dpl import wildcard
+    from byocc.transform import FuseOpsByPattern
+
+    monkeypatch.setattr(FunctionIndex, "seed_usages", check)
+    for _name, mod in MODULES:
+        for backend in ("cutlass", "cublas"):
+            try:
+                partition(mod, get_patterns_with_prefix(backend), path="merge")
+            except ByoccError:
+                continue
+    # groups whose intermediate values are used outside (several outputs), then a second
+    # pattern over the rewritten block
+    leaky = [("t.matmul_add", is_op("relax.add")(is_op("relax.matmul")(wildcard(), wildcard()), wildcard())),
+             ("t.relu", is_op("relax.nn.relu")(wildcard())), ("t.gelu", is_op("relax.nn.gelu")(wildcard()))]
+    before = len(seen)
+    for first in ("lv2 = R.nn.relu(lv1)", "lv2 = R.nn.relu(lv0)", "lv2 = R.add(lv1, lv0)"):
+        mod = parse_module(SEVERAL_OUTPUTS.format(first=first, second="lv3 = R.nn.gelu(lv0)"))
+        FuseOpsByPattern(leaky)(mod)
+    assert len(seen) > before
+    assert len(seen) > 50  # blocks whose lists were carried over, each checked
