@@ -10,6 +10,8 @@ into a located :class:`~byocc.ir.TypeInferenceError`.
 
 from __future__ import annotations
 
+import struct
+
 from byocc.ir import Constant
 from byocc.ir import DataTypeImm
 from byocc.ir import Expr
@@ -329,3 +331,41 @@ def _describe(v) -> str:
     if v is None:
         return "None"
     return f"{type(v).__name__} {v!r}"
+
+
+# --------------------------------------------------------------------------- memo keys
+_LIST = object()  # key tags: a list, a tuple, a float (1 == 1.0 == True hash alike)
+_TUPLE = object()
+_FLOAT = object()
+_TRUE = object()
+_FALSE = object()
+_NONE = object()
+_pack_float = struct.Struct("<d").pack  # a float's exact bits: -0.0 and 0.0 differ
+
+
+def literal_key(v: object) -> object:
+    """A hashable key of a raw attribute or keyword value, equal only for values of the same
+    type and value (nested lists and tuples included), for memo tables; None for a value
+    that is not a plain Python literal (an Expr, a struct info, an array...)."""
+    t = type(v)
+    if t is str or t is int:
+        return v
+    if t is bool:
+        return _TRUE if v else _FALSE
+    if v is None:
+        return _NONE
+    if t is float:
+        return (_FLOAT, _pack_float(v))
+    if t is list or t is tuple:
+        parts: list[object] = [_LIST if t is list else _TUPLE]
+        for x in v:  # type: ignore[attr-defined]
+            tx = type(x)
+            if tx is int or tx is str:
+                parts.append(x)
+                continue
+            k = literal_key(x)
+            if k is None:
+                return None
+            parts.append(k)
+        return tuple(parts)
+    return None

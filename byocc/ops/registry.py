@@ -145,7 +145,31 @@ class OpDef:
         return frozenset(f.name for f in self.attrs)
 
     def make_attrs(self, attrs, span=None) -> Attrs | None:
-        """Complete, normalised Attrs (every field, print order, defaults filled)."""
+        """Complete, normalised Attrs (every field, print order, defaults filled).
+
+        Given a dict of plain literals (what :meth:`bind` passes for a parsed call), the
+        result is remembered by op and typed values (:func:`convert.literal_key`): the
+        completion is a pure function of them (the span only goes into errors, and a
+        failure is never remembered)."""
+        global _last_completed
+        key = None
+        if type(attrs) is dict:
+            key = _attrs_key(self, attrs)
+            if key is not None:
+                hit = _ATTRS_MEMO.get(key, _MISSING)
+                if hit is not _MISSING:
+                    if hit is not None:
+                        _last_completed = (hit, self)
+                    return hit  # type: ignore[return-value]
+        done = self._complete_attrs(attrs, span)
+        if key is not None and (done is None or all(convert.literal_key(v) is not None for _, v in done.items_)):
+            # (only plain values are shared between calls: not an Expr such as resize2d's roi)
+            if len(_ATTRS_MEMO) >= _ATTRS_MEMO_SIZE:
+                _ATTRS_MEMO.clear()
+            _ATTRS_MEMO[key] = done
+        return done
+
+    def _complete_attrs(self, attrs, span) -> Attrs | None:
         if isinstance(attrs, Attrs):
             given = dict(attrs.items())
         else:
@@ -180,7 +204,21 @@ class OpDef:
         return done
 
 
+def _attrs_key(opdef: OpDef, attrs: dict) -> tuple | None:
+    parts: list[object] = [opdef]
+    for name, value in attrs.items():
+        k = convert.literal_key(value)
+        if k is None:
+            return None
+        parts.append(name)
+        parts.append(k)
+    return tuple(parts)
+
+
 _MISSING = object()
+#: make_attrs results by _attrs_key (cleared when full).
+_ATTRS_MEMO: dict[tuple, object] = {}
+_ATTRS_MEMO_SIZE = 4096
 #: The last Attrs :meth:`OpDef.make_attrs` built and its OpDef: make_call given exactly
 #: that object for that op (a parsed call: bind, then make_call) skips completing it again.
 _last_completed: tuple[object, object] = (_MISSING, _MISSING)

@@ -13,7 +13,6 @@ to a fresh variable first (``lv``/``gv``), as TVM's block builder does.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -48,6 +47,7 @@ from byocc.ir import is_leaf
 from byocc.ir import sinfo_of
 from byocc.ops import lookup_printed
 from byocc.ops import make_call
+from byocc.ops.convert import literal_key
 
 from ._parse_types import TYPE_NAMES
 from ._parse_types import _span
@@ -428,15 +428,22 @@ class ExprReader:
         return self._op_call(name[2:], node)
 
     def _op_call(self, dotted: str, node: CallExpr) -> Expr:
-        positional = [self.evaluate(a) for a in node.args]
+        # evaluate() inlined for the common operands (names) and keywords (literals, lists)
+        positional = [self._name(a) if type(a) is Name else self.evaluate(a) for a in node.args]
         keywords: dict[str, Raw] = {}
         for kw in node.kwargs:
-            if kw.name in keywords:
-                self.error(f"keyword argument '{kw.name}' repeated", kw)
-            if kw.name in TYPE_KEYWORDS:
-                keywords[kw.name] = self.read_types(kw.value)
+            name = kw.name
+            if name in keywords:
+                self.error(f"keyword argument '{name}' repeated", kw)
+            value = kw.value
+            if name in TYPE_KEYWORDS:
+                keywords[name] = self.read_types(value)
+            elif type(value) is Literal:
+                keywords[name] = value.value
+            elif type(value) is ListExpr:
+                keywords[name] = [e.value if type(e) is Literal else self.evaluate(e) for e in value.elts]
             else:
-                keywords[kw.name] = self.evaluate(kw.value)
+                keywords[name] = self.evaluate(value)
         return self._op_call_cached(dotted, positional, keywords, node)
 
     def _make_op_call(self, dotted: str, positional: list[Raw], keywords: dict[str, Raw], node: Node) -> Expr:
@@ -465,7 +472,8 @@ class ExprReader:
         if (type(call) is Call and len(call.args) == len(positional)
                 and all(a is b for a, b in zip(call.args, positional))
                 and all(_static_sinfo(a.struct_info) for a in call.args)
-                and all(_static_sinfo(s) for s in call.sinfo_args) and _static_sinfo(call.struct_info)):
+                and all(_static_sinfo(s) for s in call.sinfo_args) and _static_sinfo(call.struct_info)
+                and (call.attrs is None or all(literal_key(v) is not None for _, v in call.attrs.items_))):
             if len(_CALL_CACHE) >= _CALL_CACHE_SIZE:
                 _CALL_CACHE.clear()
             _CALL_CACHE[key] = (call.op, call.attrs, call.sinfo_args, call.struct_info)
@@ -557,42 +565,12 @@ class ExprReader:
 #: Binding, attribute completion and struct-info inference depend only on what the key
 #: holds, so a call with an equal key gets the same parts (attrs and struct info are frozen
 #: and value-equal, and an entry is kept only when its operand and result types are fully
-#: static, so no symbolic dimension is shared between calls). Failures are never stored:
+#: static, so no symbolic dimension is shared between calls, and its attribute values plain
+#: Python values, so no Expr is either). Failures are never stored:
 #: an erroneous call is rebuilt, and reports, every time.
 _CALL_CACHE: dict[tuple, tuple] = {}
 _CALL_CACHE_SIZE = 8192
 _make_call = slot_maker(Call)
-_LIST = object()  # key tags: a list, a tuple, a float (1 == 1.0 == True hash alike)
-_TUPLE = object()
-_FLOAT = object()
-_TRUE = object()
-_FALSE = object()
-_NONE = object()
-_pack_float = struct.Struct("<d").pack  # a float's exact bits: -0.0 and 0.0 differ
-
-
-def _raw_key(v: object) -> object:
-    """A hashable key of a raw keyword value, equal only for values of the same type and
-    value (nested lists and tuples included); None for a value that is not a plain Python
-    literal (an Expr, a struct info, an array...)."""
-    t = type(v)
-    if t is str or t is int:
-        return v
-    if t is bool:
-        return _TRUE if v else _FALSE
-    if v is None:
-        return _NONE
-    if t is float:
-        return (_FLOAT, _pack_float(v))
-    if t is list or t is tuple:
-        parts: list[object] = [_LIST if t is list else _TUPLE]
-        for x in v:  # type: ignore[attr-defined]
-            k = _raw_key(x)
-            if k is None:
-                return None
-            parts.append(k)
-        return tuple(parts)
-    return None
 
 
 def _call_key(dotted: str, positional: list[Raw], keywords: dict[str, Raw]) -> tuple | None:
@@ -609,7 +587,7 @@ def _call_key(dotted: str, positional: list[Raw], keywords: dict[str, Raw]) -> t
         parts.append(t)
         parts.append(si)
     for k, v in keywords.items():
-        vk = _raw_key(v)
+        vk = literal_key(v)
         if vk is None:
             return None
         parts.append(k)

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     Outputs = dict[str, Name]
 
 DIM_DECLARATIONS = ("T.int64", "T.int32")
+_SPECIAL_ATTRS = frozenset(("int64", "int32", "match_cast"))  # R./T. calls _assign reads itself
 _make_var = slot_maker(Var)  # Var(...), DataflowVar(...), VarBinding(...) for each binding
 _make_dataflow_var = slot_maker(DataflowVar)
 _make_var_binding = slot_maker(VarBinding)
@@ -357,7 +358,8 @@ class FunctionReader(TypeReader, ExprReader, IfReader):
         if type(value) is CallExpr:
             func = value.func
             special = None
-            if type(func) is Attr and type(func.value) is Name and func.value.id in ("R", "T"):
+            if (type(func) is Attr and func.attr in _SPECIAL_ATTRS and type(func.value) is Name
+                    and func.value.id in ("R", "T")):
                 special = f"{func.value.id}.{func.attr}"
             elif type(func) is Name:
                 special = func.id

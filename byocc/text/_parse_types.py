@@ -71,6 +71,14 @@ def is_valid_dtype(dtype: str) -> bool:
 
 def dotted_name(node: Node | None) -> str | None:
     """``R.nn.conv2d`` for an attribute chain of names, else None."""
+    if type(node) is Attr:  # the common one- and two-level chains first
+        inner = node.value
+        if type(inner) is Name:
+            return f"{inner.id}.{node.attr}"
+        if type(inner) is Attr and type(inner.value) is Name:
+            return f"{inner.value.id}.{inner.attr}.{node.attr}"
+    elif type(node) is Name:
+        return node.id
     parts: list[str] = []
     while isinstance(node, Attr):
         parts.append(node.attr)

@@ -50,10 +50,10 @@ def func(body: str, params: str = 'x: R.Tensor((2, 3), dtype="float32")') -> str
 @pytest.mark.parametrize("values", [("1", "1.0", "True"), ("0.0", "-0.0"), ("[1]", "1", "(1,)")])
 def test_keyword_values_python_hashes_alike_stay_apart(values, monkeypatch):
     for v in values:
-        text = func(f"a = R.sum(x, axis=-1)\nb = R.nn.leaky_relu(x, alpha={v})\nc = R.sum(x, axis={v})\nreturn x")
+        text = func(f"a = R.sum(x, axis=-1)\nb = R.nn.leakyrelu(x, alpha={v})\nc = R.sum(x, axis={v})\nreturn x")
         parse_expr._CALL_CACHE.clear()
         for other in values:  # fill the cache with the look-alikes first
-            read(func(f"b = R.nn.leaky_relu(x, alpha={other})\nc = R.sum(x, axis={other})\nreturn x"))
+            read(func(f"b = R.nn.leakyrelu(x, alpha={other})\nc = R.sum(x, axis={other})\nreturn x"))
         assert read(text) == read_uncached(text, monkeypatch)
 
 
