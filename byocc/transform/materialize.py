@@ -387,11 +387,15 @@ def _carry_usages(old: VarUsages, emitted: list, remap: Mapping, bindings: tuple
 
     new = dict(old)
     uses_of = uses.of
-    for members, call_var, outputs, items in emitted:
+    inputs: dict = {}  # each once: a weight may feed every group
+    for members, _, _, _ in emitted:
         for b in members:
             for x in uses_of(b.value):
                 if x not in call_of:
-                    new[x] = moved(old[x])
+                    inputs[x] = None
+    for x in inputs:
+        new[x] = moved(old[x])
+    for members, call_var, outputs, items in emitted:
         for b in members:
             new.pop(b.var, None)
         for o in outputs:
