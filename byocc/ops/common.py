@@ -3,6 +3,8 @@ axis normalisation, broadcasting, dtype classes, data layouts."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from byocc.ir import Call
 from byocc.ir import Expr
 from byocc.ir import ObjectStructInfo
@@ -199,12 +201,21 @@ def broadcast_shapes(call: Call, s1, s2):
 def parse_layout(call: Call, layout: str, target: str, what: str) -> list | None:
     """Permutation ``perm`` with ``layout[perm[i]] == target[i]``; None for a packed
     (sub-indexed) layout byocc cannot convert. Raises if not convertible."""
+    perm = _layout_perm(layout, target)
+    if perm is False:
+        fail(call, f"requires the {what} layout to be convertible from {target}, "
+                   f"but the given layout {layout} is not")
+    return None if perm is None else list(perm)
+
+
+@lru_cache(maxsize=256)
+def _layout_perm(layout: str, target: str) -> tuple | None | bool:
+    """:func:`parse_layout`'s answer for two layout strings (False: not convertible)."""
     if not layout.isalpha() or not layout.isupper():
         return None
     if sorted(layout) != sorted(target):
-        fail(call, f"requires the {what} layout to be convertible from {target}, "
-                   f"but the given layout {layout} is not")
-    return [layout.index(c) for c in target]
+        return False
+    return tuple(layout.index(c) for c in target)
 
 
 def check_ndim_for_layout(call: Call, si: TensorStructInfo, layout: str):

@@ -102,12 +102,15 @@ def conv_infer(n: int, transpose: bool):
     def infer(call: Call):
         data, weight = tensor_args(call, ("data", "weight"))
         a = call.attrs
-        dp, kp, op_ = _layouts(call, n, a.data_layout, a.kernel_layout, kernel_target, a.out_layout)
-        check_ndim_for_layout(call, data, a.data_layout)
-        check_ndim_for_layout(call, weight, a.kernel_layout)
-        out_dtype = a.out_dtype if a.out_dtype is not None else binary_out_dtype(call, data, weight)
+        data_layout, kernel_layout, out_layout = a.data_layout, a.kernel_layout, a.out_layout
+        dp, kp, op_ = _layouts(call, n, data_layout, kernel_layout, kernel_target, out_layout)
+        check_ndim_for_layout(call, data, data_layout)
+        check_ndim_for_layout(call, weight, kernel_layout)
+        out_dtype = a.out_dtype
+        if out_dtype is None:
+            out_dtype = binary_out_dtype(call, data, weight)
         if data.shape is None or weight.shape is None or dp is None or kp is None or op_ is None:
-            return TensorStructInfo(None, out_dtype, len(a.out_layout))
+            return TensorStructInfo(None, out_dtype, len(out_layout))
         d = to_layout(list(data.shape), dp)
         w = to_layout(list(weight.shape), kp)
         g = a.groups
@@ -120,10 +123,15 @@ def conv_infer(n: int, transpose: bool):
             if o is not None and o % g != 0:
                 fail(call, f"the number of output channels ({o}) must be divisible by the number of groups ({g})")
             out = [d[0], w[0]]
+            padding, dilation, strides = a.padding, a.dilation, a.strides
             for i in range(n):
-                num = arith.sub(arith.sub(arith.add(d[2 + i], a.padding[i] + a.padding[n + i]),
-                                        arith.mul(a.dilation[i], arith.sub(w[2 + i], 1))), 1)
-                out.append(arith.simplify_dim(arith.add(arith.floordiv(num, a.strides[i]), 1)))
+                di, wi, pad, dil, stride = d[2 + i], w[2 + i], padding[i] + padding[n + i], dilation[i], strides[i]
+                if (type(di) is int and type(wi) is int and type(pad) is int and type(dil) is int
+                        and type(stride) is int and stride != 0):
+                    out.append((di + pad - dil * (wi - 1) - 1) // stride + 1)  # what arith folds to
+                    continue
+                num = arith.sub(arith.sub(arith.add(di, pad), arith.mul(dil, arith.sub(wi, 1))), 1)
+                out.append(arith.simplify_dim(arith.add(arith.floordiv(num, stride), 1)))
         else:
             if arith.provably_different(d[1], w[0]):
                 fail(call, f"the data's channel size ({d[1]}) should equal the weight's input channel size ({w[0]})")

@@ -100,9 +100,10 @@ class OpDef:
                 f"({', '.join(self.params)}), got {len(positional)}", span)
         for i, value in enumerate(positional):
             values[self.params[i]] = value
+        param_set = self._param_set
         for key, value in keywords.items():
             key = _KEYWORD_ALIASES.get(key, key)
-            if key not in self.params:
+            if key not in param_set:
                 allowed = ", ".join(self.params)
                 raise TypeInferenceError(
                     f"{self.printed} got an unexpected keyword argument {key!r} (parameters: {allowed})", span)
@@ -110,16 +111,16 @@ class OpDef:
                 raise TypeInferenceError(f"{self.printed} got multiple values for argument {key!r}", span)
             values[key] = value
         args = []
-        for name in self.arg_names:
+        arg_defaults = self.arg_defaults
+        for name, conv in self._operand_convs:
             if name in values:
                 raw = values[name]
-            elif name in self.arg_defaults:
-                raw = self.arg_defaults[name]
+            elif name in arg_defaults:
+                raw = arg_defaults[name]
             else:
                 raise TypeInferenceError(f"{self.printed} is missing the required argument {name!r}", span)
-            if raw is None and name in self.arg_defaults:
+            if raw is None and name in arg_defaults:
                 continue  # optional operand left out (attention bias, strided_slice strides)
-            conv = convert.OPERAND_KINDS[self.arg_kinds.get(name, "tensor")]
             try:
                 args.append(conv(raw))
             except ValueError as e:
@@ -130,14 +131,28 @@ class OpDef:
             except ValueError as e:
                 raise TypeInferenceError(f"{self.printed}: {e}", span) from None
         attrs = {}
-        for f in self.attrs:
-            if f.name in values:
-                attrs[f.name] = values[f.name]
-            elif f.default is REQUIRED:
-                raise TypeInferenceError(f"{self.printed} is missing the required argument {f.name!r}", span)
+        for name, required in self._attr_specs:
+            if name in values:
+                attrs[name] = values[name]
+            elif required:
+                raise TypeInferenceError(f"{self.printed} is missing the required argument {name!r}", span)
         if self.sinfo_key is not None and self.sinfo_key in values:
             attrs[self.sinfo_key] = values[self.sinfo_key]
         return tuple(args), self.make_attrs(attrs, span)
+
+    @cached_property
+    def _param_set(self) -> frozenset:
+        return frozenset(self.params)
+
+    @cached_property
+    def _operand_convs(self) -> tuple:
+        """(name, converter) of each operand, by its kind (:data:`convert.OPERAND_KINDS`)."""
+        return tuple((name, convert.OPERAND_KINDS[self.arg_kinds.get(name, "tensor")]) for name in self.arg_names)
+
+    @cached_property
+    def _attr_specs(self) -> tuple:
+        """(name, required) of each attribute field."""
+        return tuple((f.name, f.default is REQUIRED) for f in self.attrs)
 
     # ------------------------------------------------------------------ attributes
     @cached_property

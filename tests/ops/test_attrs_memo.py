@@ -56,3 +56,28 @@ def test_look_alike_values_stay_apart(op, name, values):
     for v in values:
         expect = outcome(opdef._complete_attrs, {name: v}, None)
         assert outcome(opdef.make_attrs, {name: v}) == expect, v
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 8, 17])
+@pytest.mark.parametrize(("kernel", "pad", "stride", "dilation"),
+                         [(1, 0, 1, 1), (3, 1, 1, 1), (3, 0, 2, 1), (3, 2, 3, 2), (5, 0, 1, 3), (2, 1, 4, 1)])
+def test_conv2d_static_sizes_fold_as_arith_does(size, kernel, pad, stride, dilation):
+    """conv2d's inference computes static output sizes with Python ints; they are what the
+    dimension arithmetic (byocc.ir.arith) gives, including sizes that come out <= 0."""
+    from byocc.ir import TensorStructInfo
+    from byocc.ir import Var
+    from byocc.ir import arith
+    from byocc.ops import make_call
+
+    x = Var("x", TensorStructInfo((1, 4, size, size + 1), "float32"))
+    w = Var("w", TensorStructInfo((4, 4, kernel, kernel), "float32"))
+    try:
+        call = make_call("relax.nn.conv2d", [x, w], {"padding": [pad, pad + 1], "strides": [stride, 1],
+                                                     "dilation": [dilation, 1]})
+    except ByoccError:
+        return
+    want = []
+    for d, p, s, dil in ((size, 2 * pad, stride, dilation), (size + 1, 2 * pad + 2, 1, 1)):
+        num = arith.sub(arith.sub(arith.add(d, p), arith.mul(dil, arith.sub(kernel, 1))), 1)
+        want.append(arith.simplify_dim(arith.add(arith.floordiv(num, s), 1)))
+    assert list(call.struct_info.shape[2:]) == want
