@@ -469,7 +469,9 @@ class ExprReader:
             return _make_call(hit[0], args, hit[1], hit[2], hit[3],
                               _span(self.source, node.line, node.col, node.end_line, node.end_col))
         call = self._make_op_call(dotted, positional, keywords, node)
-        if (type(call) is Call and len(call.args) == len(positional)
+        opdef = getattr(getattr(call, "op", None), "op_def", None)
+        if (type(call) is Call and opdef is not None and opdef.build is None and opdef.prepare is None
+                and len(call.args) == len(positional)
                 and all(a is b for a, b in zip(call.args, positional))
                 and all(_static_sinfo(a.struct_info) for a in call.args)
                 and all(_static_sinfo(s) for s in call.sinfo_args) and _static_sinfo(call.struct_info)
