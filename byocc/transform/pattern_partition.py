@@ -159,17 +159,15 @@ class FunctionIndex:
             frame[1], frame[2] = bi + 1, 0
 
     def signature(self, pos: int) -> tuple:
-        """For the call at ``pos``: per argument, the operator of the call it is bound to
-        (following variables through ``var2val``), or None."""
+        """For the call at ``pos``, its *argument signature*: per argument, None unless it is
+        bound (following variables through ``var2val``) to a call of an operator, then
+        ``(operator, that call's argument signature)``, to :data:`SIGNATURE_DEPTH` levels
+        of calls (the last level's signature None)."""
         sigs = self._sigs
         sig = sigs[pos]
         if sig is None:
-            var2val = self.var2val
-            out = []
-            for a in cast(Call, self.calls[pos][0].value).args:  # calls holds call bindings
-                v = _unwrap(a, var2val)
-                out.append(v.op if type(v) is Call and type(v.op) is Op else None)
-            sig = sigs[pos] = tuple(out)
+            call = cast(Call, self.calls[pos][0].value)  # calls holds call bindings
+            sig = sigs[pos] = _arg_signature(call, self.var2val, SIGNATURE_DEPTH)
         return sig
 
     def usages(self, block: DataflowBlock | None) -> dict:
@@ -305,26 +303,44 @@ def _unwrap(e: Any, var2val: Mapping) -> Any:
     return e
 
 
-def prefilter(pattern: Any) -> Callable[[tuple[Any, ...]], bool] | None:
+#: How many levels of calls an argument signature describes (three: a residual pattern's
+#: root, its add, that add's operands).
+SIGNATURE_DEPTH = 3
+
+
+def _arg_signature(call: Call, var2val: Mapping, depth: int) -> tuple:
+    out: list[tuple | None] = []
+    for a in call.args:
+        v = _unwrap(a, var2val)
+        if type(v) is Call and type(v.op) is Op:
+            out.append((v.op, _arg_signature(v, var2val, depth - 1) if depth > 1 else None))
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def prefilter(pattern: Any, depth: int = SIGNATURE_DEPTH) -> Callable[[tuple[Any, ...]], bool] | None:
     """A cheap necessary condition for ``pattern`` to match a call, or None. The condition
     reads the call's *argument signature* (:meth:`FunctionIndex.signature`: the operator of
-    each argument's bound value).
+    each argument's bound value and, down to ``depth`` levels, that value's own argument
+    signature).
 
     For a call pattern with a fixed operator, each argument pattern that only matches calls
     of known operators (``pattern_root_ops``) requires the argument's bound value to be such
-    a call, in the given order or, for ``relax.add``/``relax.multiply``, reversed (the
-    matcher's commutative retry). Multiply/divide roots are left to the matcher (TVM's
-    re-association rewrites them). Never rejects a call the matcher would accept.
+    a call, whose own arguments meet the argument pattern's condition, in the given order
+    or, for ``relax.add``/``relax.multiply``, reversed (the matcher's commutative retry).
+    Multiply/divide patterns are left to the matcher (TVM's re-association rewrites them).
+    Never rejects a call the matcher would accept.
     """
     while isinstance(pattern, _WRAPPERS):
         pattern = pattern.pattern
     if isinstance(pattern, OrPattern):
-        left, right = prefilter(pattern.left), prefilter(pattern.right)
+        left, right = prefilter(pattern.left, depth), prefilter(pattern.right, depth)
         if left is None or right is None:
             return None
         return lambda sig: left(sig) or right(sig)
     if isinstance(pattern, AndPattern):
-        first, second = prefilter(pattern.left), prefilter(pattern.right)
+        first, second = prefilter(pattern.left, depth), prefilter(pattern.right, depth)
         if first is None or second is None:
             return first or second
         return lambda sig: first(sig) and second(sig)
@@ -337,25 +353,31 @@ def prefilter(pattern: Any) -> Callable[[tuple[Any, ...]], bool] | None:
     varg = pattern.varg_default_wildcard
     needs = []
     for i, a in enumerate(pattern.args):
-        ops = pattern_root_ops(a) if _call_only(a) else None
+        ops = pattern_root_ops(a) if _call_only(a) else None  # re-associated roots included
         if ops is not None:
-            needs.append((i, frozenset(ops)))
+            inner = prefilter(a, depth - 1) if depth > 1 else None
+            needs.append((i, frozenset(ops), inner))
     needs_t = tuple(needs)
     commutative = op.expr.name in _COMMUTATIVE
+
+    def meets(entry: tuple | None, ops: frozenset, inner: Callable[[tuple], bool] | None) -> bool:
+        if entry is None or entry[0] not in ops:
+            return False
+        return inner is None or entry[1] is None or inner(entry[1])
 
     def check(sig: tuple) -> bool:
         n = len(sig)
         if (n < n_pat) if varg else (n != n_pat):
             return False
-        for i, ops in needs_t:
-            if sig[i] not in ops:
+        for i, ops, inner in needs_t:
+            if not meets(sig[i], ops, inner):
                 break
         else:
             return True
         if commutative:
             last = n - 1
-            for i, ops in needs_t:
-                if sig[last - i] not in ops:
+            for i, ops, inner in needs_t:
+                if not meets(sig[last - i], ops, inner):
                     return False
             return True
         return False

@@ -97,3 +97,47 @@ def test_reassociation_is_not_prefiltered_away():
     pattern = is_op("relax.divide")(is_op("relax.multiply")(wildcard(), wildcard()), wildcard())
     assert match_expr(pattern, call, {}) is not None
     assert deep_prefilter(pattern)(call, {})
+
+
+def test_signature_prefilter_never_rejects_a_match():
+    """The same for ``prefilter`` over ``FunctionIndex.signature`` (three levels of calls)."""
+    from byocc.transform.pattern_partition import prefilter
+
+    quick = [(e.pattern, prefilter(e.pattern)) for e in _patterns()]
+    rejected = matched = 0
+    for func in _functions():
+        index = FunctionIndex(func)
+        for pos, (binding, _) in enumerate(index.calls):
+            sig = index.signature(pos)
+            for pattern, check in quick:
+                if check is None:
+                    continue
+                ok = check(sig)
+                if match_expr(pattern, binding.value, index.var2val) is not None:
+                    matched += 1
+                    assert ok, (binding.var.name_hint, pattern)
+                elif not ok:
+                    rejected += 1
+    assert matched > 500 and rejected > 1000
+
+
+def test_signature_prefilter_leaves_reassociation_to_the_matcher():
+    """An argument pattern divide(multiply(a, b), c) matches the nested call
+    multiply(x, divide(y, z)) (TVM's re-association): the signature pre-filter lets the
+    enclosing call through."""
+    from byocc.ir import DataflowBlock
+    from byocc.ir import SeqExpr
+    from byocc.ir import VarBinding
+    from byocc.transform.pattern_partition import prefilter
+
+    t = TensorStructInfo((4,), "float32")
+    a, b, c, d = (Var(n, t) for n in "abcd")
+    call = make_call("relax.add", (make_call("relax.multiply", (a, make_call("relax.divide", (b, c)))), d))
+    out = Var("out", t)
+    func = Function((a, b, c, d), SeqExpr((DataflowBlock((VarBinding(out, call),)),), out), t)
+    pattern = is_op("relax.add")(
+        is_op("relax.divide")(is_op("relax.multiply")(wildcard(), wildcard()), wildcard()), wildcard())
+    assert match_expr(pattern, call, {}) is not None
+    index = FunctionIndex(func)
+    check = prefilter(pattern)
+    assert check is None or check(index.signature(0))
