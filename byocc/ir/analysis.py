@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from typing import cast
 
 from .expr import Binding
 from .expr import Call
+from .expr import Constant
 from .expr import DataflowBlock
+from .expr import DataflowVar
 from .expr import Expr
 from .expr import Function
 from .expr import GlobalVar
@@ -91,6 +94,21 @@ class _ImpureFinder(ExprVisitor):
         super().visit_call_(e)
 
 
+_FLAT_OPERANDS = frozenset({Var, DataflowVar, Constant})
+
+
+def _flat_call(call: Call) -> bool:
+    """A call of an operator or a global on variables and constants: visiting it visits
+    the callee (nothing for an operator) and each variable, and nothing else."""
+    ot = type(call.op)
+    if ot is not Op and ot is not GlobalVar:
+        return False
+    for a in call.args:
+        if type(a) not in _FLAT_OPERANDS:
+            return False
+    return True
+
+
 class _VarCollector(ExprVisitor):
     """Records variable definitions and uses in walk order."""
 
@@ -108,9 +126,18 @@ class _VarCollector(ExprVisitor):
         self._scope.add(var)
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
-        if isinstance(binding.value, Function):  # a local function may call itself
+        value = binding.value
+        if type(value) is Call and _flat_call(value):  # what the visitor does, inline
+            op = value.op
+            if type(op) is GlobalVar:
+                self.gvars.setdefault(op, None)
+            for a in value.args:
+                if type(a) is not Constant:
+                    self.visit_var_(cast(Var, a))
             self.visit_var_def(binding.var)
-            self.visit_expr(binding.value)
+        elif isinstance(value, Function):  # a local function may call itself
+            self.visit_var_def(binding.var)
+            self.visit_expr(value)
         else:
             super().visit_var_binding_(binding)
 
@@ -181,7 +208,16 @@ class _UseDef(ExprVisitor):
         self._define(var)
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
-        self.bound[binding.var] = binding.value
+        value = binding.value
+        var = binding.var
+        self.bound[var] = value
+        if type(value) is Call and _flat_call(value):  # what the visitor does, inline
+            users = self.users
+            for a in value.args:
+                if type(a) is not Constant:
+                    users.setdefault(cast(Var, a), {})[var] = None
+            users.setdefault(var, {})
+            return
         saved = self.user
         self.user = binding.var
         if isinstance(binding.value, Function):  # may refer to itself
