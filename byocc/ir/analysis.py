@@ -261,8 +261,10 @@ def analyze_var2value(expr: Expr) -> dict[Var, Expr]:
 
     class _V(ExprVisitor):
         def visit_var_binding_(self, binding: VarBinding) -> None:
-            out[binding.var] = binding.value
-            self.visit_expr(binding.value)
+            value = binding.value
+            out[binding.var] = value
+            if type(value) is not Call or not _flat_call(value):  # a flat call binds nothing
+                self.visit_expr(value)
 
     _V().visit_expr(expr)
     return out

@@ -37,7 +37,7 @@ def _collect(func):
     usage = analysis.collect_var_usage(func)
     return (list(usage.bound_values.items()), list(usage.downstream_usage.items()), usage.outputs,
             analysis.free_vars(func), analysis.bound_vars(func), analysis.all_vars(func),
-            analysis.all_global_vars(func))
+            analysis.all_global_vars(func), list(analysis.analyze_var2value(func).items()))
 
 
 FUNCTIONS = list(_functions())
