@@ -4,8 +4,10 @@ R.add(lv1, lv2)``), the bulk of every printed module.
 Where a statement may begin, :class:`~byocc.text.grammar.RelaxLexer` hands the line to
 :func:`read_line_stmt` first. If the line is ``NAME [":" expr] "=" expr`` on one line, over
 the small expression subset below, it comes back as the very :class:`~byocc.text.syntax.Assign`
-the grammar's rules would build, positions included, and the lexer gives the parser one
-``LINE_STMT`` token for it instead of thirty tokens and as many reductions. Anything else
+the grammar's rules would build, positions included; the lexer reads the following lines
+of the same indentation the same way while they are such bindings, and gives the parser one
+``LINE_STMTS`` token for the run instead of thirty tokens and as many reductions a line.
+Anything else
 (another statement, an operator, a dict, a comment or a string form outside the subset, a
 line that goes on past its end, a keyword where the grammar would read one) returns None and
 the line is lexed as usual, so the grammar stays the one authority on syntax and every

@@ -194,20 +194,22 @@ def lexer_tables(lexer_conf: LexerConf) -> Tables:
     return {"keywords": keywords, "punct": punct, "regexps": regexps, "ignore": list(lexer_conf.ignore)}
 
 
-class _LineStmtToken(Token):
-    """The ``LINE_STMT`` token: a whole one-line binding, read by :mod:`._line_stmt`."""
+class _LineStmtsToken(Token):
+    """The ``LINE_STMTS`` token: consecutive one-line bindings of one block, read by
+    :mod:`._line_stmt` (``nodes``: their statements)."""
 
-    __slots__ = ("node",)
+    __slots__ = ("nodes",)
 
-    node: object
+    nodes: list
 
 
 class RelaxLexer(Lexer):
     """Contextual lexer for ``relax.lark`` (Lark custom-lexer interface, version 2).
 
-    Where a statement may begin, a one-line binding is read by
-    :func:`~byocc.text._line_stmt.read_line_stmt` into one ``LINE_STMT`` token that carries
-    the statement the grammar would build (``line_stmts = False`` turns that off).
+    Where a statement may begin, one-line bindings are read by
+    :func:`~byocc.text._line_stmt.read_line_stmt`, consecutive ones of the same indentation
+    into one ``LINE_STMTS`` token that carries the statements the grammar would build
+    (``line_stmts = False`` turns that off).
     """
 
     __future_interface__ = 2
@@ -305,22 +307,38 @@ class RelaxLexer(Lexer):
                 tok.end_column = end - line_start + 1
             pos = end
             yield tok
-            if kind == "NL" and line_stmts and "LINE_STMT" in states[state_stack[-1]]:
-                # a statement may begin: a one-line binding is read here, in one token
+            if kind == "NL" and line_stmts and "LINE_STMTS" in states[state_stack[-1]]:
+                # a statement may begin: one-line bindings are read here, a run of them (the
+                # following lines of the same indentation) in one token
                 got = read_line_stmt(text, pos, line, line_start, keywords, self.tensor_re)
                 if got is not None:
-                    node, end = got
-                    stmt = new(_LineStmtToken, "")
-                    stmt.type = "LINE_STMT"
-                    stmt.value = ""
-                    stmt.start_pos = pos
-                    stmt.line = stmt.end_line = line
-                    stmt.column = pos - line_start + 1
-                    stmt.end_column = end - line_start + 1
-                    stmt.end_pos = end
-                    stmt.node = node
+                    nodes = [got[0]]
+                    first_line, first_col, start = line, pos - line_start + 1, pos
+                    end = got[1]
+                    indent = text[line_start:pos]
+                    while text.startswith("\n", end) and text.startswith(indent, end + 1):
+                        nxt = end + 1 + len(indent)
+                        if nxt >= n or text[nxt] in " \t\n#":  # another indentation, a blank line
+                            break
+                        more = read_line_stmt(text, nxt, line + 1, end + 1, keywords, self.tensor_re)
+                        if more is None:
+                            break
+                        line += 1
+                        line_start = end + 1
+                        nodes.append(more[0])
+                        end = more[1]
+                    run = new(_LineStmtsToken, "")
+                    run.type = "LINE_STMTS"
+                    run.value = ""
+                    run.start_pos = start
+                    run.line = first_line
+                    run.column = first_col
+                    run.end_line = line
+                    run.end_column = end - line_start + 1
+                    run.end_pos = end
+                    run.nodes = nodes
                     pos = end
-                    yield stmt
+                    yield run
 
 
 # --------------------------------------------------------------------------- LALR driver

@@ -427,8 +427,13 @@ class SyntaxBuilder(Transformer):
     def assign(self, c: _Children) -> Assign:
         return Assign(c[0], c[1], c[2])
 
-    def line_stmt(self, c: _Children) -> Assign:
-        return cast(Assign, c[0].node)  # the lexer's LINE_STMT token carries its statement
+    def stmts_run(self, c: _Children) -> _Nodes:
+        return list(c[0].nodes)  # the lexer's LINE_STMTS token carries its statements
+
+    def stmts_run_more(self, c: _Children) -> _Nodes:
+        items = c[0]
+        items.extend(c[1].nodes)
+        return cast("_Nodes", items)
 
     def assign_tuple(self, c: _Children) -> AssignTuple:
         return AssignTuple(c[0], c[-1])

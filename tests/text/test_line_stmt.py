@@ -224,3 +224,45 @@ _atoms = st.sampled_from(["x", "lv0", "1", "-1", "2.5", '"s"', "None", "True", "
 def test_random_token_soup_reads_the_same_with_the_shortcut(tokens, sep):
     with_it, without = both_ways(wrap("lv = " + sep.join(tokens)))
     assert with_it == without
+
+
+RUNS = [
+    "a = x\n        b = a\n        c = R.add(a, b)",
+    "a = x\n\n        b = a",
+    "a = x\n        # a comment line\n        b = a",
+    "a = x  # trailing\n        b = a",
+    "a = x   \n        b = a",
+    "a = x\n            b = a",  # deeper: an indentation error
+    "a = x\n      b = a",  # shallower, matching no block: an indentation error
+    "a = x\n        b = a\n        R.output(b)\n        c = b",
+    "a = x\n        b = f(a,\n            x)\n        c = b",
+    "a = x\n        b = (a\n        )",
+    "a = x\n        b = a\n        c = a + b\n        d = c",
+    "a = x\n\tb = a",
+]
+
+
+@pytest.mark.parametrize("lines", RUNS)
+def test_runs_of_lines_read_the_same_with_the_shortcut(lines):
+    with_it, without = both_ways(wrap(lines))
+    assert with_it == without
+
+
+def test_a_run_of_bindings_is_one_token():
+    from byocc.text.grammar import RelaxLexer as Lexer
+
+    text = wrap("a = x\n        b = a\n        c = R.add(a, b)")
+    tokens = []
+    real = Lexer.lex
+
+    def spy(self, lexer_state, parser_state):
+        for tok in real(self, lexer_state, parser_state):
+            tokens.append(tok.type)
+            yield tok
+
+    Lexer.lex = spy
+    try:
+        parse_syntax(text, "t.relax")
+    finally:
+        Lexer.lex = real
+    assert tokens.count("LINE_STMTS") == 1  # the four bindings (lv1 = x too), one token
