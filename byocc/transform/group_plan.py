@@ -245,14 +245,19 @@ def _plan_runs(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, us
             plain.add(g)
     if not members:
         return None
+    runs = True
     for idx in members.values():
         idx.sort()
         if idx[-1] - idx[0] + 1 != len(idx):
-            return False
+            runs = False
     members = dict(sorted(members.items(), key=lambda kv: kv[1][0]))
     bindings = block.bindings
     groups = [group_of.get(b.var, b.var) for b in bindings]
     uses_of = memo.of
+    order: list[int] | None = list(range(len(bindings))) if runs else \
+        _order_with_hoisting(bindings, groups, members, group_attrs, position, uses_of)
+    if order is None:
+        return False
     outputs: dict = {}
     for g, idx in members.items():
         out: dict = {}
@@ -273,7 +278,85 @@ def _plan_runs(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, us
             if var not in out:
                 out[var] = None
         outputs[g] = out
-    return BlockPlan(block, groups, members, outputs, list(range(len(bindings))), usages)
+    return BlockPlan(block, groups, members, outputs, order, usages if runs else None)
+
+
+def _order_with_hoisting(bindings: tuple, groups: list, members: dict, group_attrs: Mapping,
+                         position: Mapping, uses_of: Callable) -> list[int] | None:
+    """:func:`_plan_block`'s emission order when groups have other bindings between their
+    members (no other group's): each group is emitted at its first member, after the
+    bindings between its members that it depends on (hoisted, depth-first in the order of
+    first use, as the general search visits them); the others follow the group in block
+    order. None when a group's span holds another group's member or a hoisted binding
+    depends on the group (a cycle: the general plan reports it)."""
+    hoisted: set = set()
+    order: list[int] = []
+    first = {idx[0]: g for g, idx in members.items()}
+    for i in range(len(bindings)):
+        if i in hoisted:
+            continue
+        g = groups[i]
+        if g not in group_attrs:
+            order.append(i)
+            continue
+        if first.get(i) is not g:
+            continue  # emitted with its group
+        idx = members[g]
+        start, end = idx[0], idx[-1]
+        if end - start + 1 != len(idx):
+            for p in range(start + 1, end):
+                if groups[p] != g and groups[p] in group_attrs:
+                    return None  # spans that overlap
+            got = _hoist(bindings, groups, g, idx, start, position, uses_of)
+            if got is None:
+                return None
+            order.extend(got)
+            hoisted.update(got)
+        order.extend(idx)
+    return order
+
+
+def _hoist(bindings: tuple, groups: list, g: Hashable, idx: list[int], start: int,
+           position: Mapping, uses_of: Callable) -> list[int] | None:
+    """The bindings after ``start`` that group ``g`` depends on, in post-order of a
+    depth-first search from the group's dependencies (first-use order); None on a cycle."""
+
+    def producers(uses: list) -> list[int]:
+        out: dict = {}
+        for v in uses:
+            p = position.get(v)
+            if p is not None:
+                out[p] = None
+        return list(out)
+
+    deps: dict = {}
+    for i in idx:
+        for p in producers(uses_of(bindings[i].value)):
+            if groups[p] != g:
+                deps[p] = None
+    done: set = set()
+    out: list[int] = []
+    for root in deps:
+        if root <= start or root in done:
+            continue
+        done.add(root)
+        stack = [(root, iter(producers(uses_of(bindings[root].value))))]
+        while stack:
+            p, it = stack[-1]
+            nxt = None
+            for q in it:
+                if groups[q] == g:
+                    return None  # it uses the group, which uses it
+                if q > start and q not in done:
+                    nxt = q
+                    break
+            if nxt is None:
+                stack.pop()
+                out.append(p)
+            else:
+                done.add(nxt)
+                stack.append((nxt, iter(producers(uses_of(bindings[nxt].value)))))
+    return out
 
 
 def _plan_block(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, deps: dict,

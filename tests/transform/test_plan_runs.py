@@ -160,3 +160,41 @@ def test_carried_use_lists_are_the_rewritten_blocks_own(monkeypatch):
         FuseOpsByPattern(leaky)(mod)
     assert len(seen) > before
     assert len(seen) > 50  # blocks whose lists were carried over, each checked
+
+
+BETWEEN = """
+@R.function
+def main(x: R.Tensor((4, 4), dtype="float32"), w: R.Tensor((4, 4), dtype="float32")) -> R.Tensor((4, 4), dtype="float32"):
+    with R.dataflow():
+        lv0 = R.matmul(x, w)
+        {between}
+        lv3 = R.add(lv0, {operand})
+        lv4 = R.multiply(lv3, lv2)
+        R.output(lv4)
+    return lv4
+"""
+
+
+@pytest.mark.parametrize("between,operand", [
+    ("lv1 = R.nn.relu(x)\n        lv2 = R.nn.gelu(x)", "lv1"),  # one producer hoisted, one not
+    ("lv2 = R.nn.gelu(x)\n        lv1 = R.nn.relu(x)", "lv1"),
+    ("lv1 = R.nn.relu(x)\n        lv2 = R.nn.gelu(lv1)", "lv2"),  # a chain hoisted
+    ("lv2 = R.nn.relu(x)\n        lv1 = R.nn.gelu(lv2)", "lv1"),
+    ("lv1 = R.nn.relu(lv0)\n        lv2 = R.nn.gelu(x)", "lv1"),  # a cycle: backed out
+    ("lv2 = R.nn.relu(lv0)\n        lv1 = R.nn.gelu(x)", "lv1"),  # a use of a member between
+])
+def test_shortcut_orders_bindings_between_members_as_the_general_plan(between, operand, monkeypatch):
+    from byocc.dpl import is_op
+    from byocc.dpl import wildcard
+    from byocc.transform import FuseOpsByPattern
+
+    mod = parse_module(BETWEEN.format(between=between, operand=operand))
+    pattern = is_op("relax.add")(is_op("relax.matmul")(wildcard(), wildcard()), wildcard())
+    texts = []
+    for shortcut in (True, False):
+        real = group_plan._plan_runs
+        monkeypatch.setattr(group_plan, "_plan_runs",
+                            lambda *a, shortcut=shortcut, real=real: real(*a) if shortcut else False)
+        texts.append(print_module(FuseOpsByPattern([("t.matmul_add", pattern)])(mod)))
+        monkeypatch.undo()
+    assert texts[0] == texts[1]
