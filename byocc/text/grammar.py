@@ -327,15 +327,8 @@ class RelaxLexer(Lexer):
                         line_start = end + 1
                         nodes.append(more[0])
                         end = more[1]
-                    run = new(_LineStmtsToken, "")
-                    run.type = "LINE_STMTS"
-                    run.value = ""
-                    run.start_pos = start
-                    run.line = first_line
-                    run.column = first_col
-                    run.end_line = line
-                    run.end_column = end - line_start + 1
-                    run.end_pos = end
+                    run = _LineStmtsToken("LINE_STMTS", "", start, first_line, first_col, line,
+                                          end - line_start + 1, end)
                     run.nodes = nodes
                     pos = end
                     yield run

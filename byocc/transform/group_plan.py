@@ -234,11 +234,7 @@ def _plan_runs(block: DataflowBlock, group_of: Mapping, group_attrs: Mapping, us
         if g in group_attrs:
             i = position.get(var)
             if i is not None:
-                idx = members.get(g)
-                if idx is None:
-                    members[g] = [i]
-                else:
-                    idx.append(i)
+                members.setdefault(g, []).append(i)
         elif g in plain:
             return False  # a group of several bindings that is not materialised
         else:
