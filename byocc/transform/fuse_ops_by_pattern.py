@@ -36,7 +36,6 @@ from byocc.ir import SeqExpr
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.functor import map_values
-from byocc.ir.memory import gc_paused
 
 from .function_table import FunctionTable
 from .group_plan import UsesMemo
@@ -245,7 +244,6 @@ def check_single_assignment(mod: IRModule, names: Sequence[str]) -> None:
                     stack.extend(nested)
 
 
-
 @dataclass(frozen=True)
 class FuseOpsByPattern(Pass):
     """TVM ``relax.transform.FuseOpsByPattern`` (spec/partitioning.md section 5).
@@ -268,16 +266,16 @@ class FuseOpsByPattern(Pass):
 
     def run(self, mod: IRModule) -> IRModule:
         entries = [as_fusion_pattern(p) for p in self.patterns]
-        with gc_paused():  # many small long-lived objects, no reference cycles
-            check_single_assignment(mod, visited_functions(mod, self.entry_functions))
-            indexes: dict = {}
-            uses = UsesMemo()
-            for entry in entries:
-                mod = run_pattern(mod, entry, bind_constants=self.bind_constants,
-                                  entry_functions=self.entry_functions, indexes=indexes,
-                                  warn=self.warn, uses=uses)
-            if self.annotate_codegen:
-                mod = annotate_codegen(mod)
+        # (the pass manager pauses the garbage collector around every pass)
+        check_single_assignment(mod, visited_functions(mod, self.entry_functions))
+        indexes: dict = {}
+        uses = UsesMemo()
+        for entry in entries:
+            mod = run_pattern(mod, entry, bind_constants=self.bind_constants,
+                              entry_functions=self.entry_functions, indexes=indexes,
+                              warn=self.warn, uses=uses)
+        if self.annotate_codegen:
+            mod = annotate_codegen(mod)
         return mod
 
 
