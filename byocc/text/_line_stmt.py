@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import cache
 from itertools import accumulate
 
 from ._literals import decode_string
@@ -34,6 +33,7 @@ from .syntax import CallExpr
 from .syntax import Keyword
 from .syntax import ListExpr
 from .syntax import Literal
+from .syntax import LiteralValue
 from .syntax import Name
 from .syntax import Neg
 from .syntax import Node
@@ -41,24 +41,25 @@ from .syntax import Subscript
 from .syntax import TensorType
 from .syntax import TupleExpr
 
-_NUMBER = r"(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+"
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_STRING = r'"(?:[^"\\\n]|\\.)*"'  # the subset's strings: double-quoted, on one line
 _PUNCT = "()[],=.:-"
 _LITERAL_WORDS = {"True": True, "False": False, "None": None}
 _MAX_DEPTH = 64  # deeper brackets go the grammar's way (its errors for nesting too deep)
+_CAPTURE = re.compile(r"(?<!\\)\((?!\?)")
 
 
-@cache
-def _line_tokens(tensor_pattern: str) -> re.Pattern[str]:
-    """One token per match, with the blanks before it: TENSOR_TYPE, NAME, NUMBER, a
-    double-quoted string, punctuation of the subset, a comment, or any other one character
-    (which declines the line), so the matches cover the line without a gap."""
-    tensor = f"{tensor_pattern}|" if tensor_pattern else ""
-    return re.compile(rf"([ \t]*)({tensor}[^\W\d]\w*|{_NUMBER}|{_STRING}|[{re.escape(_PUNCT)}]|#.*|.)")
+def line_token_re(regexps: Mapping[str, str]) -> re.Pattern[str]:
+    """The line tokenizer for the lexer's terminal ``regexps`` (the grammar's TENSOR_TYPE,
+    NAME and NUMBER): one token per match, with the blanks before it: TENSOR_TYPE, NAME,
+    NUMBER, a double-quoted string, punctuation of the subset, a comment, or any other one
+    character (which declines the line), so the matches cover the line without a gap."""
+    terms = [regexps[t] for t in ("TENSOR_TYPE", "NAME", "NUMBER") if t in regexps]
+    plain = "|".join(_CAPTURE.sub("(?:", t) for t in terms)  # findall: two groups only
+    return re.compile(rf"([ \t]*)({plain}|{_STRING}|[{re.escape(_PUNCT)}]|#.*|.)")
 
 
 def _kind(tok: str) -> str:
-    """The token's kind from its text (the alternative of :func:`_line_tokens` it matched):
+    """The token's kind from its text (the alternative of :func:`line_token_re` it matched):
     punctuation stands for itself; ``T`` TENSOR_TYPE, ``S`` string, ``D`` number, ``#``
     comment, ``N`` name, ``?`` anything else."""
     c = tok[0]
@@ -178,7 +179,7 @@ class _LineReader:
             if value in self.keywords:
                 if value not in _LITERAL_WORDS:
                     raise _Decline
-                lit = Literal(_LITERAL_WORDS[value], value, _NO_TOKEN)
+                lit = _literal(_LITERAL_WORDS[value], value)
             else:
                 return self.name()
         elif kind == "T":
@@ -188,9 +189,9 @@ class _LineReader:
             self.i = i + 1
             return node
         elif kind == "D":
-            lit = Literal(parse_number(self.vals[i]), self.vals[i], _NO_TOKEN)
+            lit = _literal(parse_number(self.vals[i]), self.vals[i])
         elif kind == "S":
-            lit = Literal(decode_string(self.vals[i]), self.vals[i], _NO_TOKEN)
+            lit = _literal(decode_string(self.vals[i]), self.vals[i])
         elif kind == "(" or kind == "[":
             return self.bracketed(kind)
         else:
@@ -316,24 +317,23 @@ class _LineReader:
         return node
 
 
-class _NoToken:
-    """Placeholder position for :class:`Literal`'s constructor (overwritten at once)."""
-
-    line = column = end_line = end_column = 0
-
-
-_NO_TOKEN = _NoToken()
+def _literal(value: LiteralValue, raw: str) -> Literal:
+    """A Literal without its position yet (:meth:`_LineReader.place` gives it)."""
+    lit = Literal.__new__(Literal)
+    lit.value = value
+    lit.raw = raw
+    return lit
 
 
 def read_line_stmt(text: str, pos: int, line: int, line_start: int, keywords: Mapping[str, str],
-                   tensor_re: re.Pattern[str] | None) -> tuple[Assign, int] | None:
+                   token_re: re.Pattern[str]) -> tuple[Assign, int] | None:
     """The binding that starts at ``pos`` (the first character of line ``line``, which starts
     at offset ``line_start``) and the offset where it ends, if the line is one binding of the
     subset; else None."""
     eol = text.find("\n", pos)
     if eol < 0:
         return None
-    pairs = _line_tokens(tensor_re.pattern if tensor_re is not None else "").findall(text, pos, eol)
+    pairs = token_re.findall(text, pos, eol)
     vals = [tok for _, tok in pairs]
     # each token's column: where the one before ends, plus its own blanks
     ends = accumulate([len(blank) + len(tok) for blank, tok in pairs], initial=pos - line_start + 1)

@@ -36,6 +36,7 @@ from lark.lexer import Lexer
 from byocc.ir import ParseError
 from byocc.ir import Span
 
+from ._line_stmt import line_token_re
 from ._line_stmt import read_line_stmt
 
 if TYPE_CHECKING:
@@ -230,6 +231,7 @@ class RelaxLexer(Lexer):
         self.punct: dict[str, str] = dict(tables["punct"])
         regexps: dict[str, str] = tables["regexps"]
         self.tensor_re = re.compile(regexps["TENSOR_TYPE"]) if "TENSOR_TYPE" in regexps else None
+        self.line_re = line_token_re(regexps)
         self.token_re = _master_regexp(regexps, tables["ignore"], self.punct)
 
     def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
@@ -244,6 +246,7 @@ class RelaxLexer(Lexer):
         punct = self.punct
         tensor_match = self.tensor_re.match if self.tensor_re is not None else None
         line_stmts = self.line_stmts
+        line_re = self.line_re
         startswith = text.startswith
         new = str.__new__
         match = self.token_re.match
@@ -310,7 +313,7 @@ class RelaxLexer(Lexer):
             if kind == "NL" and line_stmts and "LINE_STMTS" in states[state_stack[-1]]:
                 # a statement may begin: one-line bindings are read here, a run of them (the
                 # following lines of the same indentation) in one token
-                got = read_line_stmt(text, pos, line, line_start, keywords, self.tensor_re)
+                got = read_line_stmt(text, pos, line, line_start, keywords, line_re)
                 if got is not None:
                     nodes = [got[0]]
                     first_line, first_col, start = line, pos - line_start + 1, pos
@@ -320,7 +323,7 @@ class RelaxLexer(Lexer):
                         nxt = end + 1 + len(indent)
                         if nxt >= n or text[nxt] in " \t\n#":  # another indentation, a blank line
                             break
-                        more = read_line_stmt(text, nxt, line + 1, end + 1, keywords, self.tensor_re)
+                        more = read_line_stmt(text, nxt, line + 1, end + 1, keywords, line_re)
                         if more is None:
                             break
                         line += 1
