@@ -191,12 +191,6 @@ def wrap(line: str) -> str:
             "    return lv1\n")
 
 
-@pytest.mark.parametrize("line", EDGE_LINES)
-def test_edge_line_reads_the_same_with_the_shortcut(line):
-    with_it, without = both_ways(wrap(line))
-    assert with_it == without
-
-
 def test_shortcut_reads_the_printers_bindings():
     text = wrap('lv: R.Tensor((2, 3), dtype="float32") = R.nn.softmax(x, axis=-1)')
     assert count_line_stmts(text) == 2  # that line and `lv1 = x`; not R.output or return
@@ -242,8 +236,8 @@ RUNS = [
 ]
 
 
-@pytest.mark.parametrize("lines", RUNS)
-def test_runs_of_lines_read_the_same_with_the_shortcut(lines):
+@pytest.mark.parametrize("lines", EDGE_LINES + RUNS)
+def test_edge_lines_and_runs_read_the_same_with_the_shortcut(lines):
     with_it, without = both_ways(wrap(lines))
     assert with_it == without
 
