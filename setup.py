@@ -12,6 +12,12 @@ from setuptools import setup
 setup(
     packages=find_packages(include=["byocc", "byocc.*"]) + ["byocc.grammars"],
     package_dir={"byocc.grammars": "grammars"},
-    package_data={"byocc.grammars": ["*.lark"], "byocc.text": ["lalr_tables.json"]},
+    package_data={
+        "byocc.grammars": ["*.lark"],
+        "byocc.text": ["lalr_tables.json"],
+        # Fixed C++ (csrc/) and the Jinja2 templates of generated C++ (templates/) of every
+        # code-generation package (byocc/backends/cuda/templates.py).
+        **{f"byocc.backends.{pkg}": ["csrc/*", "templates/*.j2"] for pkg in ("cuda", "cutlass", "cublas")},
+    },
     include_package_data=False,
 )
