@@ -99,6 +99,9 @@ __device__ __forceinline__ void norm_row(const T* __restrict__ x, const T* __res
                                          const T* __restrict__ beta, T* __restrict__ y, int64_t n,
                                          float eps, int lane, Reduce reduce) {
   float v[kVpt][kVec];
+  // gamma/beta are loaded with x, before the reductions, so their latency is hidden
+  // behind the reductions instead of being paid after them.
+  Vec<T, kVec> gv[kVpt], bv[kVpt];
   const int64_t nvec = n / kVec;
   float sum = 0.f;
 #pragma unroll
@@ -106,6 +109,8 @@ __device__ __forceinline__ void norm_row(const T* __restrict__ x, const T* __res
     const int64_t c = static_cast<int64_t>(j) * kLanes + lane;
     if (c < nvec) {
       load_vec<T, kVec>(x + c * kVec, v[j]);
+      gv[j] = *reinterpret_cast<const Vec<T, kVec>*>(gamma + c * kVec);
+      if (kKind == Kind::kLayer) bv[j] = *reinterpret_cast<const Vec<T, kVec>*>(beta + c * kVec);
     } else {
 #pragma unroll
       for (int i = 0; i < kVec; ++i) v[j][i] = 0.f;
@@ -137,16 +142,14 @@ __device__ __forceinline__ void norm_row(const T* __restrict__ x, const T* __res
   for (int j = 0; j < kVpt; ++j) {
     const int64_t c = static_cast<int64_t>(j) * kLanes + lane;
     if (c < nvec) {
-      float g[kVec], o[kVec];
-      load_vec<T, kVec>(gamma + c * kVec, g);
+      float o[kVec];
       if (kKind == Kind::kLayer) {
-        float b[kVec];
-        load_vec<T, kVec>(beta + c * kVec, b);
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) o[i] = (v[j][i] - mean) * scale * g[i] + b[i];
+        for (int i = 0; i < kVec; ++i)
+          o[i] = (v[j][i] - mean) * scale * to_float(gv[j].v[i]) + to_float(bv[j].v[i]);
       } else {
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) o[i] = v[j][i] * scale * g[i];
+        for (int i = 0; i < kVec; ++i) o[i] = v[j][i] * scale * to_float(gv[j].v[i]);
       }
       store_vec<T, kVec>(y + c * kVec, o);
     }
