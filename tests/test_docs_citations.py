@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,8 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def headings(path: Path) -> list[str]:
+@cache
+def headings(path: Path) -> tuple[str, ...]:
     """The heading texts of a Markdown file (outside fenced code blocks)."""
     out, fenced = [], False
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -67,10 +69,11 @@ def headings(path: Path) -> list[str]:
         m = None if fenced else re.match(r"#{1,6}\s+(.+?)\s*#*\s*$", line)
         if m:
             out.append(m.group(1))
-    return out
+    return tuple(out)
 
 
-def anchors(path: Path) -> set[str]:
+@cache
+def anchors(path: Path) -> frozenset[str]:
     seen: dict[str, int] = {}
     result = set()
     for heading in headings(path):
@@ -78,7 +81,7 @@ def anchors(path: Path) -> set[str]:
         n = seen.get(base, 0)
         seen[base] = n + 1
         result.add(base if n == 0 else f"{base}-{n}")
-    return result
+    return frozenset(result)
 
 
 def citation_problems(text: str) -> list[str]:
