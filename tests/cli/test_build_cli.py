@@ -1,6 +1,7 @@
-"""``byocc build DIR`` (spec/backends.md 17.2): a real build of a small library made of light
-units with nvcc, and the driver's logic (missing tools, a failing unit, --arch, -j, the
-process pool) with a fake compiler."""
+"""``byocc build DIR``: a real build of a small library made of light units with nvcc, and
+the driver's logic (the plan from the manifest, missing tools and files, a failing unit,
+--arch and what `ninja -C DIR` builds afterwards, -j, the process pool, the object cache's
+check, concurrent builds) with a fake compiler."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from click.testing import CliRunner
 from test_build_files import install_fake_nvcc
 
 from byocc.backends.build_files import build_files
-from byocc.backends.build_files import find_ninja
+from byocc.backends.codegen import BuildPlan
+from byocc.backends.codegen import GeneratedModule
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
+from byocc.backends.toolchain import find_ninja
 from byocc.cli import cli
 
 # A trivial entry point with the ABI signature: copies x (float32[n]) into out.
@@ -90,13 +93,15 @@ def tiny_entry(symbol: str = "f", constants=()) -> dict:
 
 def write_library(directory: Path, sources, *, stem: str = "tiny", needs_cutlass: bool = False,
                   needs_cublaslt: bool = False, functions=None, **manifest_extra) -> Path:
-    """A folder shaped like `byocc partition -o`'s output: sources, build files, manifest."""
-    srcs = list(common_sources()) + list(sources)
-    files = {s.path: s.text for s in srcs}
-    files.update(build_files(stem, srcs, needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt))
-    manifest = {"byocc_version": "0.1.0", "abi_version": 1, "codegen_version": "1", "archs": ["sm_80"],
-                "library": f"lib/libbyocc_{stem}.so", "build_file": "build.ninja",
-                "uses_cutlass": needs_cutlass, "uses_cublaslt": needs_cublaslt,
+    """A folder shaped like `byocc partition -o`'s output: sources, build files (from the
+    plan), manifest (with the plan)."""
+    module = GeneratedModule("test", (), tuple(sources), needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt)
+    plan = BuildPlan.of(stem, [module], common_sources())
+    files = {s.path: s.text for s in [*common_sources(), *sources]}
+    files.update(build_files(plan))
+    manifest = {"byocc_version": "0.1.0", "abi_version": 1, "codegen_version": "1", "archs": list(plan.archs),
+                "library": plan.library, "build_file": "build.ninja",
+                "uses_cutlass": needs_cutlass, "uses_cublaslt": needs_cublaslt, "build": plan.to_json(),
                 "functions": functions if functions is not None else [tiny_entry()], **manifest_extra}
     files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     for path, text in files.items():
@@ -193,11 +198,22 @@ def test_arch_sm80_skips_sm90_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert "-DBYOCC_NO_SM90" in light[0].split()
     kernel = [line for line in fake_nvcc.read_text().splitlines() if "-c src/kernels/k_80.cu" in line]
     assert "-DBYOCC_NO_SM90" not in kernel[0].split()  # kernel units keep their cache key
-    assert (lib_dir / "build.sm_80.ninja").is_file()
-    assert "k_90" not in (lib_dir / "build.sm_80.ninja").read_text()
-    assert "k_90" in (lib_dir / "build.ninja").read_text()  # the full build file is untouched
     assert ", skipped sm90 units;" in result.stderr.splitlines()[-1]
     assert "--salt cutlass=9.8.7" in (lib_dir / "config.ninja").read_text()
+    # the build files now say what this build did: `ninja -C DIR` builds exactly that
+    assert "k_90" not in (lib_dir / "build.ninja").read_text()
+    assert not list(lib_dir.glob("build.*.ninja"))
+    ninja = find_ninja()
+    if ninja is not None:
+        import subprocess
+
+        dry = subprocess.run([ninja, "-C", str(lib_dir), "-t", "commands"], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+        dry_args = sorted(" ".join(c.split()).split("/fakebin/nvcc ", 1)[1] for c in dry)  # after the launcher
+        assert dry_args == sorted(fake_nvcc.read_text().splitlines())  # the same command lines
+        # and it is all up to date: ninja has nothing to do
+        assert "no work to do" in subprocess.run([ninja, "-C", str(lib_dir), "-n"], capture_output=True,
+                                                 text=True, check=True).stdout
 
 
 @pytest.mark.parametrize("ninja", ["--ninja", "--no-ninja"])
@@ -235,9 +251,9 @@ def test_missing_cutlass_and_cublaslt_and_launcher(tmp_path, fake_nvcc, monkeypa
     result = run("build", lib_dir, "--cutlass-dir", empty)
     assert result.exit_code == 3
     assert result.stderr == f"{lib_dir}: error: CUTLASS headers not found in {empty}\n"
-    import byocc.backends.cuda.cuda_paths as cuda_paths
+    import byocc.backends.toolchain as toolchain
 
-    monkeypatch.setattr(cuda_paths, "find_optional_cublaslt", lambda: None)
+    monkeypatch.setattr(toolchain, "find_optional_cublaslt", lambda: None)
     result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
     assert result.exit_code == 3
     assert result.stderr.startswith(f"{lib_dir}: error: cuBLASLt not found: neither the CUDA toolkit nor")
@@ -248,7 +264,7 @@ def test_missing_cutlass_and_cublaslt_and_launcher(tmp_path, fake_nvcc, monkeypa
 
 
 def test_cublaslt_from_the_wheel_is_linked_by_soname(tmp_path, fake_nvcc):
-    from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
+    from byocc.backends.toolchain import find_optional_cublaslt
 
     found = find_optional_cublaslt()
     if found is None:
@@ -347,6 +363,6 @@ def test_arch_sm90a_skips_sm80_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_90.cu", "src/runtime.cu"]
     light = [line for line in fake_nvcc.read_text().splitlines() if "-c src/funcs/f.cu" in line]
     assert "-DBYOCC_NO_SM80" in light[0].split() and "-DBYOCC_NO_SM90" not in light[0].split()
-    assert (lib_dir / "build.sm_90a.ninja").is_file()
+    assert "k_80" not in (lib_dir / "build.ninja").read_text()
     both = run("build", lib_dir, "--arch", "sm_90a", "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
     assert both.exit_code == 0 and "skipped" not in both.stderr
