@@ -62,6 +62,8 @@ def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_ver
     }
     if plan is not None:
         manifest["build"] = plan.to_json()
+    else:  # nothing to build (stand-in modules only): no build files either
+        del manifest["build_file"], manifest["cmake_file"]
     if cutlass_version is not None and manifest["uses_cutlass"]:
         manifest["cutlass_version"] = cutlass_version
     if any(f.get("constants") for f in functions):
@@ -99,7 +101,7 @@ def load_manifest(directory: str | Path) -> dict[str, Any]:
     for i, f in enumerate(data["functions"]):
         if not isinstance(f, dict):
             raise InputError(f"{path}: functions[{i}] must be an object")
-        if f.get("status") == "unsupported":
+        if f.get("status") in ("unsupported", "no_code"):  # listed, nothing to call
             continue
         for key in REQUIRED_FUNCTION:
             if key not in f:

@@ -366,3 +366,125 @@ def test_arch_sm90a_skips_sm80_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert "k_80" not in (lib_dir / "build.ninja").read_text()
     both = run("build", lib_dir, "--arch", "sm_90a", "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
     assert both.exit_code == 0 and "skipped" not in both.stderr
+
+
+# --------------------------------------------------------------------------- the plan's checks
+def test_a_missing_or_unreadable_generated_file_is_named(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    (lib_dir / "src" / "funcs" / "f.cu").unlink()
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 1
+    assert result.stderr == (f"{lib_dir}: error: src/funcs/f.cu: generated file missing "
+                             f"(re-run `byocc partition -o {lib_dir}`)\n")
+    assert compiled(fake_nvcc) == []  # checked before anything runs
+    (lib_dir / "src" / "funcs" / "f.cu").mkdir()
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 1
+    assert result.stderr == f"{lib_dir}: error: src/funcs/f.cu: is a folder, not a generated file\n"
+    (lib_dir / "src" / "funcs" / "f.cu").rmdir()
+    (lib_dir / "src" / "funcs" / "f.cu").write_text(KINDS[2].text)
+    (lib_dir / "src" / "byocc_gemm.h").unlink()  # a header a unit includes
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.stderr == (f"{lib_dir}: error: src/byocc_gemm.h: generated file missing "
+                             f"(re-run `byocc partition -o {lib_dir}`)\n")
+
+
+def test_only_the_files_of_the_archs_asked_are_needed(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    (lib_dir / "src" / "kernels" / "k_90.cu").unlink()
+    result = run("build", lib_dir, "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_manifest_without_a_build_plan(tmp_path):
+    lib_dir = write_tiny_library(tmp_path / "out")
+    manifest = json.loads((lib_dir / "manifest.json").read_text())
+    del manifest["build"]
+    (lib_dir / "manifest.json").write_text(json.dumps(manifest))
+    result = run("build", lib_dir)
+    assert result.exit_code == 1
+    assert result.stderr == (f"{lib_dir}: error: {lib_dir / 'manifest.json'}: no build plan (field 'build'); "
+                             f"re-run `byocc partition -o {lib_dir}`\n")
+    manifest["build"] = {"stem": "tiny", "units": [{"path": "../x.cu", "kind": "light"}]}
+    (lib_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert "malformed build plan" in run("build", lib_dir).stderr
+
+
+def test_the_first_progress_report_carries_the_plans_total(tmp_path, fake_nvcc):
+    from byocc.cli.build import _RichReporter
+    from byocc.runtime.build import Progress
+    from byocc.runtime.build import build
+
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    reports: list = []
+    build(lib_dir, on_progress=reports.append, use_ninja=False)
+    assert reports[0] == Progress(0, 3, "")  # f.cu, runtime.cu and the link, before anything ran
+    assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/runtime.cu"]
+    assert [r.done for r in reports] == [0, 1, 2, 3] and {r.total for r in reports} == {3}
+    bar = _RichReporter()
+    bar.update(reports[0])
+    assert [(t.total, t.completed) for t in bar._progress.tasks] == [(3, 0)]  # never "0/?"
+    bar.close()
+
+
+# --------------------------------------------------------------------------- the object cache
+def test_a_damaged_cache_is_noticed_and_compiled_again(tmp_path, fake_nvcc):
+    from byocc.runtime.objcache import unpack_entry
+
+    first = write_library(tmp_path / "a", KINDS[2:])
+    assert run("build", first).exit_code == 0
+    entries = sorted((tmp_path / "cache" / "obj").glob("*.o"))
+    assert len(entries) == 2
+    for e in entries:  # a full disk, a killed copy: the objects are cut short
+        data = e.read_bytes()
+        e.write_bytes(data[:len(data) // 2])
+    before = len(compiled(fake_nvcc))
+    second = write_library(tmp_path / "b", KINDS[2:])  # a fresh folder of the same model
+    result = run("build", second)
+    assert result.exit_code == 0, result.stderr
+    assert len(compiled(fake_nvcc)) == before + 2  # both compiled again
+    assert result.stderr.count("failed their check") == 1
+    assert "warning: 2 cached objects failed their check (a damaged cache entry) and compiled again\n" in result.stderr
+    assert ", 2 from the cache" not in result.stderr
+    assert (second / "lib" / "libbyocc_tiny.so").read_text().startswith("-shared -cudart shared")
+    assert all(unpack_entry(e.read_bytes()) is not None for e in entries)  # rewritten whole
+    third = write_library(tmp_path / "c", KINDS[2:])
+    again = run("build", third)
+    assert ", 2 from the cache;" in again.stderr and "failed" not in again.stderr
+
+
+def _build_process(lib_dir: Path, *extra: str):
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.Popen([sys.executable, "-m", "byocc", "build", str(lib_dir), "--no-ninja", *extra],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_builds_of_one_folder_at_once(tmp_path, fake_nvcc):
+    (tmp_path / "fakebin" / "nvcc").write_text(SLOW_NVCC.format(python=sys.executable))
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    procs = [_build_process(lib_dir), _build_process(lib_dir)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert sum("waiting for another build of" in err for _, err in outs) <= 1
+    assert (lib_dir / "lib" / "libbyocc_tiny.so").is_file()
+    # one compiled, the other found the cache (or waited and found everything there)
+    assert len([line for line in fake_nvcc.read_text().splitlines() if line.startswith("obj/")]) == 2
+
+
+def test_builds_of_two_folders_sharing_one_cache(tmp_path, fake_nvcc):
+    from byocc.runtime.objcache import unpack_entry
+
+    (tmp_path / "fakebin" / "nvcc").write_text(SLOW_NVCC.format(python=sys.executable))
+    dirs = [write_library(tmp_path / name, KINDS[2:]) for name in ("a", "b")]
+    procs = [_build_process(d) for d in dirs]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    for d in dirs:
+        assert (d / "lib" / "libbyocc_tiny.so").is_file()
+        assert sorted(p.name for p in (d / "obj").rglob("*.o")) == ["f.o", "runtime.o"]
+    entries = list((tmp_path / "cache" / "obj").glob("*.o"))
+    assert len(entries) == 2 and all(unpack_entry(e.read_bytes()) is not None for e in entries)
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
