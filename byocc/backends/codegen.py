@@ -1,5 +1,5 @@
 """The codegen contract: what a backend's codegen returns to RunCodegen, and the build plan
-derived from it (spec/backends.md sections 6, 13, 14, 17).
+derived from it.
 
 A codegen is a callable ``codegen(functions, options, constant_names) -> list[GeneratedModule]``:
 

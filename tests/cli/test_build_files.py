@@ -334,6 +334,27 @@ def test_cache_key_changes_with_flags_text_headers_salts_and_compiler(fake_tree,
     assert objcache.cache_key(inv, objcache.compiler_identity(nvcc, None)) == again
 
 
+def test_a_cache_entry_that_fails_its_check_is_compiled_again(fake_tree, monkeypatch, capsys):
+    tmp, nvcc, log = fake_tree
+    cache = tmp / "cache"
+    assert launch(cache, nvcc) == 0
+    (entry,) = (cache / "obj").glob("*.o")
+    good = entry.read_bytes()
+    assert objcache.unpack_entry(good) == Path("obj/u.o").read_bytes()  # header + the object
+    for damaged in (good[:-3], good[:20], b"", good.replace(b"-c", b"-C")):
+        entry.write_bytes(damaged)
+        Path("obj/u.o").unlink()
+        compiles = log.read_text().count("-c src/u.cu")
+        assert launch(cache, nvcc) == 0
+        assert log.read_text().count("-c src/u.cu") == compiles + 1  # compiled again
+        assert objcache.unpack_entry(entry.read_bytes()) is not None  # and stored whole
+    assert (tmp / "hits.log").read_text().splitlines()[-2:] == ["rejected obj/u.o", "miss obj/u.o"]
+    monkeypatch.delenv("BYOCC_OBJCACHE_LOG")  # a hand-run ninja: said on stderr
+    entry.write_bytes(good[:10])
+    assert launch(cache, nvcc) == 0
+    assert capsys.readouterr().err == "byocc: the cached object for obj/u.o failed its check; compiling it again\n"
+
+
 def test_launcher_runs_inside_the_cache(fake_tree):
     tmp, nvcc, log = fake_tree
     wrapper = tmp / "fakebin" / "mylauncher"
