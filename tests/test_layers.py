@@ -190,3 +190,18 @@ def test_checker_flags_forbidden_edges(module, source, expected):
 ])
 def test_checker_accepts_allowed_edges(module, source):
     assert violations_in(source, module) == []
+
+
+# The generic layer of the backends (byocc/backends/*.py, byocc/backends/cuda/) and the runtime
+# import no backend package: what a build needs from a backend is in the build plan.
+_BACKEND_PACKAGES = ("byocc.backends.cutlass", "byocc.backends.cublas")
+
+
+def test_the_generic_layer_imports_no_backend_package():
+    backends = PACKAGE / "backends"
+    generic = [*sorted(backends.glob("*.py")), *sorted((backends / "cuda").rglob("*.py")),
+               *sorted((PACKAGE / "runtime").rglob("*.py"))]
+    bad = [f"{module_name(p)}:{line}: imports {target}" for p in generic
+           for target, line, _ in imports_of(p.read_text(encoding="utf-8"), module_name(p), p.name == "__init__.py")
+           if target.startswith(_BACKEND_PACKAGES)]
+    assert bad == []

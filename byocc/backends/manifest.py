@@ -3,8 +3,10 @@ native runner share (spec/backends.md section 14).
 
 Top level: ``byocc_version``, ``abi_version``, ``codegen_version``, ``cutlass_version`` (when
 a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``build_file``,
-``cmake_file``, ``uses_cublaslt``, ``constants_file`` and ``functions``: one entry per
-offloaded function (:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted by symbol.
+``cmake_file``, ``uses_cutlass``, ``uses_cublaslt``, ``constants_file``, ``build`` (the build
+plan, :meth:`byocc.backends.codegen.BuildPlan.to_json`: what ``byocc build`` reads) and
+``functions``: one entry per offloaded function
+(:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted by symbol.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from byocc.ir import InputError
 
 from .codegen import ABI_VERSION
 from .codegen import CODEGEN_VERSION
+from .codegen import BuildPlan
 from .codegen import GeneratedModule
 
 MANIFEST = "manifest.json"
@@ -34,25 +37,33 @@ def constants_file(stem: str) -> str:
 
 
 def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_version: str | None,
-                   archs: Iterable[str], extra_functions: Iterable[dict] = ()) -> dict[str, Any]:
-    """The manifest of an output folder."""
+                   archs: Iterable[str] | None = None, extra_functions: Iterable[dict] = (),
+                   plan: BuildPlan | None = None) -> dict[str, Any]:
+    """The manifest of an output folder. ``plan`` defaults to the plan of ``modules`` alone
+    (none without modules: nothing to build); ``archs`` to the plan's."""
     from byocc import __version__
 
     mods = list(modules)
+    if plan is None and mods:
+        plan = BuildPlan.of(stem, mods)
     functions = [e.to_json() for m in mods for e in m.entries] + list(extra_functions)
     functions.sort(key=lambda f: str(f.get("symbol")))
     manifest: dict[str, Any] = {
         "byocc_version": __version__,
         "abi_version": ABI_VERSION,
         "codegen_version": CODEGEN_VERSION,
-        "archs": sorted(set(archs)),
+        "archs": sorted(set(archs if archs is not None else plan.archs if plan else ())),
         "library": library_path(stem),
         "build_file": "build.ninja",
         "cmake_file": "CMakeLists.txt",
-        "uses_cutlass": any(m.needs_cutlass for m in mods),
-        "uses_cublaslt": any(m.needs_cublaslt for m in mods),
+        "uses_cutlass": bool(plan and plan.needs_cutlass) or any(m.needs_cutlass for m in mods),
+        "uses_cublaslt": bool(plan and plan.needs_cublaslt) or any(m.needs_cublaslt for m in mods),
         "functions": functions,
     }
+    if plan is not None:
+        manifest["build"] = plan.to_json()
+    else:  # nothing to build (stand-in modules only): no build files either
+        del manifest["build_file"], manifest["cmake_file"]
     if cutlass_version is not None and manifest["uses_cutlass"]:
         manifest["cutlass_version"] = cutlass_version
     if any(f.get("constants") for f in functions):
@@ -90,7 +101,7 @@ def load_manifest(directory: str | Path) -> dict[str, Any]:
     for i, f in enumerate(data["functions"]):
         if not isinstance(f, dict):
             raise InputError(f"{path}: functions[{i}] must be an object")
-        if f.get("status") == "unsupported":
+        if f.get("status") in ("unsupported", "no_code"):  # listed, nothing to call
             continue
         for key in REQUIRED_FUNCTION:
             if key not in f:
@@ -98,4 +109,19 @@ def load_manifest(directory: str | Path) -> dict[str, Any]:
     return data
 
 
-__all__ = ["MANIFEST", "build_manifest", "constants_file", "dumps", "library_path", "load_manifest"]
+def load_plan(directory: str | Path, manifest: dict[str, Any]) -> BuildPlan:
+    """The build plan ``DIR/manifest.json`` records; :class:`InputError` when it has none (a
+    manifest from before the plan) or a malformed one."""
+    path = Path(directory) / MANIFEST
+    section = manifest.get("build")
+    if not isinstance(section, dict):
+        raise InputError(f"{path}: no build plan (field 'build'); re-run `byocc partition -o {directory}`")
+    try:
+        return BuildPlan.from_json(section)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: malformed build plan ({type(exc).__name__}: {exc}); "
+                         f"re-run `byocc partition -o {directory}`") from None
+
+
+__all__ = ["MANIFEST", "build_manifest", "constants_file", "dumps", "library_path", "load_manifest",
+           "load_plan"]

@@ -2,23 +2,20 @@
 
 * ``<stem>.partitioned.relax``: the module after partitioning (what stdout shows without -o);
 * ``<stem>.codegen.relax``: the module after RunCodegen;
-* the sources of every runtime module RunCodegen's codegens returned (their ``sources``
-  pairs, under ``src/``), plus any build file a codegen provides;
-* ``manifest.json``: one entry per external function: symbol, backend, composite names,
-  argument and result shapes and dtypes, the source files that define it, and whatever
-  extra fields the backend's module reports (``manifest_entries``, e.g. workspace bytes and
-  the exported C signature).
+* the sources of every module RunCodegen's codegens returned (under ``src/``), the common
+  sources of a CUDA library, and the build files written from its build plan
+  (:class:`byocc.backends.codegen.BuildPlan`);
+* ``manifest.json`` (:mod:`byocc.backends.manifest`, one schema): one entry per external
+  function, the build plan (``build``), the library.
 
 Deterministic: same input, byte-identical files (sorted keys, no timestamps).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from byocc.backends.codegen import ABI_VERSION
 from byocc.backends.codegen import GeneratedModule
 from byocc.ir import Function
 from byocc.ir import InternalError
@@ -35,35 +32,21 @@ def output_files(stem: str, partitioned, codegen) -> dict[str, str | bytes]:
         files.update(module_files(f"{stem}.{kind}", mod))
     modules = list(codegen.attrs.get("external_mods", ()))
     generated = [m for m in modules if isinstance(m, GeneratedModule)]
-    legacy = [m for m in modules if not isinstance(m, GeneratedModule)]
     offloaded: Mapping[str, Function] = codegen.extras.get("offloaded", {})
-    if generated:
-        files.update(generated_files(stem, generated, offloaded, codegen.attrs.get("const_name_to_constant", {})))
-        return files
-    sources_of: dict[str, list[str]] = {}
-    extra_fields: dict[str, dict] = {}
-    for module in legacy:
-        paths = []
-        for name, text in getattr(module, "sources", ()):
-            path = f"{SOURCE_DIR}/{name}"
+    # a stand-in module (a codegen registered through the Python API that produces no CUDA
+    # module, e.g. byocc.transform.stub_codegen): its files are written, its functions listed
+    # with "status": "no_code" and the files that name them
+    stand_in_files: dict[str, list[str]] = {}
+    for module in modules:
+        if isinstance(module, GeneratedModule):
+            continue
+        paths = [f"{SOURCE_DIR}/{name}" for name, _ in getattr(module, "sources", ())]
+        for (_, text), path in zip(getattr(module, "sources", ()), paths):
             _put(files, path, text)
-            paths.append(path)
         for symbol in getattr(module, "symbols", ()):
-            sources_of.setdefault(symbol, []).extend(paths)
-        for symbol, fields in dict(getattr(module, "manifest_entries", {}) or {}).items():
-            extra_fields[symbol] = dict(fields)
-        for name, text in dict(getattr(module, "build_files", {}) or {}).items():
-            files[name] = text
-    functions = []
-    for symbol in sorted(offloaded):
-        entry = function_entry(symbol, offloaded[symbol])
-        entry["source_files"] = sorted(set(sources_of.get(symbol, ())))
-        entry.update(extra_fields.get(symbol, {}))
-        functions.append(entry)
-    from byocc import __version__
-
-    manifest = {"byocc_version": __version__, "abi_version": ABI_VERSION, "functions": functions}
-    files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+            stand_in_files.setdefault(symbol, []).extend(paths)
+    files.update(generated_files(stem, generated, offloaded, stand_in_files,
+                                 codegen.attrs.get("const_name_to_constant", {})))
     return files
 
 
@@ -73,40 +56,41 @@ def _put(files: dict, path: str, text) -> None:
     files[path] = text
 
 
-def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function], named_constants: Mapping) -> dict:
-    """Sources, build files, manifest and constants of CUDA codegen modules
-    (spec/backends.md sections 13, 14, 17)."""
-    from byocc.backends.build_files import build_files
-    from byocc.backends.cuda import common_sources
+def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
+                    stand_in_files: Mapping[str, list[str]], named_constants: Mapping) -> dict:
+    """Sources, build files (from the build plan), manifest and constants of the CUDA
+    codegen modules; without any, the manifest alone."""
+    from byocc.backends.codegen import BuildPlan
     from byocc.backends.manifest import build_manifest
     from byocc.backends.manifest import constants_file
     from byocc.backends.manifest import dumps
 
     files: dict[str, str | bytes] = {}
-    sources = list(common_sources())
-    for m in modules:
-        sources.extend(m.sources)
-    unique = {}
-    for src in sources:
-        if src.path in unique and unique[src.path].text != src.text:
-            raise InternalError(f"two codegen modules write different {src.path}")
-        unique[src.path] = src
-    sources = [unique[p] for p in sorted(unique)]
-    for src in sources:
-        files[src.path] = src.text
-    needs_cutlass = any(m.needs_cutlass for m in modules)
-    needs_cublaslt = any(m.needs_cublaslt for m in modules)
-    files.update(build_files(stem, sources, needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt))
+    plan = None
+    if modules:
+        from byocc.backends.build_files import build_files
+        from byocc.backends.cuda import common_sources
+
+        common = list(common_sources())
+        for src in [*common, *(s for m in modules for s in m.sources)]:
+            _put(files, src.path, src.text)
+        plan = BuildPlan.of(stem, modules, common)
+        files.update(build_files(plan))
     cutlass_version = None
-    archs = {"sm_80"}
-    if any(s.unit == "sm90" for s in sources):
-        archs.add("sm_90a")
-    if needs_cutlass:
-        cutlass_version = _cutlass_version()
+    if plan is not None and plan.needs_cutlass:
+        from byocc.backends.toolchain import optional_cutlass_version
+
+        cutlass_version = optional_cutlass_version()  # None: headers missing, the build says so
     covered = {e.symbol for m in modules for e in m.entries}
-    extra = [dict(function_entry(sym, offloaded[sym]), status="no_code")
-             for sym in sorted(offloaded) if sym not in covered]
-    manifest = build_manifest(stem, modules, cutlass_version=cutlass_version, archs=archs,
+    extra = []
+    for sym in sorted(offloaded):
+        if sym in covered:
+            continue
+        entry = dict(function_entry(sym, offloaded[sym]), status="no_code")
+        if sym in stand_in_files:
+            entry["source_files"] = sorted(set(stand_in_files[sym]))
+        extra.append(entry)
+    manifest = build_manifest(stem, modules, cutlass_version=cutlass_version, plan=plan,
                               extra_functions=extra)
     files["manifest.json"] = dumps(manifest)
     arrays = constant_values(modules, named_constants)
@@ -119,17 +103,6 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
         np.savez(buffer, **arrays)
         files[constants_file(stem)] = buffer.getvalue()
     return files
-
-
-def _cutlass_version() -> str | None:
-    try:
-        from byocc.backends.cutlass.kernels import cutlass_version
-    except ImportError:
-        return None
-    try:
-        return cutlass_version()
-    except Exception:  # headers missing: the build will say so
-        return None
 
 
 def constant_values(modules: list, named: Mapping) -> dict:

@@ -1,9 +1,9 @@
 """``byocc build DIR``: compile the sources ``byocc partition -o DIR`` wrote into
-``DIR/lib/libbyocc_<stem>.so`` (spec/backends.md 17.2; the work is
+``DIR/lib/libbyocc_<stem>.so``, from the build plan its manifest records (the work is
 :func:`byocc.runtime.build.build`).
 
-On a terminal a rich progress bar shows units done / total and the current unit; otherwise
-one plain line per finished step goes to stderr. stdout stays empty except for the
+On a terminal a rich progress bar shows units done / total (the plan's total from the
+start) and the current unit; otherwise one plain line per finished step goes to stderr. stdout stays empty except for the
 library's path at the end (the product). A missing tool or a failed unit is one line and
 exit code 3; the compiler output is in ``DIR/build.log``.
 """
@@ -21,7 +21,8 @@ from .output import stderr_is_terminal
 @click.option("--arch", "archs", multiple=True, type=click.Choice(["sm_90a", "sm_80"]),
               help="Build only the units for these archs (repeatable; default both). "
                    "sm_80 alone skips the sm_90a units and compiles the wrappers with "
-                   "-DBYOCC_NO_SM90.")
+                   "-DBYOCC_NO_SM90; DIR/build.ninja is rewritten for them, so a later "
+                   "`ninja -C DIR` builds the same.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Heavy (CUTLASS) units compiled at once [default: max(1, min(nproc, "
                    "free GiB / 4))]; light units share the remaining slots.")
@@ -52,9 +53,13 @@ def build(directory: str, archs: tuple[str, ...], jobs: int | None, use_cache: b
     try:
         result = run_build(directory, archs=archs, jobs=jobs, use_cache=use_cache,
                            launcher=launcher, cutlass_dir=cutlass_dir, use_ninja=use_ninja,
-                           on_progress=reporter.update)
+                           on_progress=reporter.update, on_wait=reporter.note)
     finally:
         reporter.close()
+    if result.cache_rejected:
+        n = result.cache_rejected
+        click.echo(f"warning: {n} cached object{'s' if n != 1 else ''} failed {'their' if n != 1 else 'its'} "
+                   "check (a damaged cache entry) and compiled again", err=True)
     how = "ninja" if result.used_ninja else "process pool"
     cached = f", {result.cache_hits} from the cache" if result.cache_hits else ""
     skipped = f", skipped {'/'.join(result.skipped_kinds)} units" if result.skipped_kinds else ""
@@ -65,13 +70,20 @@ def build(directory: str, archs: tuple[str, ...], jobs: int | None, use_cache: b
 
 class _PlainReporter:
     def update(self, p) -> None:
-        click.echo(f"[{p.done}/{p.total}] {p.current}", err=True)
+        if p.done:  # the first report (0 done) only announces the total
+            click.echo(f"[{p.done}/{p.total}] {p.current}", err=True)
+
+    def note(self, message: str) -> None:
+        click.echo(message, err=True)
 
     def close(self) -> None:
         pass
 
 
 class _RichReporter:
+    """The bar starts with the first report, which carries the plan's step count: it never
+    shows an unknown total."""
+
     def __init__(self) -> None:
         from rich.progress import BarColumn
         from rich.progress import MofNCompleteColumn
@@ -83,15 +95,22 @@ class _RichReporter:
                                   TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
                                   console=console(stderr=True, tty=True),
                                   transient=True)
-        self._task = self._progress.add_task("", total=None)
-        self._progress.start()
+        self._task = None
 
     def update(self, p) -> None:
         busy = f" ({p.running} running)" if p.running else ""
+        if self._task is None:
+            self._task = self._progress.add_task(p.current + busy, total=p.total, completed=p.done)
+            self._progress.start()
+            return
         self._progress.update(self._task, completed=p.done, total=p.total, description=p.current + busy)
 
+    def note(self, message: str) -> None:
+        self._progress.console.print(message, markup=False, highlight=False)
+
     def close(self) -> None:
-        self._progress.stop()
+        if self._task is not None:
+            self._progress.stop()
 
 
 __all__ = ["build"]

@@ -1,22 +1,27 @@
-"""``byocc build``: compile a generated library (spec/backends.md sections 13 and 17.2).
+"""``byocc build``: compile a generated library from the build plan its manifest records.
 
-:func:`build` reads ``DIR/manifest.json`` and ``DIR/build.ninja``, finds the tools
-(nvcc; ninja, else an internal pool; CUTLASS headers and cuBLASLt only when a unit needs
-them: a missing one is an :class:`~byocc.ir.ExternalToolError` naming it), rewrites
-``DIR/config.ninja`` for this machine (compiler paths, the object-cache launcher, pool
-depth, ``-DBYOCC_NO_SM90``/``-DBYOCC_NO_SM80`` for a one-arch build) and runs the build:
+:func:`build` reads ``DIR/manifest.json`` and its plan (:class:`~byocc.backends.codegen.BuildPlan`),
+checks that every file the build of the asked archs reads is there and readable (a missing
+one is named), finds the tools (nvcc; ninja, else an internal pool; CUTLASS headers and
+cuBLASLt only when a unit of the build needs them: a missing one is an
+:class:`~byocc.ir.ExternalToolError` naming it), writes ``build.ninja``, ``config.ninja`` and
+``CMakeLists.txt`` from the plan for those archs and this machine (so that a later
+``ninja -C DIR`` builds exactly the same), and runs the build:
 
-1. ninja on ``build.ninja`` (or on ``build.<arch>.ninja``, a copy without the units of the
-   arch left out), ``-j max(heavy, nproc)`` with pool ``heavy`` at the heavy depth;
-2. without ninja, the same commands (read from the ninja files by the small reader below)
-   through a thread pool of subprocesses with the same two limits, then the link.
+1. ninja on ``build.ninja``, ``-j max(heavy, nproc)`` with pool ``heavy`` at the heavy depth;
+2. without ninja, the same commands (:func:`byocc.backends.toolchain.commands`) through a
+   thread pool of subprocesses with the same two limits, then the link.
 
-Every compiler message goes to ``DIR/build.log``; progress is reported through a callback
-(the CLI draws it). Output: ``DIR/lib/libbyocc_<stem>.so``.
+One build of a folder runs at a time (a lock in ``DIR/obj``; a second one waits, then finds
+everything up to date). Every compiler message goes to ``DIR/build.log``; progress is
+reported through a callback (the CLI draws it), starting with the plan's step count.
+Output: ``DIR/lib/libbyocc_<stem>.so``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shlex
@@ -25,6 +30,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED
 from concurrent.futures import Future
@@ -34,208 +40,25 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from byocc.backends.codegen import ARCHS
+from byocc.backends.codegen import BuildPlan
 from byocc.ir import ExternalToolError
 from byocc.ir import InputError
 
 from .inputs import available_memory
 from .objcache import atomic_write
 
-# ============================================================== a reader for ninja files
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-]+")
-
-
-@dataclass
-class Edge:
-    """One ``build`` statement."""
-
-    outputs: list[str]
-    rule: str
-    inputs: list[str]
-    implicit: list[str]
-    bindings: dict[str, str] = field(default_factory=dict)
-    command: str = ""
-    description: str = ""
-    pool: str = ""
-
-
-@dataclass
-class NinjaFile:
-    """A parsed ninja file (after its includes)."""
-
-    variables: dict[str, str] = field(default_factory=dict)
-    rules: dict[str, dict[str, str]] = field(default_factory=dict)
-    pools: dict[str, int] = field(default_factory=dict)
-    edges: list[Edge] = field(default_factory=list)
-    defaults: list[str] = field(default_factory=list)
-
-
-def _expand(text: str, lookup) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "$":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1] if i + 1 < n else ""
-        if nxt in ("$", " ", ":"):
-            out.append(nxt)
-            i += 2
-        elif nxt == "{":
-            end = text.index("}", i)
-            out.append(lookup(text[i + 2:end]))
-            i = end + 1
-        else:
-            m = _SIMPLE_NAME.match(text, i + 1)
-            if not m:
-                raise InputError(f"bad $-escape in ninja text: {text[i:i + 10]!r}")
-            out.append(lookup(m.group(0)))
-            i = m.end()
-    return "".join(out)
-
-
-def _split_paths(text: str) -> list[str]:
-    """Split on spaces that are not ``$``-escaped (the pieces are still unexpanded)."""
-    words, cur, i = [], [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "$" and i + 1 < len(text):
-            cur.append(text[i:i + 2])
-            i += 2
-            continue
-        if ch == " ":
-            if cur:
-                words.append("".join(cur))
-                cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    if cur:
-        words.append("".join(cur))
-    return words
-
-
-def _logical_lines(text: str) -> list[str]:
-    lines, pending = [], ""
-    for raw in text.split("\n"):
-        if raw.endswith("$") and not raw.endswith("$$"):
-            pending += raw[:-1]
-            continue
-        lines.append(pending + raw)
-        pending = ""
-    if pending:
-        lines.append(pending)
-    return lines
-
-
-def _colon(text: str) -> int:
-    i = 0
-    while i < len(text):
-        if text[i] == "$":
-            i += 2
-            continue
-        if text[i] == ":":
-            return i
-        i += 1
-    raise InputError(f"ninja build line without ':': {text!r}")
-
-
-def parse_ninja(path: str | Path, root: str | Path, into: NinjaFile | None = None) -> NinjaFile:
-    """Parse ``path``; ``include``d files are looked up relative to ``root`` (the folder ninja
-    runs in). A missing included file is skipped."""
-    nf = into if into is not None else NinjaFile()
-    lines = _logical_lines(Path(path).read_text(encoding="utf-8"))
-    env = nf.variables
-
-    def top(name: str) -> str:
-        return env.get(name, "")
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if line[0] in " \t":
-            raise InputError(f"{path}: unexpected indented line {stripped!r}")
-        block: dict[str, str] = {}
-        while i < len(lines) and lines[i][:1] in (" ", "\t") and lines[i].strip():
-            key, _, value = lines[i].strip().partition("=")
-            block[key.strip()] = value.strip()
-            i += 1
-        word, _, rest = stripped.partition(" ")
-        if word == "include" or word == "subninja":
-            inc = Path(root) / _expand(rest.strip(), top)
-            if inc.is_file():
-                parse_ninja(inc, root, nf)
-        elif word == "rule":
-            nf.rules[rest.strip()] = block
-        elif word == "pool":
-            nf.pools[rest.strip()] = int(_expand(block.get("depth", "1"), top) or "1")
-        elif word == "default":
-            nf.defaults += [_expand(p, top) for p in _split_paths(rest.strip())]
-        elif word == "build":
-            c = _colon(rest)
-            outs = [_expand(p, top) for p in _split_paths(rest[:c].strip()) if p != "|"]
-            parts = _split_paths(rest[c + 1:].strip())
-            rule, ins, implicit, mode = parts[0], [], [], 0
-            for p in parts[1:]:
-                if p in ("|", "||"):
-                    mode = 1 if p == "|" else 2
-                    continue
-                (ins if mode == 0 else implicit).append(_expand(p, top))
-            edge = Edge(outs, rule, ins, implicit, {k: _expand(v, top) for k, v in block.items()})
-            nf.edges.append(edge)
-        else:
-            m = _NAME.fullmatch(stripped.partition("=")[0].strip())
-            if "=" not in stripped or not m:
-                raise InputError(f"{path}: cannot read ninja line {stripped!r}")
-            key, _, value = stripped.partition("=")
-            env[key.strip()] = _expand(value.strip(), top)
-    if into is None:
-        for edge in nf.edges:
-            _resolve(nf, edge)
-    return nf
-
-
-def _resolve(nf: NinjaFile, edge: Edge) -> None:
-    if edge.rule == "phony":
-        return
-    rule = nf.rules.get(edge.rule)
-    if rule is None:
-        raise InputError(f"ninja edge for {edge.outputs} uses unknown rule {edge.rule!r}")
-
-    def lookup(name: str, depth: int = 0) -> str:
-        if name == "in":
-            return " ".join(shlex.quote(p) for p in edge.inputs)
-        if name == "out":
-            return " ".join(shlex.quote(p) for p in edge.outputs)
-        if name in edge.bindings:
-            return edge.bindings[name]
-        if name in rule and depth < 16:
-            return _expand(rule[name], lambda n: lookup(n, depth + 1))
-        return nf.variables.get(name, "")
-
-    edge.command = lookup("command")
-    edge.description = lookup("description") if "description" in rule else edge.command
-    edge.pool = lookup("pool") if "pool" in rule or "pool" in edge.bindings else ""
-
-
-
-# ================================================================== the build itself
-NINJA_STATUS_PREFIX = "[byocc "
 _STATUS = re.compile(r"^\[byocc (\d+)/(\d+) (\d+)\] (.*)$")
 _FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(.*?)\s*$")
-ARCHS = ("sm_90a", "sm_80")
+#: What builds before the plan wrote for one arch; removed so that nothing stale is left.
+_OLD_ARCH_FILES = ("build.sm_80.ninja", "build.sm_90a.ninja", "build.sm_80_sm_90a.ninja")
 
 
 @dataclass(frozen=True)
 class Progress:
     """One progress report: ``done`` of ``total`` steps finished, ``current`` the step just
-    reported (``light src/funcs/f.cu``, ``link lib/...``)."""
+    reported (``light src/funcs/f.cu``, ``link lib/...``; empty in the first report, sent
+    before anything runs)."""
 
     done: int
     total: int
@@ -257,109 +80,159 @@ class BuildResult:
     log: Path
     seconds: float = 0.0
     defines: tuple[str, ...] = field(default_factory=tuple)
+    cache_rejected: int = 0  # cached objects that failed their check and were compiled again
+    archs: tuple[str, ...] = ARCHS
 
 
 def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None = None,
           use_cache: bool = True, launcher: str = "", cutlass_dir: str | None = None,
           cache_dir: str | None = None, use_ninja: bool = True,
-          on_progress: Callable[[Progress], None] | None = None) -> BuildResult:
+          on_progress: Callable[[Progress], None] | None = None,
+          on_wait: Callable[[str], None] | None = None) -> BuildResult:
     """Build ``DIR/lib/libbyocc_<stem>.so``. ``archs``: a subset of ``sm_90a``/``sm_80``
-    (empty: both); ``jobs``: the heavy-unit limit (default from free memory)."""
-    from byocc.backends.build_files import ARCH_KINDS
-    from byocc.backends.build_files import NO_ARCH_MACRO
-    from byocc.backends.build_files import Unit
-    from byocc.backends.build_files import build_ninja
-    from byocc.backends.build_files import config_ninja
-    from byocc.backends.build_files import default_cache_dir
-    from byocc.backends.build_files import default_heavy_depth
-    from byocc.backends.build_files import detect_toolchain
-    from byocc.backends.build_files import find_ninja
-    from byocc.backends.build_files import total_memory
+    (empty: both); ``jobs``: the heavy-unit limit (default from free memory); ``on_wait``
+    is told once when another build of the folder holds it."""
     from byocc.backends.manifest import load_manifest
+    from byocc.backends.manifest import load_plan
+    from byocc.backends.toolchain import arch_defines
+    from byocc.backends.toolchain import skipped_kinds
 
     start = time.monotonic()
     root = Path(directory)
-    manifest = load_manifest(root)
-    build_file = root / str(manifest.get("build_file") or "build.ninja")
-    if not build_file.is_file():
-        raise InputError(f"{build_file}: no build file (re-run `byocc partition -o {directory}`)")
-    graph = parse_ninja(build_file, root)
-    units, library = _units(graph, build_file)
-    variables = graph.variables
-    needs_cutlass = variables.get("byocc_needs_cutlass") == "1" or bool(manifest.get("uses_cutlass"))
-    needs_cublaslt = variables.get("byocc_needs_cublaslt") == "1" or bool(manifest.get("uses_cublaslt"))
-    stem = variables.get("byocc_stem") or Path(library).name[len("libbyocc_"):-len(".so")]
+    plan = load_plan(root, load_manifest(root))
+    wanted = _archs(archs)
+    check_files(root, plan, wanted)
+    tc = _toolchain(plan, wanted, jobs=jobs, use_cache=use_cache, launcher=launcher,
+                    cutlass_dir=cutlass_dir, cache_dir=cache_dir)
+    total_jobs = max(tc.heavy_depth, os.cpu_count() or 1)
+    log_path = root / "build.log"
+    with _folder_lock(root, on_wait or (lambda msg: None)):
+        write_build_files(root, plan, tc, wanted)
+        (root / "lib").mkdir(exist_ok=True)
+        cache_log = root / "obj" / ".objcache.log"
+        cache_log.write_text("", encoding="utf-8")
+        env = dict(os.environ, BYOCC_OBJCACHE_LOG=str(cache_log.resolve()))
+        ninja = _ninja() if use_ninja else None
+        failed, compiled = _run(plan, tc, wanted, root, ninja, total_jobs, env, log_path,
+                                on_progress or (lambda p: None))
+        events = [line.partition(" ")[0] for line in cache_log.read_text(encoding="utf-8").splitlines()]
+    _raise_on_failure(plan, wanted, failed, log_path)
+    lib = root / plan.library
+    if not lib.is_file():
+        raise ExternalToolError(f"the build did not produce {lib}; see {log_path}")
+    return BuildResult(lib, compiled, events.count("hit"), ninja is not None, tc.heavy_depth,
+                       total_jobs, skipped_kinds(wanted), log_path, time.monotonic() - start,
+                       arch_defines(wanted), events.count("rejected"), wanted)
 
-    wanted = tuple(archs) or ARCHS
+
+def _archs(archs: Sequence[str]) -> tuple[str, ...]:
+    wanted = tuple(dict.fromkeys(archs)) or ARCHS
     for a in wanted:
-        if a not in ARCH_KINDS:
+        if a not in ARCHS:
             raise InputError(f"unknown arch {a!r} (expected one of {', '.join(ARCHS)})")
-    skipped = tuple(k for a, kinds in ARCH_KINDS.items() if a not in wanted for k in kinds)
-    defines = tuple(NO_ARCH_MACRO[k] for k in skipped)
+    return tuple(sorted(wanted))
+
+
+def check_files(root: Path, plan: BuildPlan, archs: Sequence[str]) -> None:
+    """Every file a build for ``archs`` reads exists and can be read; an :class:`InputError`
+    names the first that cannot."""
+    for rel in plan.files(archs):
+        path = root / rel
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+        except FileNotFoundError:
+            raise InputError(f"{rel}: generated file missing (re-run `byocc partition -o {root}`)") from None
+        except IsADirectoryError:
+            raise InputError(f"{rel}: is a folder, not a generated file") from None
+        except OSError as exc:
+            raise InputError(f"{rel}: cannot read the generated file: {exc.strerror}") from None
+
+
+def _toolchain(plan: BuildPlan, archs: Sequence[str], *, jobs: int | None, use_cache: bool,
+               launcher: str, cutlass_dir: str | None, cache_dir: str | None):
+    from byocc.backends.toolchain import default_cache_dir
+    from byocc.backends.toolchain import default_heavy_depth
+    from byocc.backends.toolchain import detect_toolchain
+    from byocc.backends.toolchain import total_memory
+
     if launcher:
         first = shlex.split(launcher)[:1]
         if not first or shutil.which(first[0]) is None:
             raise ExternalToolError(f"launcher {launcher!r} not found")
+    units = plan.compiled(archs)
     heavy = jobs if jobs is not None else default_heavy_depth(available_memory() or total_memory())
-    tc = detect_toolchain(needs_cutlass, needs_cublaslt, strict=True, cutlass_dir=cutlass_dir,
-                          launcher=launcher, heavy_depth=heavy, defines=defines,
-                          cache_dir=(cache_dir or default_cache_dir()) if use_cache else None)
-    total_jobs = max(tc.heavy_depth, os.cpu_count() or 1)
-    atomic_write(root / "config.ninja", config_ninja(tc).encode())
-    run_file = build_file
-    if skipped:
-        run_file = root / f"build.{'_'.join(sorted(wanted))}.ninja"
-        text = build_ninja(stem, [Unit(s, k, h) for s, k, h in units], needs_cutlass,
-                           needs_cublaslt, skip_kinds=skipped)
-        atomic_write(run_file, text.encode())
-    log_path = root / "build.log"
+    return detect_toolchain(any(u.needs_cutlass for u in units), any(u.needs_cublaslt for u in units),
+                            strict=True, cutlass_dir=cutlass_dir, launcher=launcher, heavy_depth=heavy,
+                            cache_dir=(cache_dir or default_cache_dir()) if use_cache else None)
+
+
+def write_build_files(root: Path, plan: BuildPlan, tc, archs: Sequence[str]) -> None:
+    """``build.ninja``, ``config.ninja`` and ``CMakeLists.txt`` for ``archs`` and ``tc``
+    (atomically; a symlink is written through), and ``obj/``."""
+    from byocc.backends.build_files import build_files
+
+    for name, text in build_files(plan, tc, archs).items():
+        atomic_write(root / name, text.encode())
+    for name in _OLD_ARCH_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (root / name).unlink()
+
+
+def _ninja() -> str | None:
+    from byocc.backends.toolchain import find_ninja
+
+    return find_ninja()
+
+
+@contextlib.contextmanager
+def _folder_lock(root: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
+    """Hold ``DIR/obj/.lock`` (exclusive) for the build: a second build of the folder waits."""
     (root / "obj").mkdir(exist_ok=True)
-    (root / "lib").mkdir(exist_ok=True)
-    hits_log = root / "obj" / ".objcache.log"
-    hits_log.write_text("", encoding="utf-8")
-    env = dict(os.environ, BYOCC_OBJCACHE_LOG=str(hits_log.resolve()))
-    ninja = find_ninja() if use_ninja else None
-    report = on_progress or (lambda p: None)
-    graph = parse_ninja(run_file, root)
-    source_of = {o: e.inputs[0] for e in graph.edges if e.rule.startswith("nvcc_") for o in e.outputs}
+    with open(root / "obj" / ".lock", "a") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait(f"waiting for another build of {root}")
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _run(plan: BuildPlan, tc, archs: Sequence[str], root: Path, ninja: str | None, jobs: int,
+         env: dict, log_path: Path, report: Callable[[Progress], None]) -> tuple[str | None, int]:
+    from byocc.backends.toolchain import commands
+
+    steps = commands(plan, tc, archs)
+    report(Progress(0, len(steps), ""))
     with open(log_path, "w", encoding="utf-8") as log:
         if ninja is not None:
-            failed, compiled = _run_ninja(ninja, root, run_file, total_jobs, env, log, report)
-        else:
-            failed, compiled = _run_pool(graph, root, tc.heavy_depth, total_jobs, env, log, report)
+            return _run_ninja(ninja, root, jobs, env, log, report)
+        return _run_pool(steps, root, tc.heavy_depth, jobs, env, log, report)
+
+
+def _raise_on_failure(plan: BuildPlan, archs: Sequence[str], failed: str | None, log_path: Path) -> None:
+    if failed is None:
+        return
+    source_of = {u.object: u.path for u in plan.compiled(archs)}
     if failed in source_of:
         raise ExternalToolError(f"{source_of[failed]}: compilation failed; the compiler output is in {log_path}")
-    if failed is not None:
-        step = "linking failed" if failed == library else "failed"
-        raise ExternalToolError(f"{failed}: {step}; the output is in {log_path}")
-    lib = root / library
-    if not lib.is_file():
-        raise ExternalToolError(f"the build did not produce {lib}; see {log_path}")
-    hits = sum(1 for line in hits_log.read_text(encoding="utf-8").splitlines() if line.startswith("hit "))
-    return BuildResult(lib, compiled, hits, ninja is not None, tc.heavy_depth, total_jobs, skipped,
-                       log_path, time.monotonic() - start, defines)
+    if failed == plan.library:
+        raise ExternalToolError(f"{failed}: linking failed; the output is in {log_path}")
+    raise ExternalToolError(f"{failed}; the output is in {log_path}")
 
 
-def _units(graph: NinjaFile, path: Path) -> tuple[list[tuple[str, str, tuple[str, ...]]], str]:
-    units, library = [], None
-    for e in graph.edges:
-        if e.rule.startswith("nvcc_") and e.inputs:
-            units.append((e.inputs[0], e.rule[len("nvcc_"):], tuple(e.implicit)))
-        elif e.rule == "link":
-            library = e.outputs[0]
-    if library is None:
-        raise InputError(f"{path}: no link edge (not a byocc build file?)")
-    return units, library
-
-
-def _run_ninja(ninja: str, root: Path, run_file: Path, jobs: int, env: dict, log,
+def _run_ninja(ninja: str, root: Path, jobs: int, env: dict, log,
                report: Callable[[Progress], None]) -> tuple[str | None, int]:
     env = dict(env, NINJA_STATUS="[byocc %f/%t %r] ")
-    cmd = [ninja, "-C", str(root), "-f", run_file.name, "-j", str(jobs)]
+    cmd = [ninja, "-C", str(root), "-j", str(jobs)]
     log.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                             text=True, errors="replace")
     failed: str | None = None
+    last = ""
     compiled = 0
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -373,55 +246,49 @@ def _run_ninja(ninja: str, root: Path, run_file: Path, jobs: int, env: dict, log
         f = _FAILED.match(line)
         if f and failed is None:
             failed = f.group(1).split(" ")[0]
+        if line.strip():
+            last = line.strip()
     rc = proc.wait()
     if rc != 0 and failed is None:
-        failed = f"ninja (exit {rc})"
+        failed = f"ninja failed (exit {rc})" + (f": {last}" if last else "")
     return failed, compiled
 
 
-def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: dict, log,
+def _run_pool(steps, root: Path, heavy_depth: int, jobs: int, env: dict, log,
               report: Callable[[Progress], None]) -> tuple[str | None, int]:
-    """Compile edges first (pool ``heavy`` at ``heavy_depth``, ``jobs`` in all), then the
-    rest in file order (the link)."""
-    compiles = [e for e in graph.edges if e.rule.startswith("nvcc_")]
-    others = [e for e in graph.edges if not e.rule.startswith("nvcc_") and e.rule != "phony"]
-    total = len(compiles) + len(others)
+    """The compile steps (heavy ones first, at most ``heavy_depth`` of them at once, ``jobs``
+    in all), then the link."""
+    compiles = [s for s in steps if s.unit is not None]
+    others = [s for s in steps if s.unit is None]
+    total = len(steps)
     heavy = threading.Semaphore(max(1, heavy_depth))
     lock = threading.Lock()
     done = running = 0
 
-    def run(edge: Edge) -> tuple[Edge, int, str]:
-        for out in edge.outputs:
-            Path(root / out).parent.mkdir(parents=True, exist_ok=True)
-        sem = heavy if edge.pool == "heavy" else None
-        if sem is not None:
-            sem.acquire()
-        try:
-            proc = subprocess.run(["/bin/sh", "-c", edge.command], cwd=root, env=env,
+    def run(step) -> tuple[object, int, str]:
+        Path(root / step.output).parent.mkdir(parents=True, exist_ok=True)
+        sem = heavy if step.heavy else contextlib.nullcontext()
+        with sem:
+            proc = subprocess.run(["/bin/sh", "-c", step.command], cwd=root, env=env,
                                   capture_output=True, text=True, errors="replace", check=False)
-        finally:
-            if sem is not None:
-                sem.release()
-        return edge, proc.returncode, proc.stdout + proc.stderr
+        return step, proc.returncode, proc.stdout + proc.stderr
 
-    def finish(edge: Edge, rc: int, output: str) -> str | None:
+    def finish(step, rc: int, output: str) -> str | None:
         nonlocal done, running
         with lock:
             done += 1
             running -= 1
-            log.write(f"[{done}/{total}] {edge.description}\n")
+            log.write(f"[{done}/{total}] {step.description}\n")
             if rc != 0:
-                log.write(f"FAILED: [code={rc}] {' '.join(edge.outputs)}\n{edge.command}\n")
+                log.write(f"FAILED: [code={rc}] {step.output}\n{step.command}\n")
             log.write(output)
-        report(Progress(done, total, edge.description, running))
-        return edge.outputs[0] if rc != 0 else None
+        report(Progress(done, total, step.description, running))
+        return step.output if rc != 0 else None
 
     failed: str | None = None
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        # heavy units first, so that the long compiles start early
-        order = sorted(compiles, key=lambda e: e.pool != "heavy")
+        queue = sorted(compiles, key=lambda s: not s.heavy)  # the long compiles start early
         pending: set[Future] = set()
-        queue = list(order)
         while queue or pending:
             while queue and failed is None and len(pending) < max(1, jobs):
                 pending.add(pool.submit(run, queue.pop(0)))
@@ -430,18 +297,17 @@ def _run_pool(graph: NinjaFile, root: Path, heavy_depth: int, jobs: int, env: di
                 break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
-                bad = finish(*fut.result())
-                failed = failed or bad
+                failed = failed or finish(*fut.result())
             if failed is not None:
                 queue.clear()
     if failed is not None:
         return failed, done
-    for edge in others:
+    for step in others:
         running += 1
-        bad = finish(*run(edge))
+        bad = finish(*run(step))
         if bad is not None:
             return bad, len(compiles)
     return None, len(compiles)
 
 
-__all__ = ["ARCHS", "BuildResult", "Edge", "NinjaFile", "Progress", "build", "parse_ninja"]
+__all__ = ["ARCHS", "BuildResult", "Progress", "build", "check_files", "write_build_files"]

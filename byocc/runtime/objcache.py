@@ -1,9 +1,9 @@
-"""The object cache of ``byocc build``: a compiler launcher (spec/backends.md 13, 17.2).
+"""The object cache of ``byocc build``: a compiler launcher.
 
 ``python -m byocc.runtime.objcache --cache-dir D [--salt K=V]... [--launcher CMD] -- nvcc ...
--c SRC -o OBJ`` looks up ``D/obj/<sha256>.o`` and copies it to ``OBJ`` on a hit; on a miss it
-runs ``[CMD...] nvcc ...`` (the launcher, e.g. ``ccache``, goes inside the cache) and stores
-the object. Because it is a prefix of the compile command (``$launcher`` in
+-c SRC -o OBJ`` looks up the entry ``D/obj/<key>.o`` and, when it passes its check, copies
+the object it holds to ``OBJ``; on a miss it runs ``[CMD...] nvcc ...`` (the launcher, e.g.
+``ccache``, goes inside the cache) and stores the object. Because it is a prefix of the compile command (``$launcher`` in
 ``config.ninja``), it works the same under ninja, under ``byocc build``'s process pool and
 for a hand-run ``ninja``.
 
@@ -11,15 +11,23 @@ Key: sha256 over the compile arguments (output and input paths replaced by place
 the text of ``SRC`` and of every header it includes from the build folder (transitively;
 system and CUTLASS headers are covered by the salts and the compiler's identity), the
 salts (byocc's codegen version, the CUTLASS version) and ``nvcc --version`` (memoised on
-disk per compiler path, size and mtime). Writes are atomic (temp file + ``os.replace``), so
-concurrent builds sharing a cache never see half an object.
+disk per compiler path, size and mtime).
 
-When ``$BYOCC_OBJCACHE_LOG`` names a file, one line ``hit OBJ`` or ``miss OBJ`` is appended
-per compile (``byocc build`` counts cache hits from it).
+An entry is one file: a header line ``byocc-obj 1 <sha256 of the object> <size>`` and the
+object's bytes. It is written through a temporary name and ``os.replace``, so concurrent
+builds sharing a cache never see half an entry, and checked on every read: an entry that
+fails its check (truncated by a full disk, a killed copy, a network drive) is removed, the
+unit is compiled again and the entry rewritten. That is said once per entry: as a line
+``rejected OBJ`` in the log below, or on stderr when there is no log.
+
+When ``$BYOCC_OBJCACHE_LOG`` names a file, one line ``hit OBJ``, ``miss OBJ`` or
+``rejected OBJ`` (followed by ``miss OBJ``) is appended per compile (``byocc build`` counts
+them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -32,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-KEY_VERSION = "byocc-objcache-1"
+KEY_VERSION = "byocc-objcache-2"
+ENTRY_MAGIC = b"byocc-obj 1"
 
 
 def current_umask() -> int:
@@ -203,8 +212,22 @@ def atomic_write(path: str | Path, data: bytes) -> None:
         raise
 
 
-def _atomic_copy(src: Path, dst: Path) -> None:
-    atomic_write(dst, src.read_bytes())
+def pack_entry(data: bytes) -> bytes:
+    """A cache entry holding object ``data``: the header line, then the bytes."""
+    digest = hashlib.sha256(data).hexdigest()
+    return ENTRY_MAGIC + f" {digest} {len(data)}\n".encode() + data
+
+
+def unpack_entry(entry: bytes) -> bytes | None:
+    """The object an entry holds, or None when the entry fails its check."""
+    header, newline, data = entry.partition(b"\n")
+    words = header.split(b" ")
+    if not newline or len(words) != 4 or b" ".join(words[:2]) != ENTRY_MAGIC:
+        return None
+    digest, size = words[2].decode("ascii", "replace"), words[3]
+    if not size.isdigit() or int(size) != len(data) or hashlib.sha256(data).hexdigest() != digest:
+        return None
+    return data
 
 
 def _log(event: str, output: str) -> None:
@@ -212,6 +235,30 @@ def _log(event: str, output: str) -> None:
     if log:
         with open(log, "a", encoding="utf-8") as f:
             f.write(f"{event} {output}\n")
+    elif event == "rejected":
+        sys.stderr.write(f"byocc: the cached object for {output} failed its check; compiling it again\n")
+
+
+def _serve(entry_path: Path, output: str) -> bool:
+    """Copy the object of a checked entry to ``output``; False on a miss or a bad entry
+    (which is removed and reported)."""
+    try:
+        entry = entry_path.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        entry = b""
+    data = unpack_entry(entry)
+    if data is None:
+        _log("rejected", output)
+        with contextlib.suppress(OSError):
+            entry_path.unlink()
+        return False
+    try:
+        atomic_write(output, data)
+    except OSError:
+        return False
+    return True
 
 
 def run(argv: Sequence[str]) -> int:
@@ -225,18 +272,14 @@ def run(argv: Sequence[str]) -> int:
     if inv.cache_dir is None or not os.path.isfile(inv.source):
         return subprocess.call(full)
     key = cache_key(inv, compiler_identity(inv.command[0], inv.cache_dir))
-    cached = Path(inv.cache_dir) / "obj" / f"{key}.o"
-    if cached.is_file():
-        try:
-            _atomic_copy(cached, Path(inv.output))
-            _log("hit", inv.output)
-            return 0
-        except OSError:
-            pass  # unreadable entry: compile instead
+    entry_path = Path(inv.cache_dir) / "obj" / f"{key}.o"
+    if _serve(entry_path, inv.output):
+        _log("hit", inv.output)
+        return 0
     rc = subprocess.call(full)
     if rc == 0 and os.path.isfile(inv.output):
         try:
-            _atomic_copy(Path(inv.output), cached)
+            atomic_write(entry_path, pack_entry(Path(inv.output).read_bytes()))
         except OSError:
             pass  # a read-only or full cache never fails a build
     _log("miss", inv.output)
@@ -251,4 +294,5 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["Invocation", "atomic_write", "cache_key", "compiler_identity", "included_files", "parse_invocation", "run"]
+__all__ = ["Invocation", "atomic_write", "cache_key", "compiler_identity", "included_files",
+           "pack_entry", "parse_invocation", "run", "unpack_entry"]

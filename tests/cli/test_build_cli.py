@@ -1,6 +1,7 @@
-"""``byocc build DIR`` (spec/backends.md 17.2): a real build of a small library made of light
-units with nvcc, and the driver's logic (missing tools, a failing unit, --arch, -j, the
-process pool) with a fake compiler."""
+"""``byocc build DIR``: a real build of a small library made of light units with nvcc, and
+the driver's logic (the plan from the manifest, missing tools and files, a failing unit,
+--arch and what `ninja -C DIR` builds afterwards, -j, the process pool, the object cache's
+check, concurrent builds) with a fake compiler."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from click.testing import CliRunner
 from test_build_files import install_fake_nvcc
 
 from byocc.backends.build_files import build_files
-from byocc.backends.build_files import find_ninja
+from byocc.backends.codegen import BuildPlan
+from byocc.backends.codegen import GeneratedModule
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
+from byocc.backends.toolchain import find_ninja
 from byocc.cli import cli
 
 # A trivial entry point with the ABI signature: copies x (float32[n]) into out.
@@ -90,13 +93,15 @@ def tiny_entry(symbol: str = "f", constants=()) -> dict:
 
 def write_library(directory: Path, sources, *, stem: str = "tiny", needs_cutlass: bool = False,
                   needs_cublaslt: bool = False, functions=None, **manifest_extra) -> Path:
-    """A folder shaped like `byocc partition -o`'s output: sources, build files, manifest."""
-    srcs = list(common_sources()) + list(sources)
-    files = {s.path: s.text for s in srcs}
-    files.update(build_files(stem, srcs, needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt))
-    manifest = {"byocc_version": "0.1.0", "abi_version": 1, "codegen_version": "1", "archs": ["sm_80"],
-                "library": f"lib/libbyocc_{stem}.so", "build_file": "build.ninja",
-                "uses_cutlass": needs_cutlass, "uses_cublaslt": needs_cublaslt,
+    """A folder shaped like `byocc partition -o`'s output: sources, build files (from the
+    plan), manifest (with the plan)."""
+    module = GeneratedModule("test", (), tuple(sources), needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt)
+    plan = BuildPlan.of(stem, [module], common_sources())
+    files = {s.path: s.text for s in [*common_sources(), *sources]}
+    files.update(build_files(plan))
+    manifest = {"byocc_version": "0.1.0", "abi_version": 1, "codegen_version": "1", "archs": list(plan.archs),
+                "library": plan.library, "build_file": "build.ninja",
+                "uses_cutlass": needs_cutlass, "uses_cublaslt": needs_cublaslt, "build": plan.to_json(),
                 "functions": functions if functions is not None else [tiny_entry()], **manifest_extra}
     files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     for path, text in files.items():
@@ -193,11 +198,22 @@ def test_arch_sm80_skips_sm90_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert "-DBYOCC_NO_SM90" in light[0].split()
     kernel = [line for line in fake_nvcc.read_text().splitlines() if "-c src/kernels/k_80.cu" in line]
     assert "-DBYOCC_NO_SM90" not in kernel[0].split()  # kernel units keep their cache key
-    assert (lib_dir / "build.sm_80.ninja").is_file()
-    assert "k_90" not in (lib_dir / "build.sm_80.ninja").read_text()
-    assert "k_90" in (lib_dir / "build.ninja").read_text()  # the full build file is untouched
     assert ", skipped sm90 units;" in result.stderr.splitlines()[-1]
     assert "--salt cutlass=9.8.7" in (lib_dir / "config.ninja").read_text()
+    # the build files now say what this build did: `ninja -C DIR` builds exactly that
+    assert "k_90" not in (lib_dir / "build.ninja").read_text()
+    assert not list(lib_dir.glob("build.*.ninja"))
+    ninja = find_ninja()
+    if ninja is not None:
+        import subprocess
+
+        dry = subprocess.run([ninja, "-C", str(lib_dir), "-t", "commands"], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+        dry_args = sorted(" ".join(c.split()).split("/fakebin/nvcc ", 1)[1] for c in dry)  # after the launcher
+        assert dry_args == sorted(fake_nvcc.read_text().splitlines())  # the same command lines
+        # and it is all up to date: ninja has nothing to do
+        assert "no work to do" in subprocess.run([ninja, "-C", str(lib_dir), "-n"], capture_output=True,
+                                                 text=True, check=True).stdout
 
 
 @pytest.mark.parametrize("ninja", ["--ninja", "--no-ninja"])
@@ -235,9 +251,9 @@ def test_missing_cutlass_and_cublaslt_and_launcher(tmp_path, fake_nvcc, monkeypa
     result = run("build", lib_dir, "--cutlass-dir", empty)
     assert result.exit_code == 3
     assert result.stderr == f"{lib_dir}: error: CUTLASS headers not found in {empty}\n"
-    import byocc.backends.cuda.cuda_paths as cuda_paths
+    import byocc.backends.toolchain as toolchain
 
-    monkeypatch.setattr(cuda_paths, "find_optional_cublaslt", lambda: None)
+    monkeypatch.setattr(toolchain, "find_optional_cublaslt", lambda: None)
     result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
     assert result.exit_code == 3
     assert result.stderr.startswith(f"{lib_dir}: error: cuBLASLt not found: neither the CUDA toolkit nor")
@@ -248,7 +264,7 @@ def test_missing_cutlass_and_cublaslt_and_launcher(tmp_path, fake_nvcc, monkeypa
 
 
 def test_cublaslt_from_the_wheel_is_linked_by_soname(tmp_path, fake_nvcc):
-    from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
+    from byocc.backends.toolchain import find_optional_cublaslt
 
     found = find_optional_cublaslt()
     if found is None:
@@ -347,6 +363,128 @@ def test_arch_sm90a_skips_sm80_units_and_defines_the_macro(tmp_path, fake_nvcc):
     assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/kernels/k_90.cu", "src/runtime.cu"]
     light = [line for line in fake_nvcc.read_text().splitlines() if "-c src/funcs/f.cu" in line]
     assert "-DBYOCC_NO_SM80" in light[0].split() and "-DBYOCC_NO_SM90" not in light[0].split()
-    assert (lib_dir / "build.sm_90a.ninja").is_file()
+    assert "k_80" not in (lib_dir / "build.ninja").read_text()
     both = run("build", lib_dir, "--arch", "sm_90a", "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
     assert both.exit_code == 0 and "skipped" not in both.stderr
+
+
+# --------------------------------------------------------------------------- the plan's checks
+def test_a_missing_or_unreadable_generated_file_is_named(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    (lib_dir / "src" / "funcs" / "f.cu").unlink()
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 1
+    assert result.stderr == (f"{lib_dir}: error: src/funcs/f.cu: generated file missing "
+                             f"(re-run `byocc partition -o {lib_dir}`)\n")
+    assert compiled(fake_nvcc) == []  # checked before anything runs
+    (lib_dir / "src" / "funcs" / "f.cu").mkdir()
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 1
+    assert result.stderr == f"{lib_dir}: error: src/funcs/f.cu: is a folder, not a generated file\n"
+    (lib_dir / "src" / "funcs" / "f.cu").rmdir()
+    (lib_dir / "src" / "funcs" / "f.cu").write_text(KINDS[2].text)
+    (lib_dir / "src" / "byocc_gemm.h").unlink()  # a header a unit includes
+    result = run("build", lib_dir, "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.stderr == (f"{lib_dir}: error: src/byocc_gemm.h: generated file missing "
+                             f"(re-run `byocc partition -o {lib_dir}`)\n")
+
+
+def test_only_the_files_of_the_archs_asked_are_needed(tmp_path, fake_nvcc):
+    lib_dir = write_library(tmp_path / "out", KINDS, needs_cutlass=True)
+    (lib_dir / "src" / "kernels" / "k_90.cu").unlink()
+    result = run("build", lib_dir, "--arch", "sm_80", "--cutlass-dir", _fake_cutlass(tmp_path))
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_manifest_without_a_build_plan(tmp_path):
+    lib_dir = write_tiny_library(tmp_path / "out")
+    manifest = json.loads((lib_dir / "manifest.json").read_text())
+    del manifest["build"]
+    (lib_dir / "manifest.json").write_text(json.dumps(manifest))
+    result = run("build", lib_dir)
+    assert result.exit_code == 1
+    assert result.stderr == (f"{lib_dir}: error: {lib_dir / 'manifest.json'}: no build plan (field 'build'); "
+                             f"re-run `byocc partition -o {lib_dir}`\n")
+    manifest["build"] = {"stem": "tiny", "units": [{"path": "../x.cu", "kind": "light"}]}
+    (lib_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert "malformed build plan" in run("build", lib_dir).stderr
+
+
+def test_the_first_progress_report_carries_the_plans_total(tmp_path, fake_nvcc):
+    from byocc.cli.build import _RichReporter
+    from byocc.runtime.build import Progress
+    from byocc.runtime.build import build
+
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    reports: list = []
+    build(lib_dir, on_progress=reports.append, use_ninja=False)
+    assert reports[0] == Progress(0, 3, "")  # f.cu, runtime.cu and the link, before anything ran
+    assert compiled(fake_nvcc) == ["src/funcs/f.cu", "src/runtime.cu"]
+    assert [r.done for r in reports] == [0, 1, 2, 3] and {r.total for r in reports} == {3}
+    bar = _RichReporter()
+    bar.update(reports[0])
+    assert [(t.total, t.completed) for t in bar._progress.tasks] == [(3, 0)]  # never "0/?"
+    bar.close()
+
+
+# --------------------------------------------------------------------------- the object cache
+def test_a_damaged_cache_is_noticed_and_compiled_again(tmp_path, fake_nvcc):
+    from byocc.runtime.objcache import unpack_entry
+
+    first = write_library(tmp_path / "a", KINDS[2:])
+    assert run("build", first).exit_code == 0
+    entries = sorted((tmp_path / "cache" / "obj").glob("*.o"))
+    assert len(entries) == 2
+    for e in entries:  # a full disk, a killed copy: the objects are cut short
+        data = e.read_bytes()
+        e.write_bytes(data[:len(data) // 2])
+    before = len(compiled(fake_nvcc))
+    second = write_library(tmp_path / "b", KINDS[2:])  # a fresh folder of the same model
+    result = run("build", second)
+    assert result.exit_code == 0, result.stderr
+    assert len(compiled(fake_nvcc)) == before + 2  # both compiled again
+    assert result.stderr.count("failed their check") == 1
+    assert "warning: 2 cached objects failed their check (a damaged cache entry) and compiled again\n" in result.stderr
+    assert ", 2 from the cache" not in result.stderr
+    assert (second / "lib" / "libbyocc_tiny.so").read_text().startswith("-shared -cudart shared")
+    assert all(unpack_entry(e.read_bytes()) is not None for e in entries)  # rewritten whole
+    third = write_library(tmp_path / "c", KINDS[2:])
+    again = run("build", third)
+    assert ", 2 from the cache;" in again.stderr and "failed" not in again.stderr
+
+
+def _build_process(lib_dir: Path, *extra: str):
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.Popen([sys.executable, "-m", "byocc", "build", str(lib_dir), "--no-ninja", *extra],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_builds_of_one_folder_at_once(tmp_path, fake_nvcc):
+    (tmp_path / "fakebin" / "nvcc").write_text(SLOW_NVCC.format(python=sys.executable))
+    lib_dir = write_library(tmp_path / "out", KINDS[2:])
+    procs = [_build_process(lib_dir), _build_process(lib_dir)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert sum("waiting for another build of" in err for _, err in outs) <= 1
+    assert (lib_dir / "lib" / "libbyocc_tiny.so").is_file()
+    # one compiled, the other found the cache (or waited and found everything there)
+    assert len([line for line in fake_nvcc.read_text().splitlines() if line.startswith("obj/")]) == 2
+
+
+def test_builds_of_two_folders_sharing_one_cache(tmp_path, fake_nvcc):
+    from byocc.runtime.objcache import unpack_entry
+
+    (tmp_path / "fakebin" / "nvcc").write_text(SLOW_NVCC.format(python=sys.executable))
+    dirs = [write_library(tmp_path / name, KINDS[2:]) for name in ("a", "b")]
+    procs = [_build_process(d) for d in dirs]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    for d in dirs:
+        assert (d / "lib" / "libbyocc_tiny.so").is_file()
+        assert sorted(p.name for p in (d / "obj").rglob("*.o")) == ["f.o", "runtime.o"]
+    entries = list((tmp_path / "cache" / "obj").glob("*.o"))
+    assert len(entries) == 2 and all(unpack_entry(e.read_bytes()) is not None for e in entries)
+    assert not list((tmp_path / "cache").rglob("*.tmp"))

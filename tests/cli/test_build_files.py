@@ -1,6 +1,6 @@
-"""build.ninja / config.ninja / CMakeLists.txt text (spec/backends.md 13, 17.2, 17.3), the
-ninja reader of byocc.runtime.build, and the object-cache launcher (byocc.runtime.objcache)
-driven by a fake compiler."""
+"""The build plan (byocc.backends.codegen.BuildPlan), the build.ninja / config.ninja /
+CMakeLists.txt written from it, the toolchain's commands (the same as ninja's), and the
+object-cache launcher (byocc.runtime.objcache) driven by a fake compiler."""
 
 from __future__ import annotations
 
@@ -12,27 +12,29 @@ from pathlib import Path
 
 import pytest
 
-from byocc.backends.build_files import NO_ARCH_MACRO
-from byocc.backends.build_files import NVCC_ARCH_FLAGS
-from byocc.backends.build_files import NVCC_COMMON_FLAGS
-from byocc.backends.build_files import Toolchain
 from byocc.backends.build_files import build_files
 from byocc.backends.build_files import build_ninja
 from byocc.backends.build_files import config_ninja
-from byocc.backends.build_files import find_cutlass
-from byocc.backends.build_files import units_of
+from byocc.backends.codegen import BuildPlan
+from byocc.backends.codegen import GeneratedModule
 from byocc.backends.codegen import SourceFile
 from byocc.backends.cuda import common_sources
-from byocc.backends.cuda.cuda_paths import CublasLtPaths
-from byocc.backends.cuda.cuda_paths import find_optional_nvcc
+from byocc.backends.toolchain import NO_ARCH_MACRO
+from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+from byocc.backends.toolchain import CublasLtPaths
+from byocc.backends.toolchain import Toolchain
+from byocc.backends.toolchain import commands
+from byocc.backends.toolchain import find_cutlass
+from byocc.backends.toolchain import find_ninja
+from byocc.backends.toolchain import find_optional_nvcc
 from byocc.runtime import objcache
-from byocc.runtime.build import parse_ninja
 
 KERNEL = SourceFile("src/kernels/k_ab12.cu", '#include "byocc_gemm.h"\n#include "cutlass/cutlass.h"\n', "sm90")
 KERNEL80 = SourceFile("src/kernels/k_cd34.cu", '#include "../byocc_gemm.h"\n', "sm80")
 WRAPPER = SourceFile("src/funcs/fused_matmul_cutlass.cu",
                      '#include "byocc_internal.h"\n#include "byocc_gemm.h"\n', "light")
-SOURCES = [*common_sources(), KERNEL80, WRAPPER, KERNEL]
+SOURCES = [KERNEL80, WRAPPER, KERNEL]
 WHEEL = "/site/nvidia/cu13"
 TOOLCHAIN = Toolchain(nvcc="/opt/cuda/bin/nvcc", cutlass_include_dirs=("/site/cutlass/include",),
                       cublaslt=CublasLtPaths(f"{WHEEL}/include", f"{WHEEL}/lib", "libcublasLt.so.13", "wheel"),
@@ -41,9 +43,14 @@ TOOLCHAIN = Toolchain(nvcc="/opt/cuda/bin/nvcc", cutlass_include_dirs=("/site/cu
                       heavy_depth=3)
 
 
-def files(needs_cublaslt: bool = True, sources=SOURCES, toolchain=TOOLCHAIN):
-    return build_files("model", sources, needs_cutlass=True, needs_cublaslt=needs_cublaslt,
-                       toolchain=toolchain)
+def plan_of(sources=SOURCES, needs_cutlass: bool = True, needs_cublaslt: bool = True, stem: str = "model"):
+    """The plan of one module of ``sources`` plus the common sources."""
+    module = GeneratedModule("test", (), tuple(sources), needs_cutlass=needs_cutlass, needs_cublaslt=needs_cublaslt)
+    return BuildPlan.of(stem, [module], common_sources())
+
+
+def files(needs_cublaslt: bool = True, sources=SOURCES, toolchain=TOOLCHAIN, archs=("sm_80", "sm_90a")):
+    return build_files(plan_of(sources, needs_cublaslt=needs_cublaslt), toolchain, archs)
 
 
 def test_build_ninja_rules_pool_edges_and_link():
@@ -52,6 +59,7 @@ def test_build_ninja_rules_pool_edges_and_link():
     assert "pool heavy\n  depth = $heavy_depth\n" in text
     assert ("rule nvcc_sm90\n  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags "
             "$sm90_flags -c $in -o $out\n  description = sm90 $in\n  pool = heavy\n") in text
+    assert text.startswith("# build.ninja: builds lib/libbyocc_model.so for sm_80, sm_90a;")
     assert ("rule nvcc_light\n  command = $launcher $nvcc $common_flags $cutlass_cflags $cublaslt_cflags "
             "$defines $light_flags -c $in -o $out\n") in text
     assert "rule nvcc_sm80\n" in text and "  description = sm80 $in\n  pool = heavy\n" in text
@@ -71,7 +79,8 @@ def test_build_ninja_rules_pool_edges_and_link():
         "build lib/libbyocc_model.so: link obj/funcs/fused_matmul_cutlass.o obj/kernels/k_ab12.o "
         "obj/kernels/k_cd34.o obj/runtime.o",
     ]
-    assert "command = $nvcc -shared -cudart shared $ldflags -o $out $in $cublaslt_libs\n" in text
+    assert "command = $nvcc -shared -cudart shared $ldflags -o $out $in $link_libs\n" in text
+    assert "link_libs = $cublaslt_libs\n" in text and "defines =\n" in text
     assert text.endswith("default lib/libbyocc_model.so\n")
     assert ".h:" not in text  # headers are never compiled
 
@@ -81,14 +90,14 @@ def test_build_ninja_is_deterministic_and_machine_independent():
     other = Toolchain(nvcc="/elsewhere/nvcc", heavy_depth=9)
     assert files(toolchain=other)["build.ninja"] == a
     assert files(sources=list(reversed(SOURCES)))["build.ninja"] == a
+    assert "byocc_needs" not in a  # what the build needs is in the plan, nothing reads it back here
     for machine_path in ("/opt/cuda", "/site/", "/cache/", "python"):
         assert machine_path not in a
 
 
 def test_no_cublaslt_means_no_link_library():
     text = files(needs_cublaslt=False)["build.ninja"]
-    assert "command = $nvcc -shared -cudart shared $ldflags -o $out $in\n" in text
-    assert "byocc_needs_cublaslt = 0\n" in text and "byocc_needs_cutlass = 1\n" in text
+    assert "link_libs =\n" in text
 
 
 def test_config_ninja_variables():
@@ -102,34 +111,63 @@ def test_config_ninja_variables():
         "cublaslt_cflags = -I/site/nvidia/cu13/include",
         "cublaslt_libs = -L/site/nvidia/cu13/lib -l:libcublasLt.so.13 -Xlinker -rpath,/site/nvidia/cu13/lib",
         "ldflags = -Xlinker -rpath,/opt/cuda/lib64",
-        "defines =",
         "heavy_depth = 3",
     ]
 
 
 def test_config_ninja_launcher_inside_cache_and_without_cache():
-    with_both = Toolchain(cache_dir="/c", python="py", launcher="ccache", defines=("BYOCC_NO_SM90",))
+    with_both = Toolchain(cache_dir="/c", python="py", launcher="ccache")
     text = config_ninja(with_both)
     assert "launcher = py -m byocc.runtime.objcache --cache-dir /c --salt codegen=1 --launcher ccache --\n" in text
-    assert "defines = -DBYOCC_NO_SM90\n" in text
     assert "cublaslt_libs = -lcublasLt\n" in text  # toolkit cuBLAS
     assert "launcher = sccache\n" in config_ninja(Toolchain(launcher="sccache"))
     assert "launcher =\n" in config_ninja(Toolchain())
 
 
-def test_skip_kinds_drops_units_from_compile_and_link():
-    units = units_of(SOURCES)
-    text = build_ninja("model", units, True, False, skip_kinds=("sm90",))
-    assert "k_ab12" not in text
+def test_a_one_arch_build_file_names_only_its_units():
+    text = build_ninja(plan_of(), archs=("sm_80",))
+    assert "k_ab12" not in text  # the sm_90a unit
     assert "build lib/libbyocc_model.so: link obj/funcs/fused_matmul_cutlass.o obj/kernels/k_cd34.o obj/runtime.o\n" in text
+    assert "defines = -DBYOCC_NO_SM90\n" in text
+    assert text.startswith("# build.ninja: builds lib/libbyocc_model.so for sm_80;")
     assert NO_ARCH_MACRO == {"sm90": "BYOCC_NO_SM90", "sm80": "BYOCC_NO_SM80"}
+    only90 = build_ninja(plan_of(), archs=("sm_90a",))
+    assert "k_cd34" not in only90 and "k_ab12" in only90 and "defines = -DBYOCC_NO_SM80\n" in only90
+
+
+def test_plan_units_kinds_archs_headers_and_needs():
+    plan = plan_of()
+    units = {u.path: u for u in plan.units}
+    assert list(units) == sorted(units)
+    assert units["src/kernels/k_ab12.cu"].archs == ("sm_90a",)
+    assert units["src/kernels/k_cd34.cu"].archs == ("sm_80",)
+    assert units["src/funcs/fused_matmul_cutlass.cu"].archs == ("sm_80", "sm_90a")
+    assert units["src/byocc_abi.h"].kind == "header" and units["src/byocc_abi.h"].archs == ()
+    assert units["src/byocc_abi.h"].object is None
+    assert units["src/kernels/k_cd34.cu"].headers == ("src/byocc_gemm.h",)  # "../byocc_gemm.h"
+    assert units["src/kernels/k_ab12.cu"].needs_cutlass  # includes cutlass/cutlass.h
+    assert not units["src/funcs/fused_matmul_cutlass.cu"].needs_cutlass  # a wrapper
+    assert units["src/funcs/fused_matmul_cutlass.cu"].needs_cublaslt  # its module needs cuBLASLt
+    assert not units["src/runtime.cu"].needs_cublaslt  # a common source
+    assert plan.archs == ("sm_80", "sm_90a") and plan.library == "lib/libbyocc_model.so"
+    assert [u.path for u in plan.compiled(("sm_80",))] == [
+        "src/funcs/fused_matmul_cutlass.cu", "src/kernels/k_cd34.cu", "src/runtime.cu"]
+    assert BuildPlan.from_json(plan.to_json()) == plan
+    no90 = plan_of([KERNEL80, WRAPPER], needs_cutlass=False, needs_cublaslt=False)
+    assert no90.archs == ("sm_80",) and not no90.needs_cutlass and not no90.needs_cublaslt
+    # a unit that includes cublasLt.h through a src/ header needs cuBLASLt without a module flag
+    lt = plan_of([SourceFile("src/lt.h", "#include <cublasLt.h>\n", "header"),
+                  SourceFile("src/funcs/g.cu", '#include "../lt.h"\n', "light")], False, False)
+    assert [u.path for u in lt.units if u.needs_cublaslt] == ["src/funcs/g.cu"]
 
 
 def test_units_follow_includes_through_headers():
     srcs = [SourceFile("src/a.h", '#include "b.h"\n', "header"), SourceFile("src/b.h", "", "header"),
             SourceFile("src/c.h", "", "header"), SourceFile("src/funcs/x.cu", '#include "a.h"\n', "light")]
-    assert [(u.source, u.kind, u.headers, u.object) for u in units_of(srcs)] == [
+    plan = BuildPlan.of("m", [GeneratedModule("t", (), tuple(srcs))])
+    assert [(u.path, u.kind, u.headers, u.object) for u in plan.compiled()] == [
         ("src/funcs/x.cu", "light", ("src/a.h", "src/b.h"), "obj/funcs/x.o")]
+    assert plan.files() == ("src/a.h", "src/b.h", "src/funcs/x.cu")  # c.h is read by no unit
 
 
 def test_cmake_lists_targets_archs_and_cublas():
@@ -166,23 +204,34 @@ def test_find_cutlass_accepts_a_checkout_or_its_include(tmp_path):
     assert find_cutlass(str(tmp_path)) is None
 
 
-def test_ninja_reader_expands_build_ninja_commands(tmp_path):
-    out = files()
-    for name in ("build.ninja", "config.ninja"):
-        (tmp_path / name).write_text(out[name])
-    graph = parse_ninja(tmp_path / "build.ninja", tmp_path)
-    assert graph.pools == {"heavy": 3}
-    sm90 = next(e for e in graph.edges if e.rule == "nvcc_sm90")
-    assert sm90.pool == "heavy" and sm90.description == "sm90 src/kernels/k_ab12.cu"
-    assert sm90.command == (
+def test_pool_commands_expand_the_rules_like_ninja():
+    steps = commands(plan_of(), TOOLCHAIN)
+    sm90 = next(s for s in steps if s.unit == "src/kernels/k_ab12.cu")
+    assert sm90.heavy and sm90.description == "sm90 src/kernels/k_ab12.cu"
+    assert sm90.command.split() == (
         "/usr/bin/python3 -m byocc.runtime.objcache --cache-dir /cache/byocc --salt codegen=1 "
         "--salt cutlass=4.2.0 -- /opt/cuda/bin/nvcc " + " ".join(NVCC_COMMON_FLAGS) + " -Isrc "
         "-I/site/cutlass/include -I/site/nvidia/cu13/include -gencode=arch=compute_90a,code=sm_90a "
-        "-c src/kernels/k_ab12.cu -o obj/kernels/k_ab12.o")
-    link = graph.edges[-1]
+        "-c src/kernels/k_ab12.cu -o obj/kernels/k_ab12.o").split()
+    link = steps[-1]
+    assert link.output == "lib/libbyocc_model.so" and link.unit is None
     assert link.command.endswith("obj/runtime.o -L/site/nvidia/cu13/lib -l:libcublasLt.so.13 "
                                  "-Xlinker -rpath,/site/nvidia/cu13/lib")
-    assert graph.defaults == ["lib/libbyocc_model.so"]
+
+
+@pytest.mark.skipif(find_ninja() is None, reason="needs ninja")
+@pytest.mark.parametrize("archs", [("sm_80", "sm_90a"), ("sm_80",), ("sm_90a",)])
+def test_ninja_runs_exactly_the_pools_commands(tmp_path, archs):
+    """`ninja -t commands` of the written files (a dry run: nothing is compiled) is the
+    internal pool's command list, for every arch selection."""
+    plan = plan_of()
+    for name, text in build_files(plan, TOOLCHAIN, archs).items():
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run([find_ninja(), "-C", str(tmp_path), "-t", "commands"], capture_output=True,
+                          text=True, check=True)
+    ninja_cmds = sorted(line.split() for line in proc.stdout.splitlines())
+    assert ninja_cmds == sorted(s.command.split() for s in commands(plan, TOOLCHAIN, archs))
+    assert len(ninja_cmds) == len(plan.compiled(archs)) + 1
 
 
 # --------------------------------------------------------------------------- objcache
@@ -285,6 +334,27 @@ def test_cache_key_changes_with_flags_text_headers_salts_and_compiler(fake_tree,
     assert objcache.cache_key(inv, objcache.compiler_identity(nvcc, None)) == again
 
 
+def test_a_cache_entry_that_fails_its_check_is_compiled_again(fake_tree, monkeypatch, capsys):
+    tmp, nvcc, log = fake_tree
+    cache = tmp / "cache"
+    assert launch(cache, nvcc) == 0
+    (entry,) = (cache / "obj").glob("*.o")
+    good = entry.read_bytes()
+    assert objcache.unpack_entry(good) == Path("obj/u.o").read_bytes()  # header + the object
+    for damaged in (good[:-3], good[:20], b"", good.replace(b"-c", b"-C")):
+        entry.write_bytes(damaged)
+        Path("obj/u.o").unlink()
+        compiles = log.read_text().count("-c src/u.cu")
+        assert launch(cache, nvcc) == 0
+        assert log.read_text().count("-c src/u.cu") == compiles + 1  # compiled again
+        assert objcache.unpack_entry(entry.read_bytes()) is not None  # and stored whole
+    assert (tmp / "hits.log").read_text().splitlines()[-2:] == ["rejected obj/u.o", "miss obj/u.o"]
+    monkeypatch.delenv("BYOCC_OBJCACHE_LOG")  # a hand-run ninja: said on stderr
+    entry.write_bytes(good[:10])
+    assert launch(cache, nvcc) == 0
+    assert capsys.readouterr().err == "byocc: the cached object for obj/u.o failed its check; compiling it again\n"
+
+
 def test_launcher_runs_inside_the_cache(fake_tree):
     tmp, nvcc, log = fake_tree
     wrapper = tmp / "fakebin" / "mylauncher"
@@ -323,7 +393,8 @@ def test_cmake_configures_the_generated_project(tmp_path):
     for s in srcs:
         (tmp_path / s.path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / s.path).write_text(s.text)
-    (tmp_path / "CMakeLists.txt").write_text(build_files("m", srcs, False, False)["CMakeLists.txt"])
+    plan = BuildPlan.of("m", [GeneratedModule("t", (), tuple(srcs[len(common_sources()):]))], common_sources())
+    (tmp_path / "CMakeLists.txt").write_text(build_files(plan)["CMakeLists.txt"])
     proc = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "cb"),
                            f"-DCMAKE_CUDA_COMPILER={os.path.realpath(str(find_optional_nvcc()))}"],
                           capture_output=True, text=True, check=False, timeout=300)

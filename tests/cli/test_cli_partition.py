@@ -228,17 +228,22 @@ def test_output_folder_with_a_codegen(tmp_path, stub_backend):
     import json
 
     manifest = json.loads((out / "manifest.json").read_text())
+    # the one manifest schema; a stand-in module's function has no code, only its files
     assert manifest == {
-        "abi_version": 1, "byocc_version": "0.1.0",
+        "abi_version": 1, "byocc_version": "0.1.0", "codegen_version": "1", "archs": [],
+        "library": "lib/libbyocc_seed.so", "uses_cutlass": False, "uses_cublaslt": False,
         "functions": [{
             "symbol": "fused_relax_multiply1_stubbed", "backend": "stubbed",
             "composites": ["stubbed.multiply"],
             "args": [{"name": "x", "dtype": "float32", "shape": [10, 10]},
                      {"name": "y", "dtype": "float32", "shape": [10, 10]}],
             "outputs": [{"dtype": "float32", "shape": [10, 10]}],
-            "source_files": ["src/fused_relax_multiply1_stubbed.cc"],
+            "source_files": ["src/fused_relax_multiply1_stubbed.cc"], "status": "no_code",
         }],
     }
+    nothing = run("build", out)
+    assert nothing.exit_code == 1
+    assert "no build plan (field 'build')" in nothing.stderr
     # a second run into the same folder replaces the files in place, byte-identical
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     again = run("partition", model, "--path", "merge", "--patterns", patterns, "-o", out)

@@ -12,7 +12,7 @@
   The emitters are :mod:`.sm90_unit` and :mod:`.sm80_unit`; the text both share (entry
   points, argument checks, header comment) is :mod:`.unit_text`;
 * :func:`cutlass_include_dirs`, :func:`cutlass_version`, :data:`NVCC_COMMON_FLAGS`,
-  :data:`NVCC_ARCH_FLAGS`: what the build needs to compile the units (spec 13).
+  :data:`NVCC_ARCH_FLAGS`: re-exported from :mod:`byocc.backends.toolchain`, which owns them.
 
 Every unit defines, in namespace ``byocc``, the three functions ``byocc_gemm.h`` names:
 ``gemm_<hash>_can_implement``, ``gemm_<hash>_workspace_bytes`` and ``gemm_<hash>_run``.
@@ -21,15 +21,16 @@ Every unit defines, in namespace ``byocc``, the three functions ``byocc_gemm.h``
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import re
 from dataclasses import dataclass
 from dataclasses import fields
-from pathlib import Path
 from typing import Literal
 
 from byocc.backends.codegen import CodegenError
 from byocc.backends.codegen import SourceFile
+from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+from byocc.backends.toolchain import cutlass_include_dirs
+from byocc.backends.toolchain import cutlass_version
 
 from .sm80_unit import emit_sm80
 from .sm90_unit import emit_sm90
@@ -41,21 +42,9 @@ from .tiles import scale_k
 from .tiles import select_sm90
 from .tiles import sm80_tile
 
+# NVCC_*_FLAGS and cutlass_include_dirs/cutlass_version live in backends.toolchain; imported
+# above so that kernels' old callers keep working.
 Arch = Literal["sm90", "sm80"]
-
-#: Flags of every CUDA unit (spec 13); the include directories come from cutlass_include_dirs().
-NVCC_COMMON_FLAGS: tuple[str, ...] = (
-    "-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-Xcompiler=-fPIC",
-    "-Xcompiler=-fvisibility=hidden",
-)
-#: Code-generation flags per build unit kind (SourceFile.unit). The ``a`` of sm_90a is
-#: mandatory: WGMMA and TMA exist only under __CUDA_ARCH_FEAT_SM90_ALL. sm_80 units carry
-#: sm_90 SASS too, so the fallback runs natively on an H200.
-NVCC_ARCH_FLAGS: dict[str, tuple[str, ...]] = {
-    "sm90": ("-gencode=arch=compute_90a,code=sm_90a",),
-    "sm80": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
-    "light": ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=sm_90"),
-}
 
 _ACTS = (None, "relu", "gelu", "silu")
 _FLOAT_INPUTS = ("float16", "bfloat16", "float32")
@@ -359,42 +348,6 @@ def sm80_config(m: int | None, n: int | None, k: int | None, l: int | None, *, d
         accumulator="int32" if dtype in _INT_INPUTS else "float32", b_layout=b_layout,
         align_a=align_a, align_b=align_b, align_c=align_d if dtype_c else 0, align_d=align_d,
         tile=tile, stages=stages, epilogue=epilogue)
-
-
-def _find_cutlass_library() -> Path | None:
-    spec = importlib.util.find_spec("cutlass_library")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def cutlass_include_dirs(override: str | Path | None = None) -> list[Path]:
-    """``[<root>/include, <root>/tools/util/include]`` of the CUTLASS headers: ``override``
-    (a CUTLASS checkout or the wheel's ``source`` folder) or the ``nvidia-cutlass`` wheel's
-    ``cutlass_library/source``, found without importing it. Raises CodegenError if absent."""
-    if override is not None:
-        root = Path(override)
-    else:
-        package = _find_cutlass_library()
-        if package is None:
-            raise CodegenError(
-                "CUTLASS headers not found: install the nvidia-cutlass wheel (byocc[cuda]) "
-                "or pass a CUTLASS directory")
-        root = package / "source"
-    dirs = [root / "include", root / "tools" / "util" / "include"]
-    if not (dirs[0] / "cutlass" / "cutlass.h").is_file():
-        raise CodegenError(f"no CUTLASS headers under {dirs[0]}")
-    return dirs
-
-
-def cutlass_version(override: str | Path | None = None) -> str:
-    """``MAJOR.MINOR.PATCH`` read from the headers' ``cutlass/version.h``."""
-    text = (cutlass_include_dirs(override)[0] / "cutlass" / "version.h").read_text()
-    parts = [re.search(rf"#define CUTLASS_{name}\s+(\d+)", text) for name in
-             ("MAJOR", "MINOR", "PATCH")]
-    if any(p is None for p in parts):
-        raise CodegenError("cutlass/version.h has no CUTLASS_MAJOR/MINOR/PATCH")
-    return ".".join(p.group(1) for p in parts if p is not None)
 
 
 __all__ = [
