@@ -56,6 +56,23 @@ class ByoccGroup(click.Group):
             ctx.exit(exit_code_for(exc))
 
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, but each command's first sentence whole (wrapped when long),
+        never cut short with ``...``."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=_SHORT_HELP_LIMIT)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+#: The longest first sentence ``byocc --help`` shows of a command (longer ones are cut).
+_SHORT_HELP_LIMIT = 200
+
+
 def _debug_enabled(ctx: click.Context) -> bool:
     return bool(ctx.params.get("debug")) or os.environ.get("BYOCC_DEBUG", "") not in ("", "0")
 
