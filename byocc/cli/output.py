@@ -14,7 +14,13 @@ Every output goes through :func:`write_file` or :func:`write_tree_atomic`:
 - an output that is the same file (same inode) as an input the command read is refused
   (:func:`note_input` records the inputs), and destinations are checked before the work
   (:func:`check_output_file`, :func:`check_output_dir`);
-- errors name the user's path, never a temporary file.
+- a destination that cannot be written is a usage error (exit code 2), whether found
+  before the work (click's ``BadParameter``; nothing in ``/proc``, ``/dev/fd`` or ``/sys``
+  can be created) or when the write fails (:class:`OutputError`);
+- errors name the user's path, never a temporary file;
+- an output folder (``partition -o DIR``, :func:`write_output_folder`) is byocc's: its
+  manifest lists every file the run wrote (``files``), and a re-run removes the listed
+  files it does not write again, never anything else.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Pipeline: FuseOpsByPattern -> [MergeCompositeFunctions] (the ``--path``; no
 CanonicalizeBindings, as in TVM's conformance oracle), then RunCodegen when writing an
 output folder. Without ``-o`` the partitioned module (before RunCodegen) goes to stdout
 exactly as TVM prints it; with ``-o DIR`` every output file is produced in memory first and
-then moved into DIR, so a failure writes nothing.
+then moved into DIR, so a failure writes nothing; the files an earlier run wrote into DIR
+and this one does not are removed then (:func:`byocc.cli.output.write_output_folder`).
+``--print-after`` names are checked against the passes this run would run before any work.
 
 Pattern table: the ``--patterns`` file's entries first, then each ``--backend``'s table
 in the order given (earlier entries have priority, as in TVM's ``FuseOpsByPattern``).
