@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from .output import check_output_dir
 from .output import console
 from .output import stderr_is_terminal
 
@@ -47,6 +48,7 @@ def build(directory: str, archs: tuple[str, ...], jobs: int | None, use_cache: b
     """
     ctx = click.get_current_context()
     ctx.find_root().meta["byocc.source"] = directory
+    check_output_dir(directory, "DIR")  # config.ninja, obj/, lib/ and build.log go there
     from byocc.runtime.build import build as run_build
 
     reporter = _RichReporter() if stderr_is_terminal() else _PlainReporter()

@@ -7,8 +7,9 @@ A :class:`byocc.ir.ByoccError` with a span prints as (style.md section 8)::
                      ^~~~~
     note: ...
 
-Without a span the location is the file being processed, if known. An ``OSError`` (a file
-that cannot be written, a full disk) is reported with its file name, exit code 1. Any other
+Without a span the location is the file being processed, if known. An ``OSError`` is
+reported with its file name, exit code 1, or 2 for an output that cannot be written
+(:class:`byocc.cli.output.OutputError`). Any other
 exception is a bug in byocc: one ``internal error`` line, exit code 70. Colour only on a
 terminal.
 """
@@ -61,7 +62,8 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, ByoccError):
         return int(exc.exit_code)
     if isinstance(exc, OSError):  # the file system said no (permissions, disk full, ...)
-        return EXIT_INPUT
+        # an output that cannot be written says so (byocc.cli.output.OutputError: 2)
+        return int(getattr(exc, "exit_code", EXIT_INPUT))
     return EXIT_INTERNAL
 
 
@@ -95,7 +97,10 @@ def format_error(exc: BaseException, default_source: str | None = None) -> list[
             out.append(("caret", caret))
     else:
         where = default_source or "byocc"
-        out.append(("location", f"{where}: error: {exc.message}"))
+        message = exc.message
+        if message.startswith(f"{where}: "):  # a library message that names the file already
+            message = message[len(where) + 2:]
+        out.append(("location", f"{where}: error: {message}"))
     out += [("note", f"note: {note}") for note in exc.notes]
     return out
 

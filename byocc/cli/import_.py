@@ -7,6 +7,7 @@ import os
 
 import click
 
+from .model import check_input_file
 from .model import set_source
 from .output import check_output_file
 from .output import note_input
@@ -38,15 +39,23 @@ def import_(model: str, out_file: str | None, params_as_inputs: bool) -> None:
       byocc import samples/small_encoder.onnx --params-as-inputs -o encoder.relax
     """
     from byocc.frontend import from_onnx
+    from byocc.ir import FrontendError
 
     set_source(model)
     note_input(model)
+    check_input_file(model, "is a folder, not an ONNX file")
     sidecar = None
     if out_file is not None and out_file != "-":
         sidecar = os.path.splitext(out_file)[0] + ".npz"
         check_output_file(out_file)
         check_output_file(sidecar)
-    mod = from_onnx(model, params_as_inputs=params_as_inputs)
+    try:
+        mod = from_onnx(model, params_as_inputs=params_as_inputs)
+    except FrontendError as err:
+        if not model.lower().endswith(".relax"):
+            raise
+        raise FrontendError(err.message, err.span, err.notes + (
+            "byocc import reads ONNX models; the other commands read a .relax file as it is",)) from None
     text, constants = print_with_constants(mod)
     if sidecar is None:
         warn_dropped_constants(len(constants), keep="-o OUT.relax")

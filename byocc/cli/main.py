@@ -5,8 +5,10 @@ only click and the standard library at top level. Every library layer (text, tra
 backends; and through them lark, numpy, rich) is imported inside the command that needs
 it, so ``byocc --help`` stays cheap (bench/startup.py measures it).
 
-Exit codes (design.md): 0 success, 1 bad input, 2 usage error (click), 3 an external tool
-failed, 70 a bug in byocc, 130 interrupted. Errors never print a Python traceback unless
+Exit codes (design.md): 0 success, 1 bad input (what is inside a file), 2 usage error
+(click's, a path on the command line that does not exist or is of the wrong kind, an output
+location that cannot be written), 3 an external tool failed, 70 a bug in byocc, 130
+interrupted. Errors never print a Python traceback unless
 ``--debug`` is given (or ``BYOCC_DEBUG=1`` is set).
 """
 
@@ -54,6 +56,23 @@ class ByoccGroup(click.Group):
 
             render_error(exc, default_source=ctx.meta.get("byocc.source"))
             ctx.exit(exit_code_for(exc))
+
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, but each command's first sentence whole (wrapped when long),
+        never cut short with ``...``."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=_SHORT_HELP_LIMIT)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+#: The longest first sentence ``byocc --help`` shows of a command (longer ones are cut).
+_SHORT_HELP_LIMIT = 200
 
 
 def _debug_enabled(ctx: click.Context) -> bool:

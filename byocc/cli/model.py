@@ -1,7 +1,8 @@
 """Reading the MODEL argument of a command: a ``.relax`` file (with its sidecar ``.npz``), an
 ``.onnx`` file (imported, as ``byocc import`` does), or ``-`` for stdin (Relax text).
-Unreadable input becomes an :class:`~byocc.ir.InputError` (exit code 1); a file and stdin
-get the same messages."""
+A MODEL that does not exist, is a folder or cannot be read is a
+:class:`~byocc.ir.PathError` (a usage error, exit code 2); what is wrong inside a file that
+was read is an :class:`~byocc.ir.InputError` (exit code 1)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ STDIN_NAME = "<stdin>"
 def load_model(path: str, params_as_inputs: bool = False):
     """The IRModule named by ``path`` (``-``: stdin): parsed text, or an imported ONNX model
     (``params_as_inputs``: its float initializers become parameters)."""
-    from byocc.ir import InputError
+    from byocc.ir import PathError
 
     set_source(path)
     note_model_input(path)
@@ -31,10 +32,7 @@ def load_model(path: str, params_as_inputs: bool = False):
         remember_source(STDIN_NAME, text)
 
         return parse_module(text, STDIN_NAME)
-    if not os.path.exists(path):
-        raise InputError("no such file")
-    if os.path.isdir(path):
-        raise InputError("is a folder, not a .relax or .onnx file")
+    check_input_file(path, "is a folder, not a .relax or .onnx file")
     if path.lower().endswith(".onnx"):
         from byocc.frontend import from_onnx
 
@@ -44,7 +42,20 @@ def load_model(path: str, params_as_inputs: bool = False):
     try:
         return read_file(path)
     except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}") from None
+        raise PathError(f"cannot read: {err.strerror or err}") from None
+
+
+def check_input_file(path: str, folder: str = "is a folder", prefix: str = "") -> None:
+    """A :class:`~byocc.ir.PathError` (exit code 2) unless ``path`` names a readable file;
+    ``folder``: the message when it is a folder; ``prefix``: put before every message."""
+    from byocc.ir import PathError
+
+    if not os.path.exists(path):
+        raise PathError(prefix + "no such file")
+    if os.path.isdir(path):
+        raise PathError(prefix + folder)
+    if not os.access(path, os.R_OK):
+        raise PathError(prefix + "permission denied")
 
 
 def set_source(path: str) -> None:
@@ -76,4 +87,4 @@ def model_argument():
     return click.argument("model", metavar="MODEL", type=str)
 
 
-__all__ = ["STDIN_NAME", "load_model", "model_argument", "set_source"]
+__all__ = ["STDIN_NAME", "check_input_file", "load_model", "model_argument", "set_source"]

@@ -94,14 +94,32 @@ def prepare_options(command):
 def apply_prepare(mod, backends, prepare: bool, layout: str | None, fold_bn: bool | None):
     """``mod`` prepared for ``backends`` when any of the prepare options was given: the
     backends' preferred layout unless ``--layout`` names one (``none``: kept)."""
-    if not (prepare or layout is not None or fold_bn is not None):
+    choice = _prepare_choice(prepare, layout, fold_bn)
+    if choice is None:
         return mod
-    from byocc.backends import PREFERRED
     from byocc.backends import prepare_for_backend
 
+    return prepare_for_backend(mod, list(backends), **choice)
+
+
+def prepare_passes_of(backends, prepare: bool, layout: str | None, fold_bn: bool | None) -> list:
+    """The passes :func:`apply_prepare` runs (inside a Sequential named ``prepare``); none
+    without a prepare option."""
+    choice = _prepare_choice(prepare, layout, fold_bn)
+    if choice is None:
+        return []
+    from byocc.backends import prepare_passes
+
+    return list(prepare_passes(list(backends), **choice))
+
+
+def _prepare_choice(prepare: bool, layout: str | None, fold_bn: bool | None) -> dict | None:
+    if not (prepare or layout is not None or fold_bn is not None):
+        return None
+    from byocc.backends import PREFERRED
+
     chosen = PREFERRED if layout is None else (None if layout == "none" else layout)
-    return prepare_for_backend(mod, list(backends), layout=chosen,
-                               fold_batch_norm=True if fold_bn is None else fold_bn)
+    return {"layout": chosen, "fold_batch_norm": True if fold_bn is None else fold_bn}
 
 
 def steps_of(backends, enabled: bool) -> dict:
@@ -117,5 +135,5 @@ def steps_of(backends, enabled: bool) -> dict:
 
 __all__ = [
     "BACKEND", "DIM", "MAX_DIM", "BackendType", "DimType", "apply_prepare", "backend_steps_option",
-    "prepare_options", "steps_of",
+    "prepare_options", "prepare_passes_of", "steps_of",
 ]

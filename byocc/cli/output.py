@@ -14,7 +14,13 @@ Every output goes through :func:`write_file` or :func:`write_tree_atomic`:
 - an output that is the same file (same inode) as an input the command read is refused
   (:func:`note_input` records the inputs), and destinations are checked before the work
   (:func:`check_output_file`, :func:`check_output_dir`);
-- errors name the user's path, never a temporary file.
+- a destination that cannot be written is a usage error (exit code 2), whether found
+  before the work (click's ``BadParameter``; nothing in ``/proc``, ``/dev/fd`` or ``/sys``
+  can be created) or when the write fails (:class:`OutputError`);
+- errors name the user's path, never a temporary file;
+- an output folder (``partition -o DIR``, :func:`write_output_folder`) is byocc's: its
+  manifest lists every file the run wrote (``files``), and a re-run removes the listed
+  files it does not write again, never anything else.
 """
 
 from __future__ import annotations
@@ -183,6 +189,14 @@ class OutputRefused(Exception):
         self.reason = reason
 
 
+class OutputError(OSError):
+    """Writing an output failed (a full disk, a folder removed meanwhile, ...): the output
+    location the user gave cannot be used, a usage error like :class:`OutputRefused`
+    (``exit_code`` 2, read by the CLI's error boundary). ``filename`` is the user's path."""
+
+    exit_code = 2
+
+
 def check_output_file(path: str | None, option: str = "-o") -> None:
     """Check before any work that ``path`` can be written as a file; usage error if not."""
     import click
@@ -218,6 +232,8 @@ def _check_file(path: str) -> None:
     target, special = _resolve(path)
     if os.path.isdir(target):
         raise OutputRefused(path, "is a folder")
+    if special and not os.path.lexists(target):
+        raise OutputRefused(path, f"no such file, and none can be created in {_virtual_root(target)}")
     if special or (os.path.exists(target) and not os.path.isfile(target)):
         if os.path.exists(target) and not os.access(target, os.W_OK):
             raise OutputRefused(path, "permission denied")
@@ -245,13 +261,15 @@ def _shown(path: str, parent: str) -> str:
 def _check_dir(path: str) -> None:
     if path in ("", "-"):
         raise OutputRefused(path, "an output folder needs a name")
-    target, _ = _resolve(path)
+    target, special = _resolve(path)
     if os.path.exists(target):
         if not os.path.isdir(target):
             raise OutputRefused(path, "exists and is not a folder")
         if not os.access(target, os.W_OK | os.X_OK):
             raise OutputRefused(path, "permission denied")
         return
+    if special:
+        raise OutputRefused(path, f"no such folder, and none can be created in {_virtual_root(target)}")
     # created with its parents: the nearest existing ancestor must be a writable folder
     ancestor = os.path.dirname(os.path.abspath(target))
     while not os.path.exists(ancestor):
@@ -262,13 +280,23 @@ def _check_dir(path: str) -> None:
         raise OutputRefused(path, f"permission denied in folder {ancestor!r}")
 
 
+#: File systems of the kernel: their files are written in place, none can be created.
+_VIRTUAL = ("/proc", "/dev/fd", "/sys")
+
+
+def _virtual_root(path: str) -> str:
+    """The kernel file system ``path`` is in (``/proc``, ``/dev/fd``, ``/sys``), or ''."""
+    absolute = os.path.abspath(path)
+    return next((root for root in _VIRTUAL if absolute.startswith(root + "/")), "")
+
+
 def _resolve(path: str) -> tuple[str, bool]:
     """The file a write to ``path`` lands in, following symlinks (also dangling ones);
-    ``special`` when a hop goes through ``/proc`` or ``/dev/fd`` (``/dev/stdout``), where
-    renaming would not reach the file the link means."""
+    ``special`` when a hop goes through a kernel file system (``/proc``, ``/dev/fd`` as
+    ``/dev/stdout`` does, ``/sys``), where renaming would not reach the file the link means."""
     current = path
     for _ in range(40):
-        if current.startswith(("/proc/", "/dev/fd/")):
+        if _virtual_root(current):
             return current, True
         if not os.path.islink(current):
             return current, False
@@ -300,7 +328,7 @@ def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
             return
         _replace_atomically(target, data)
     except OSError as err:
-        raise OSError(err.errno, f"cannot write: {err.strerror or err}", path) from None
+        raise OutputError(err.errno, f"cannot write: {err.strerror or err}", path) from None
 
 
 def _is_our_stdout(path: str) -> bool:
@@ -396,11 +424,98 @@ def write_tree_atomic(out_dir: Path, files: Mapping[str, str | bytes]) -> list[P
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / rel, final)
     except OSError as err:
-        raise OSError(err.errno, f"cannot write: {err.strerror or err}", str(current)) from None
+        raise OutputError(err.errno, f"cannot write: {err.strerror or err}", str(current)) from None
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return [given / rel for rel in files]
+
+
+# --------------------------------------------------------------------------- an output folder
+#: The file of an output folder that lists what byocc wrote there, and its key.
+MANIFEST = "manifest.json"
+FILES_KEY = "files"
+
+
+def write_output_folder(out_dir: Path, files: Mapping[str, str | bytes]) -> tuple[list[Path], list[str]]:
+    """Write ``files`` into ``out_dir`` (:func:`write_tree_atomic`), list them in the
+    manifest's ``files`` (every path written, relative, sorted; the manifest included),
+    then remove what the previous run's manifest listed and this run did not write.
+
+    Only files byocc listed are removed: a file put there by anyone else stays, and so do
+    a listed path that is now a symlink or leads out of the folder, and one of the
+    command's inputs. Folders emptied by the removal go too. Returns ``(written paths,
+    removed relative paths)``; a file that cannot be removed is a warning."""
+    files = _with_file_list(files)
+    previous = previous_files(out_dir) if MANIFEST in files else set()
+    written = write_tree_atomic(out_dir, files)
+    return written, _remove_stale(Path(out_dir), sorted(previous - set(files)))
+
+
+def _with_file_list(files: Mapping[str, str | bytes]) -> dict[str, str | bytes]:
+    import json
+
+    out = dict(files)
+    text = out.get(MANIFEST)
+    if text is None:
+        return out
+    manifest = json.loads(text)
+    manifest[FILES_KEY] = sorted(out)
+    from byocc.backends.manifest import dumps
+
+    out[MANIFEST] = dumps(manifest)
+    return out
+
+
+def previous_files(out_dir: str | os.PathLike[str]) -> set[str]:
+    """The relative paths ``out_dir``'s manifest lists as written by byocc; none when there
+    is no manifest, it is not byocc's JSON, or it predates the list. A path that is not a
+    plain relative path inside the folder (absolute, ``..``) is never taken."""
+    import json
+
+    try:
+        with open(Path(out_dir) / MANIFEST, encoding="utf-8") as f:
+            listed = json.load(f).get(FILES_KEY)
+    except (OSError, ValueError, AttributeError):
+        return set()
+    if not isinstance(listed, list):
+        return set()
+    return {p for p in listed if isinstance(p, str) and _plain_relative(p)}
+
+
+def _plain_relative(path: str) -> bool:
+    from pathlib import PurePosixPath
+
+    parts = path.split("/")
+    return (bool(path) and not PurePosixPath(path).is_absolute() and "\\" not in path
+            and all(part not in ("", ".", "..") for part in parts))
+
+
+def _remove_stale(out_dir: Path, stale: list[str]) -> list[str]:
+    import click
+
+    root = os.path.realpath(out_dir)
+    removed: list[str] = []
+    for rel in stale:
+        path = os.path.join(root, *rel.split("/"))
+        if (os.path.islink(path) or not os.path.isfile(path) or _same_input(path) is not None
+                or os.path.commonpath([root, os.path.realpath(path)]) != root):
+            continue
+        try:
+            os.unlink(path)
+        except OSError as err:
+            click.echo(f"warning: cannot remove {out_dir / rel}, left by the previous run: "
+                       f"{err.strerror or err}", err=True)
+            continue
+        removed.append(rel)
+        folder = os.path.dirname(path)
+        while folder != root and os.path.commonpath([root, folder]) == root:
+            try:
+                os.rmdir(folder)  # only an empty folder: anything else stays
+            except OSError:
+                break
+            folder = os.path.dirname(folder)
+    return removed
 
 
 def _chmod_tree(root: Path) -> None:
@@ -411,8 +526,8 @@ def _chmod_tree(root: Path) -> None:
 
 
 __all__ = [
-    "OutputRefused", "StdoutClosed", "check_output_dir", "check_output_file", "console", "note_input",
+    "OutputError", "OutputRefused", "StdoutClosed", "previous_files", "check_output_dir", "check_output_file", "console", "note_input",
     "note_model_input", "render_table", "stderr_is_terminal", "stdout_closed", "stdout_is_terminal",
-    "use_colour", "warn_dropped_constants", "write_file", "write_npz", "write_stdout",
+    "use_colour", "warn_dropped_constants", "write_file", "write_npz", "write_output_folder", "write_stdout",
     "write_stdout_bytes", "write_tree_atomic",
 ]

@@ -4,7 +4,9 @@ Pipeline: FuseOpsByPattern -> [MergeCompositeFunctions] (the ``--path``; no
 CanonicalizeBindings, as in TVM's conformance oracle), then RunCodegen when writing an
 output folder. Without ``-o`` the partitioned module (before RunCodegen) goes to stdout
 exactly as TVM prints it; with ``-o DIR`` every output file is produced in memory first and
-then moved into DIR, so a failure writes nothing.
+then moved into DIR, so a failure writes nothing; the files an earlier run wrote into DIR
+and this one does not are removed then (:func:`byocc.cli.output.write_output_folder`).
+``--print-after`` names are checked against the passes this run would run before any work.
 
 Pattern table: the ``--patterns`` file's entries first, then each ``--backend``'s table
 in the order given (earlier entries have priority, as in TVM's ``FuseOpsByPattern``).
@@ -17,20 +19,22 @@ from pathlib import Path
 
 import click
 
+from .model import check_input_file
 from .model import load_model
 from .model import model_argument
 from .options import BACKEND
 from .options import apply_prepare
 from .options import backend_steps_option
 from .options import prepare_options
+from .options import prepare_passes_of
 from .options import steps_of
 from .output import check_output_dir
 from .output import check_output_file
 from .output import note_input
 from .output import warn_dropped_constants
 from .output import write_file
+from .output import write_output_folder
 from .output import write_stdout
-from .output import write_tree_atomic
 
 
 @click.command()
@@ -51,10 +55,12 @@ from .output import write_tree_atomic
               help="Partition only these functions (repeatable; default: all).")
 @click.option("-o", "--output", "out_dir", metavar="DIR",
               help="Write <stem>.partitioned.relax, <stem>.codegen.relax (after RunCodegen), "
-                   "manifest.json and the generated sources into DIR.")
+                   "manifest.json, the generated sources and the build files into DIR; the "
+                   "files an earlier run wrote there and this one does not are removed.")
 @click.option("--time-passes", is_flag=True, help="Print the time each pass took (stderr).")
 @click.option("--print-after", "print_after", multiple=True, metavar="PASS",
-              help="Print the module after the named pass (stderr; repeatable).")
+              help="Print the module after the named pass (stderr; repeatable). A name that "
+                   "is no pass of this run is a usage error listing the passes.")
 @click.option("--print-after-all", is_flag=True, help="Print the module after every pass (stderr).")
 @click.option("--dump-ir", "dump_dir", metavar="DIR",
               help="Write the module after every pass to DIR/NNN_<pass>.relax.")
@@ -100,6 +106,9 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         from .report import find_dot
 
         find_dot()  # Graphviz missing: exit 3 before any work, nothing written
+    if print_after:
+        check_pass_names(print_after, path_, backends, bind_constants, entries, out_dir is not None,
+                         (prepare, layout, fold_bn), backend_steps)
     mod = load_model(model)
     patterns = load_patterns(patterns_file, backends)
     check_output_file(explain_json, "--explain-json")  # destinations before the work
@@ -115,10 +124,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     timing = PassTimingInstrument() if time_passes else None
     if timing is not None:
         instruments.insert(0, timing)
-    printer = None
     if print_after and not print_after_all:
-        printer = _print_after_instrument(frozenset(print_after))
-        instruments.append(printer)
+        instruments.append(_print_after_instrument(frozenset(print_after)))
     try:
         with PassContext(instruments=instruments):
             # the preparation passes run under the instruments too (--time-passes, --dump-ir)
@@ -135,10 +142,6 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     finally:
         if timing is not None:
             sys.stderr.write(timing.render())
-    if printer is not None:
-        for name in sorted(printer.wanted - printer.ran):
-            click.echo(f"warning: --print-after {name}: no pass of that name ran "
-                       f"(passes: {', '.join(sorted(printer.ran))})", err=True)
 
     report = None
     if explain or explain_json or report_file:
@@ -169,31 +172,26 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
 
     stem = "stdin" if model == "-" else Path(model).stem
     files = output_files(stem, partitioned, codegen)
-    written = write_tree_atomic(Path(out_dir), files)
+    written, removed = write_output_folder(Path(out_dir), files)
     if explain_json:
         _write_json_file(explain_json, report)
     if page is not None:
         write_file(report_file, page)
-    click.echo(f"wrote {len(written)} files to {out_dir}", err=True)
+    stale = f" and removed {len(removed)} left by the previous run" if removed else ""
+    click.echo(f"wrote {len(written)} files to {out_dir}{stale}", err=True)
 
 
 def load_patterns(patterns_file: str | None, backends: tuple[str, ...]) -> list:
     """The pattern table: the file's entries, then each backend's, in the order given."""
-    from byocc.ir import InputError
-
     patterns: list = []
     if patterns_file:
-        import os
-
         note_input(patterns_file)
         # an error without a span is located at the pattern file, not at the model
         ctx = click.get_current_context(silent=True)
         meta = ctx.find_root().meta if ctx is not None else {}
         model_source = meta.get("byocc.source")
         meta["byocc.source"] = patterns_file
-        if not os.path.isfile(patterns_file):
-            raise InputError("cannot read pattern file: "
-                             + ("is a folder" if os.path.isdir(patterns_file) else "no such file"))
+        check_input_file(patterns_file, prefix="cannot read pattern file: ")
         from byocc.backends import load_pattern_file
 
         patterns += load_pattern_file(patterns_file)
@@ -223,18 +221,65 @@ def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool)
         yield DumpIR(dump_dir, refresh=True, writer=write_file)
 
 
+def pass_names(path_: str, backends: tuple[str, ...], bind_constants: bool, entries: tuple[str, ...],
+               run_codegen: bool, prepare: tuple, backend_steps: bool) -> list[str]:
+    """The names of the passes ``partition`` runs with these options, each once, in the
+    order they finish: the preparation's passes and ``prepare``, the partitioning's passes
+    and ``partition``, and RunCodegen with ``-o``. ``prepare``: the ``(--prepare, --layout, --fold-batch-norm)``
+    values."""
+    from byocc.transform import Sequential
+    from byocc.transform import partition_passes
+
+    def walk(passes) -> list[str]:  # in the order they finish, as --print-after-all prints
+        out: list[str] = []
+        for p in passes:
+            out += walk(p.passes) if isinstance(p, Sequential) else []
+            out.append(p.info.name)
+        return out
+
+    before = prepare_passes_of(backends, *prepare)
+    names = ([*walk(before), "prepare"] if before else []) + walk(partition_passes(
+        [], path_, bind_constants, list(entries) or None, **steps_of(backends, backend_steps))) + ["partition"]
+    if run_codegen:
+        names.append("RunCodegen")
+    return list(dict.fromkeys(names))
+
+
+def check_pass_names(wanted: tuple[str, ...], path_: str, backends: tuple[str, ...], bind_constants: bool,
+                     entries: tuple[str, ...], run_codegen: bool, prepare: tuple, backend_steps: bool) -> None:
+    """A usage error for a ``--print-after`` name that is no pass of this run, listing
+    the passes it runs (and saying which option runs a pass it does not)."""
+    import difflib
+
+    args = (bind_constants, entries)
+    known = pass_names(path_, backends, *args, run_codegen, prepare, backend_steps)
+    for name in wanted:
+        if name in known:
+            continue
+        hint = ""
+        other = "merge" if path_ == "annotate" else "annotate"
+        if name in pass_names(other, backends, *args, run_codegen, prepare, backend_steps):
+            hint = f"; it runs with --path {other}"
+        elif not run_codegen and name == "RunCodegen":
+            hint = "; it runs with -o DIR"
+        elif name in pass_names(path_, backends, *args, run_codegen, (True, None, None), True):
+            hint = "; it runs with --prepare or --backend-steps"
+        else:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise click.BadParameter(f"no pass {name!r} on this run (--path {path_}; its passes: "
+                                 f"{', '.join(known)}){hint}", param_hint="'--print-after'")
+
+
 def _print_after_instrument(wanted: frozenset):
-    """An instrument printing the module after the passes named in ``wanted`` (stderr),
-    remembering which passes ran so that a misspelt name can be reported."""
+    """An instrument printing the module after the passes named in ``wanted`` (stderr)."""
     from byocc.transform import PassInstrument
 
     class PrintAfter(PassInstrument):
         def __init__(self):
             self.wanted = wanted
-            self.ran: set[str] = set()
 
         def run_after_pass(self, mod, info):
-            self.ran.add(info.name)
             if info.name in self.wanted:
                 sys.stderr.write(f"After Running Pass: {info.name}\n{mod.script()}\n")
 
@@ -260,4 +305,4 @@ def _write_json_file(path: str, report) -> None:
     write_file(path, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
-__all__ = ["load_patterns", "partition"]
+__all__ = ["check_pass_names", "load_patterns", "partition", "pass_names"]

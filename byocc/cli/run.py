@@ -7,10 +7,9 @@ Library layers (numpy, the interpreter, the parser) are imported inside the func
 
 from __future__ import annotations
 
-import os
-
 import click
 
+from .model import check_input_file
 from .model import load_model
 from .options import DIM
 from .output import check_output_file
@@ -128,8 +127,7 @@ def _read_inputs(path: str) -> dict:
     from byocc.ir import InputError
 
     note_input(path)
-    if not os.path.isfile(path):
-        raise InputError(f"cannot read inputs {path!r}: no such file")
+    check_input_file(path, prefix=f"cannot read inputs {path!r}: ")
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}

@@ -1,7 +1,10 @@
 """``byocc verify MODEL``: check that partitioning a module keeps what it computes.
 
 The original, the partitioned and (when RunCodegen runs) the codegen'd module are
-interpreted on the same random inputs and compared with per-dtype tolerances.
+interpreted on the same random inputs and compared with per-dtype tolerances. What is
+checked is the partitioned *program*, on the numpy interpreter: no CUDA code is generated
+or run here (``partition -o`` generates it, ``byocc build`` compiles it), and the command
+says so.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from .run import check_dims
 from .run import entry_function
 from .run import fmt_number
 from .run import quiet_numpy
+
+#: What an ``ok`` of verify means (its last line, after ``ok: ``).
+VERIFIED = ("the partitioned module computes what the original does (on the interpreter; the "
+            "generated code was not run)")
 
 
 @click.command("verify", epilog=MODEL_HELP)
@@ -45,12 +52,15 @@ from .run import quiet_numpy
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
            bind_constants: bool, trials: int, seed: int, entry: str | None, dims: tuple[tuple[str, int], ...],
            prepare: bool, layout: str | None, fold_bn: bool | None, backend_steps: bool) -> None:
-    """Check that partitioning MODEL keeps what it computes.
+    """Check, on the interpreter, that partitioning MODEL keeps what it computes.
 
     Runs the original and the partitioned module (and, when RunCodegen succeeds, the
-    codegen'd module, whose external calls run the functions they replaced) on the same
-    random inputs, and compares the outputs with per-dtype tolerances (float16 1e-2,
-    float32 1e-5, integers exactly). Exit code 1 on any mismatch.
+    codegen'd module, whose external calls run the functions they replaced) with the numpy
+    interpreter on the same random inputs, and compares the outputs with per-dtype
+    tolerances (float16 1e-2, float32 1e-5, integers exactly). Exit code 1 on any mismatch.
+
+    This checks the partitioned program, not the generated code: no CUDA code is generated,
+    compiled or run, so a composite that `partition -o` cannot generate still passes here.
 
     \b
     Examples:
@@ -81,7 +91,8 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
     offloaded = _count_offloaded(partitioned)
     click.echo(f"{model}: {offloaded} external function{'s' if offloaded != 1 else ''} after "
                f"--path {path_}; comparing {' and '.join(s for s, _ in stages)} with the original "
-               f"over {trials} trial{'s' if trials != 1 else ''}", err=True)
+               f"over {trials} trial{'s' if trials != 1 else ''} on the numpy interpreter (the generated "
+               "code is not run)", err=True)
     worst: dict = {}
     all_nan: set = set()  # outputs NaN everywhere on both sides in some trial
     original = Interpreter(mod)
@@ -121,7 +132,7 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
         click.echo("ok: nothing was offloaded (no pattern matched), so the partitioned module is the "
                    "original; only that was checked", err=True)
         return
-    click.echo("ok: the partitioned module computes what the original does", err=True)
+    click.echo(f"ok: {VERIFIED}", err=True)
 
 
 def _worse(a: dict, b: dict) -> bool:
@@ -152,4 +163,4 @@ def _count_offloaded(mod) -> int:
     return sum(1 for _, f in mod.items() if isinstance(f, Function) and "Codegen" in f.attrs)
 
 
-__all__ = ["verify"]
+__all__ = ["VERIFIED", "verify"]

@@ -13,6 +13,7 @@ from .diagnostics import InterpretError
 from .diagnostics import MultipleErrors
 from .diagnostics import ParseError
 from .diagnostics import PassError
+from .diagnostics import PathError
 from .diagnostics import PatternError
 from .diagnostics import Span
 from .diagnostics import TypeInferenceError
@@ -73,7 +74,7 @@ __all__ = [
     "DataflowBlock", "DataflowVar", "Dim", "EMPTY_TUPLE", "Expr", "ExprMutator", "ExprVisitor",
     "ExternFunc", "ExternalToolError", "FrontendError", "InterpretError", "FuncStructInfo", "Function", "GlobalVar", "IRModule", "If",
     "InputError", "InternalError", "MatchCast", "MultipleErrors", "NameSupply", "ObjectStructInfo",
-    "Op", "ParseError", "PassError", "PatternError", "PrimBinary", "PrimExpr", "PrimMinMax",
+    "Op", "ParseError", "PassError", "PathError", "PatternError", "PrimBinary", "PrimExpr", "PrimMinMax",
     "PrimStructInfo", "PrimValue", "SeqExpr", "ShapeExpr", "ShapeStructInfo", "Span", "StringImm",
     "StructInfo", "TensorStructInfo", "TirVar", "Tuple", "TupleGetItem", "TupleStructInfo",
     "TypeInferenceError", "UnsupportedError", "Var", "VarBinding", "WellFormedError", "dim_vars",

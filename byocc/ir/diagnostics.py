@@ -1,7 +1,8 @@
 """Source spans and the one exception hierarchy every byocc layer raises.
 
 The CLI maps each class to an exit code (design.md): :class:`InputError` and its
-subclasses -> 1, :class:`ExternalToolError` -> 3, anything else -> 70 (a bug in byocc).
+subclasses -> 1, :class:`PathError` -> 2 (a usage error, as click's own),
+:class:`ExternalToolError` -> 3, anything else -> 70 (a bug in byocc).
 """
 
 from __future__ import annotations
@@ -79,6 +80,15 @@ class FrontendError(InputError):
 class InterpretError(InputError):
     """The numpy interpreter cannot run the module on the given inputs (a shape mismatch,
     a constant without its value, an external function it has no implementation of)."""
+
+
+class PathError(ByoccError):
+    """A file or folder named on the command line cannot be used as asked: it does not
+    exist, or is a folder where a file is wanted, or cannot be read (exit code 2, a usage
+    error like click's own ``Path(exists=True)``). What is *in* a file that can be read is
+    an :class:`InputError`."""
+
+    exit_code = 2
 
 
 class ExternalToolError(ByoccError):

@@ -239,4 +239,5 @@ def test_verify_with_cutlass_steps_keeps_attention_values():
     result = CliRunner().invoke(cli, ["verify", str(model), "--backend", "cutlass", "--backend-steps",
                                       "--trials", "1"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert result.stderr.splitlines()[-1] == "ok: the partitioned module computes what the original does"
+    assert result.stderr.splitlines()[-1] == ("ok: the partitioned module computes what the original does "
+                                                 "(on the interpreter; the generated code was not run)")

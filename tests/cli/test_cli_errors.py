@@ -46,23 +46,23 @@ def assert_located(stderr: str, path: Path, line: int) -> re.Match:
 
 
 @pytest.mark.parametrize("command", ["show", "check"])
-def test_missing_file_is_one_clear_message_exit_1(command, tmp_path):
+def test_missing_file_is_one_clear_message_exit_2(command, tmp_path):
     missing = tmp_path / "nope.relax"
     result = run(command, str(missing))
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a path named on the command line that is not there: usage
     assert result.stdout == ""
     assert result.stderr == f"{missing}: error: no such file\n"
 
 
 def test_missing_file_for_partition(tmp_path):
     result = run("partition", str(tmp_path / "nope.relax"), "--patterns", str(ROOT / "samples/seed_patterns.py"))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr == f"{tmp_path / 'nope.relax'}: error: no such file\n"
 
 
 def test_folder_instead_of_file(tmp_path):
     result = run("show", str(tmp_path))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr == f"{tmp_path}: error: is a folder, not a .relax or .onnx file\n"
 
 
@@ -210,3 +210,29 @@ def test_check_from_stdin_ok():
     result = run("check", "-", input=SEED.read_text())
     assert result.exit_code == 0
     assert result.stderr == "ok: 1 function\n"
+
+
+def test_import_of_a_relax_file_names_it_once_and_says_what_import_reads():
+    model = ROOT / "samples" / "mlp_fp16.relax"
+    result = run("import", model)
+    assert result.exit_code == 1
+    assert result.stderr.count(str(model)) == 1, result.stderr
+    assert result.stderr.startswith(f"{model}: error: not a readable ONNX model (")
+    assert "note: byocc import reads ONNX models; the other commands read a .relax file as it is" in result.stderr
+
+
+def test_an_error_that_names_its_file_is_not_prefixed_with_it_twice():
+    from byocc.ir import FrontendError
+
+    lines = format_error(FrontendError("m.onnx: no such node"), default_source="m.onnx")
+    assert lines == [("location", "m.onnx: error: no such node")]
+
+
+def test_byocc_help_shows_each_command_line_whole():
+    result = run("--help")
+    assert result.exit_code == 0
+    commands = result.stdout[result.stdout.index("Commands:"):]
+    assert "..." not in commands, commands
+    assert "build      Compile DIR's generated sources into DIR/lib/libbyocc_<stem>.so." in commands
+    joined = " ".join(commands.split())
+    assert "verify Check, on the interpreter, that partitioning MODEL keeps what it computes." in joined

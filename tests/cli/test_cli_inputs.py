@@ -235,7 +235,7 @@ def test_a_binary_pattern_file_is_an_error_located_at_it(tmp_path, content, mess
 
 def test_missing_pattern_file_is_located_at_it(tmp_path):
     result = run("partition", SEED, "--patterns", tmp_path / "nope.py")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr == f"{tmp_path / 'nope.py'}: error: cannot read pattern file: no such file\n"
 
 

@@ -11,6 +11,7 @@ command that writes that kind of output: ``run -o``, ``import -o`` (text and sid
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import stat
@@ -309,3 +310,91 @@ def test_import_output_dash_is_stdout(tmp_path):
     assert result.exit_code == 0
     assert result.stdout.startswith("# from tvm.script import ir as I\n")
     assert not (Path.cwd() / "-").exists()
+
+
+# --------------------------------------------------------------------------- -o DIR owns what it wrote
+MLP = SAMPLES / "mlp_fp16.relax"
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def test_a_rerun_removes_what_the_previous_run_wrote_and_this_one_does_not(tmp_path):
+    out = tmp_path / "out"
+    merged = run("partition", MLP, "--backend", "cutlass", "--path", "merge", "-o", out)
+    assert merged.exit_code == 0, merged.stderr
+    first = json.loads((out / "manifest.json").read_text())["files"]
+    assert first == sorted(_tree(out))  # the manifest lists exactly what the run wrote
+    assert merged.stderr == f"wrote {len(first)} files to {out}\n"
+    (out / "notes.txt").write_text("mine\n")  # files byocc did not write stay
+    (out / "src" / "funcs" / "mine.cu").write_text("// mine\n")
+    (out / "lib").mkdir()
+    (out / "lib" / "libbyocc_mlp_fp16.so").write_bytes(b"built")
+
+    annotated = run("partition", MLP, "--backend", "cutlass", "--path", "annotate", "-o", out)
+    assert annotated.exit_code == 0, annotated.stderr
+    current = json.loads((out / "manifest.json").read_text())["files"]
+    stale = sorted(set(first) - set(current))
+    assert [Path(p).parent.name for p in stale] == ["funcs"]  # the merged wrapper
+    assert annotated.stderr == f"wrote {len(current)} files to {out} and removed 1 left by the previous run\n"
+    assert _tree(out) == set(current) | {"notes.txt", "src/funcs/mine.cu", "lib/libbyocc_mlp_fp16.so"}
+    assert current == sorted(set(current)) and "manifest.json" in current
+    symbols = {f["symbol"] for f in json.loads((out / "manifest.json").read_text())["functions"]}
+    assert {Path(p).stem for p in current if p.startswith("src/funcs/")} == symbols
+
+
+def test_a_failed_rerun_leaves_the_folder_as_it_was(tmp_path):
+    out = tmp_path / "out"
+    assert run("partition", MLP, "--backend", "cutlass", "--path", "merge", "-o", out).exit_code == 0
+    before = {p: (out / p).read_bytes() for p in _tree(out)}
+    # a layer_norm composite has no CUDA code: the run fails before anything is written or removed
+    failed = run("partition", SAMPLES / "transformer_block_fp16.relax", "--backend", "cutlass", "--path", "merge",
+                 "-o", out)
+    assert failed.exit_code == 1
+    assert {p: (out / p).read_bytes() for p in _tree(out)} == before
+
+
+def test_only_plain_files_byocc_listed_inside_the_folder_are_removed(tmp_path):
+    from click import Context
+
+    out = tmp_path / "out"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    with Context(cli) as ctx:
+        ctx.meta["byocc.inputs"] = {}
+        written, removed = output.write_output_folder(out, {"manifest.json": "{}\n", "a.txt": "a\n",
+                                                            "deep/er/b.txt": "b\n", "input.relax": "x\n",
+                                                            "link.txt": "l\n", "folder/c.txt": "c\n"})
+        assert removed == [] and len(written) == 6
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest == {"files": ["a.txt", "deep/er/b.txt", "folder/c.txt", "input.relax", "link.txt",
+                                      "manifest.json"]}
+        # listed paths that lead out of the folder or are no plain relative path, a listed
+        # file now a symlink, a listed folder, and one of this command's inputs stay
+        manifest["files"] += ["../outside.txt", str(outside), "deep/../../outside.txt", "./a.txt", "deep//x",
+                              "folder", 7, None]
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        (out / "link.txt").unlink()
+        (out / "link.txt").symlink_to(outside)
+        (out / "mine.txt").write_text("mine\n")
+        output.note_input(out / "input.relax")
+        written, removed = output.write_output_folder(out, {"manifest.json": "{}\n", "a.txt": "a2\n"})
+    assert removed == ["deep/er/b.txt", "folder/c.txt"]
+    assert outside.read_text() == "keep\n"
+    assert (out / "link.txt").is_symlink() and (out / "input.relax").read_text() == "x\n"
+    assert not (out / "deep").exists() and not (out / "folder").exists()  # emptied folders go too
+    assert _tree(out) == {"a.txt", "input.relax", "link.txt", "manifest.json", "mine.txt"}
+    assert json.loads((out / "manifest.json").read_text()) == {"files": ["a.txt", "manifest.json"]}
+
+
+def test_a_folder_from_an_older_byocc_or_another_tool_loses_nothing(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"functions": []}\n')  # no "files": nothing is known as byocc's
+    (out / "old.cu").write_text("// old\n")
+    written, removed = output.write_output_folder(out, {"manifest.json": "{}\n", "new.cu": "// new\n"})
+    assert removed == []
+    assert _tree(out) == {"manifest.json", "new.cu", "old.cu"}
+    (out / "manifest.json").write_text("not json")
+    assert output.previous_files(out) == set()

@@ -54,9 +54,9 @@ def test_empty_pattern_table_leaves_the_module_alone(tmp_path):
     assert result.stdout == SEED.read_text()
 
 
-def test_missing_pattern_file_exit_1(tmp_path):
+def test_missing_pattern_file_exit_2(tmp_path):
     result = run("partition", SEED, "--patterns", tmp_path / "none.py")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a path on the command line that does not exist: usage
     assert "cannot read pattern file" in result.stderr and "no such file" in result.stderr
 
 
@@ -240,6 +240,8 @@ def test_output_folder_with_a_codegen(tmp_path, stub_backend):
             "outputs": [{"dtype": "float32", "shape": [10, 10]}],
             "source_files": ["src/fused_relax_multiply1_stubbed.cc"], "status": "no_code",
         }],
+        "files": ["manifest.json", "seed.codegen.relax", "seed.partitioned.relax",
+                  "src/fused_relax_multiply1_stubbed.cc"],
     }
     nothing = run("build", out)
     assert nothing.exit_code == 1
@@ -265,9 +267,42 @@ def test_output_path_that_is_a_file_is_a_usage_error_before_the_work(tmp_path, s
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stub.py", "taken"]
 
 
-def test_print_after_an_unknown_pass_warns():
+def test_print_after_an_unknown_pass_is_a_usage_error_listing_the_passes():
     result = run("partition", SEED, "--patterns", SEED_PATTERNS, "--print-after", "FuseOps")
-    assert result.exit_code == 0
-    assert result.stdout == spec_example("E2")
-    assert result.stderr == ("warning: --print-after FuseOps: no pass of that name ran "
-                             "(passes: FuseOpsByPattern, partition)\n")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.endswith(
+        "Error: Invalid value for '--print-after': no pass 'FuseOps' on this run (--path annotate; "
+        "its passes: FuseOpsByPattern, partition); did you mean 'FuseOpsByPattern'?\n")
+
+
+@pytest.mark.parametrize(("args", "name", "hint"), [
+    (["--path", "annotate"], "MergeCompositeFunctions", "it runs with --path merge"),
+    (["--path", "merge"], "RunCodegen", "it runs with -o DIR"),
+    (["--path", "merge"], "FoldConstant", "it runs with --prepare or --backend-steps"),
+    (["--path", "merge"], "NoSuchPass", "its passes: FuseOpsByPattern, MergeCompositeFunctions, partition, "
+                                        "RunCodegen)"),
+])
+def test_print_after_a_pass_the_chosen_path_does_not_run_is_a_usage_error(tmp_path, args, name, hint):
+    out = tmp_path / "out"
+    result = run("partition", SEED, "--patterns", SEED_PATTERNS, *args, "--print-after", name,
+                 *(["-o", out] if name != "RunCodegen" else []))
+    assert result.exit_code == 2, result.output
+    assert f"no pass {name!r} on this run (--path {args[1]}; its passes: " in result.stderr
+    assert hint in result.stderr
+    assert "After Running Pass" not in result.stderr  # refused before the work
+    assert not out.exists()
+
+
+def test_print_after_knows_every_pass_that_runs(tmp_path):
+    # every name --print-after-all prints is accepted by --print-after (prepare, backend steps, -o)
+    args = ["partition", ROOT / "samples" / "mlp_fp16.relax", "--backend", "cutlass", "--path", "merge",
+            "--prepare", "--backend-steps", "-o", tmp_path / "out"]
+    every = run(*args, "--print-after-all")
+    assert every.exit_code == 0, every.stderr
+    ran = re.findall(r"^After Running Pass: (\S+)$", every.stderr, re.M)
+    assert {"FoldConstant", "FuseOpsByPattern", "MergeCompositeFunctions", "partition"} <= set(ran)
+    chosen = [a for name in sorted(set(ran) | {"RunCodegen"}) for a in ("--print-after", name)]
+    result = run(*args, *chosen)
+    assert result.exit_code == 0, result.stderr
+    assert set(re.findall(r"^After Running Pass: (\S+)$", result.stderr, re.M)) == set(ran) | {"RunCodegen"}

@@ -92,6 +92,26 @@ def test_verify_ok(cli, path):
     assert all(row[-1] == "ok" for row in rows)
 
 
+def test_verify_says_it_checked_the_program_on_the_interpreter_not_the_generated_code(cli, tmp_path):
+    # the layer_norm composite has no CUDA code yet: partition -o fails, verify still says ok,
+    # and it says what that ok is about
+    from byocc.cli import cli as byocc
+
+    args = [SAMPLES / "transformer_block_fp16.relax", "--backend", "cutlass", "--path", "merge"]
+    generated = invoke(byocc, "partition", *args, "-o", tmp_path / "out")
+    assert generated.exit_code == 1 and "cannot generate code" in generated.stderr
+    r = invoke(cli, "verify", *args, "--trials", "1")
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.splitlines()
+    assert lines[0].endswith("over 1 trial on the numpy interpreter (the generated code is not run)")
+    assert lines[-1] == ("ok: the partitioned module computes what the original does (on the interpreter; "
+                         "the generated code was not run)")
+    shown = " ".join(invoke(cli, "verify", "--help").stdout.split())
+    assert "Check, on the interpreter, that partitioning MODEL keeps what it computes." in shown
+    assert "This checks the partitioned program, not the generated code: no CUDA code is generated, " \
+           "compiled or run" in shown
+
+
 def test_verify_reports_a_mismatch(cli, monkeypatch):
     """A pass that changes the computation must be caught (exit 1, the worst error shown)."""
     import byocc.transform
