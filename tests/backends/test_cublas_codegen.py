@@ -25,8 +25,8 @@ from byocc.backends.codegen import GeneratedModule
 from byocc.backends.cublas.codegen import codegen
 from byocc.backends.cublas.codegen import generate_function
 from byocc.backends.cublas.codegen import parse_options
-from byocc.backends.cublas.runtime import runtime_text
 from byocc.backends.cublas.runtime import WORKSPACE_BYTES
+from byocc.backends.cublas.runtime import runtime_text
 from byocc.backends.cuda import common_sources
 from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
 from byocc.backends.cuda.cuda_paths import find_optional_cuda_include
