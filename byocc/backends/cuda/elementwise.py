@@ -39,6 +39,7 @@ from byocc.ir import VarBinding
 
 from ..codegen import CodegenError
 from ..codegen import SourceFile
+from ..dtypes import dtype as dtype_row
 from ..program import CompositeCall
 from ..program import ValueRef
 from .generic import MAX_EW_INPUTS
@@ -171,8 +172,7 @@ def _shift(name: str) -> Emitter:
     def emit(a, dts, dt, attrs):
         if dt not in INTS:
             raise _Unsupported(f"{name} on {dt}")
-        bits = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64}[dt]
-        return _wrap(f"ew_{name}({a[0]}, {a[1]}, {bits})", dt)
+        return _wrap(f"ew_{name}({a[0]}, {a[1]}, {dtype_row(dt).bits})", dt)
     return emit
 
 
