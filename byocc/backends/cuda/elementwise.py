@@ -6,13 +6,14 @@ kernel inputs (composite parameters and non-scalar constants; scalar constants a
 ``PrimValue`` operands become literals) and one C++ statement per binding. Any op outside
 :data:`SUPPORTED_OPS` is a :class:`~byocc.backends.codegen.CodegenError` naming it.
 
-The generated unit ``src/kernels/ew_<hash>.cu`` holds one kernel: one thread per output
-element (grid-stride loop), each input read through its broadcast strides
-(``byocc::generic::Operand``), the op tree evaluated in fp32 for f16/bf16/f32 values (fp64
-for f64, int64 wrapped to the value's dtype after every op for integers), one store. The
-hash covers the unit's text, which holds no model-derived names, so equal op trees share one
-unit. :func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic
-dims broadcast correctly).
+The generated unit ``src/kernels/ew_<hash>.cu`` (``templates/elementwise_kernel.cu.j2``) holds
+one kernel: one thread per output element (grid-stride loop), each input read through its
+broadcast strides (``byocc::generic::Operand``), the op tree evaluated in fp32 for f16/bf16/f32
+values (fp64 for f64, int64 wrapped to the value's dtype after every op for integers), one
+store (the loop body: ``templates/elementwise_body.cu.j2``). The hash covers the dtypes and the
+loop body, which holds no model-derived names, so equal op trees share one unit.
+:func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic dims
+broadcast correctly).
 
 Numerics follow the numpy references (:mod:`byocc.ops.reference`, ``reference_nn``): same
 formulas (sigmoid as ``0.5*(tanh(x/2)+1)``, erf GELU, NaN-propagating maximum/minimum,
