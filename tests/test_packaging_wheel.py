@@ -61,6 +61,23 @@ def test_wheel_ships_grammar_and_entry_point(wheel: Path):
     assert not any(n.startswith(("tests/", "samples/", "bench/")) for n in names)
 
 
+def test_wheel_ships_every_cxx_file_and_template(wheel: Path):
+    """The fixed C++ (``byocc/backends/<pkg>/csrc/``) and the Jinja2 templates of generated
+    C++ (``templates/``) are package data: every file of those folders is in the wheel as it
+    is in the tree (a file the package-data globs miss would be missing at codegen time)."""
+    files = sorted(p for p in (ROOT / "byocc" / "backends").glob("*/*/*")
+                   if p.parent.name in ("csrc", "templates") and p.is_file())
+    assert {"cuda/csrc/byocc_abi.h", "cuda/csrc/runtime.cu", "cuda/csrc/byocc_generic.cuh",
+            "cublas/csrc/cublaslt_runtime.cu", "cublas/templates/gemm_step.cu.j2"} <= {
+        p.relative_to(ROOT / "byocc" / "backends").as_posix() for p in files}
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        for path in files:
+            name = path.relative_to(ROOT).as_posix()
+            assert name in names, f"{name} is not in the wheel"
+            assert zf.read(name) == path.read_bytes(), name
+
+
 def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s;<>=!~\[(]", requirement.strip(), maxsplit=1)[0]
 

@@ -19,19 +19,15 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from byocc.backends.dtypes import DTYPES as _DTYPE_TABLE
 from byocc.ir import ExternalToolError
 from byocc.ir import InputError
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 
-#: dtype name -> (DLPack type code, bits)
-DTYPES: dict[str, tuple[int, int]] = {
-    "bool": (6, 8),
-    "int8": (0, 8), "int16": (0, 16), "int32": (0, 32), "int64": (0, 64),
-    "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
-    "float16": (2, 16), "float32": (2, 32), "float64": (2, 64),
-    "bfloat16": (4, 16),
-}
+#: dtype name -> (DLPack type code, bits): the DLPack columns of the one dtype table
+#: (:mod:`byocc.backends.dtypes`), as the tuples the fast path packs.
+DTYPES: dict[str, tuple[int, int]] = {row.name: (row.dlpack_code, row.bits) for row in _DTYPE_TABLE.values()}
 
 
 class DLDevice(ctypes.Structure):

@@ -47,12 +47,13 @@ from .dlpack import TensorSlots
 from .dlpack import framework_of
 from .dlpack import frameworks
 
-#: ``byocc_abi.h`` return codes, by value.
-ERROR_NAMES = {
-    0: "OK", 1: "E_NARGS", 2: "E_DTYPE", 3: "E_SHAPE", 4: "E_LAYOUT", 5: "E_SCRATCH", 6: "E_ARCH",
-    7: "E_UNSUPPORTED", 8: "E_CUTLASS", 9: "E_CUDA", 10: "E_CUBLAS", 11: "E_INTERNAL",
-    12: "E_CONSTANT",
-}
+
+def error_name(code: int) -> str:
+    """The name of return code ``code`` (``E_SHAPE``), from the enum of the packaged
+    ``byocc_abi.h`` (the one table of the codes); ``E_<code>`` for a code it lacks."""
+    from byocc.backends.cuda.common import return_codes
+
+    return return_codes().get(code, f"E_{code}")
 
 
 class ByoccRuntimeError(ByoccError):
@@ -63,7 +64,7 @@ class ByoccRuntimeError(ByoccError):
 
     def __init__(self, code: int, message: str, symbol: str | None = None):
         self.code = int(code)
-        self.name = ERROR_NAMES.get(self.code, f"E_{self.code}")
+        self.name = error_name(self.code)
         self.symbol = symbol
         where = f"{symbol}: " if symbol else ""
         super().__init__(f"{where}{self.name} ({self.code}): {message}")
@@ -363,4 +364,4 @@ def load(directory: str | Path) -> Library:
     return lib
 
 
-__all__ = ["ByoccRuntimeError", "ERROR_NAMES", "Function", "Library", "load"]
+__all__ = ["ByoccRuntimeError", "Function", "Library", "error_name", "load"]

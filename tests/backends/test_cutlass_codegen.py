@@ -482,9 +482,9 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
 
     import numpy as np
 
-    from byocc.backends.cuda.common import RUNTIME_SOURCE
-    from byocc.backends.cuda.generic import GENERIC_DTYPES
+    from byocc.backends.cuda.common import runtime_source
     from byocc.backends.cuda.generic import header_source
+    from byocc.backends.dtypes import DTYPES
     from byocc.runtime import Interpreter
 
     rng = np.random.default_rng(1)
@@ -515,7 +515,7 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
         p = tmp_path / src.path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(src.text)
-    runtime = RUNTIME_SOURCE
+    runtime = runtime_source()
     start = runtime.index("int device_info(int device, DeviceInfo* out) {")
     end = runtime.index("\n}\n", start) + 3
     (tmp_path / "runtime_host.cu").write_text(
@@ -527,13 +527,13 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
         name = Path(path).stem
         if name.startswith("generic_gemm_"):
             _, _, a, b, d = name.split("_")
-            t = {v[0]: v[1] for v in GENERIC_DTYPES.values()}
+            t = {row.short: row.ctype for row in DTYPES.values()}
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const GemmArgs& g, "
                          f"int64_t sbk, int64_t sbn, const Epilogue& e, cudaStream_t) {{ "
                          f"return host_gemm<{t[a]}, {t[b]}, {t[d]}>(g, sbk, sbn, e); }} }} }}")
         elif name.startswith("generic_epilogue_"):
             _, _, s, d = name.split("_")
-            t = {v[0]: v[1] for v in GENERIC_DTYPES.values()}
+            t = {row.short: row.ctype for row in DTYPES.values()}
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const Operand& src, "
                          f"const Epilogue& e, void* out, int, cudaStream_t) {{ return host_epilogue<{t[s]}, {t[d]}>(src, e, out); }} }} }}")
     (tmp_path / "fakes.cu").write_text("\n".join(fakes) + "\n")

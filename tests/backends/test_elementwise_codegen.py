@@ -278,7 +278,7 @@ def test_elementwise_ops_match_the_numpy_interpreter_on_the_host(tmp_path):
     are __host__ __device__), against byocc's numpy interpreter on the same inputs."""
     import numpy as np
 
-    from byocc.backends.cuda.generic import GENERIC_DTYPES
+    from byocc.backends.cuda.generic import ctype
     from byocc.backends.cuda.generic import header_source
     from byocc.ops.reference import dtype_name
     from byocc.runtime import Interpreter
@@ -314,13 +314,13 @@ def test_elementwise_ops_match_the_numpy_interpreter_on_the_host(tmp_path):
             prog.append(f"    a.shape[{ax}] = {d};")
         prog.append(f"    a.numel = {np.size(want)};")
         for j, arr in enumerate(inputs.values()):
-            ct = GENERIC_DTYPES[dtype_name(arr.dtype)][1]
+            ct = ctype(dtype_name(arr.dtype))
             arr.tofile(tmp_path / f"c{k}_{j}.bin")
             dims = ", ".join(map(str, arr.shape)) or "1"
             prog.append(f"    static {ct} in{j}[{arr.size}]; load(\"{tmp_path}/c{k}_{j}.bin\", in{j}, {arr.size});")
             prog.append(f"    const int64_t s{j}[] = {{{dims}}};")
             prog.append(f"    broadcast_operand(&a.in[{j}], in{j}, a.rank, a.shape, {arr.ndim}, s{j});")
-        oct_ = GENERIC_DTYPES[out_dt][1]
+        oct_ = ctype(out_dt)
         prog.append(f"    static {oct_} out[{np.size(want)}]; a.out = out;")
         prog.append("    for (int64_t i = 0; i < a.numel; ++i) {")
         prog.append(body)

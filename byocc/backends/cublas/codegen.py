@@ -42,14 +42,15 @@ from ..codegen import GeneratedModule
 from ..codegen import SourceFile
 from ..codegen import TensorSpec
 from ..codegen import Variant
-from ..cuda.cxx import c_comment
+from ..cuda.common import fixed_constant
 from ..cuda.cxx import c_identifier
-from ..cuda.cxx import c_string
+from ..cuda.templates import render
 from ..cuda.wrapper import Wrapper
 from ..cuda.wrapper import WrapperContext
 from ..cuda.wrapper import emit_wrapper
 from ..cuda.wrapper import itemsize
 from ..cuda.wrapper import shape_text
+from ..dtypes import dtype
 from ..program import CompositeCall
 from ..program import GemmStep
 from ..program import OffloadedProgram
@@ -65,14 +66,14 @@ from .runtime import runtime_sources
 
 BACKEND = "cublas"
 
-#: input dtype -> (cuBLASLt A/B type, {output dtype: D type}, compute type, scale type, accumulator)
+#: input dtype -> (output dtypes, compute type, accumulator dtype). cuBLASLt's A/B, C/D and
+#: scale types are the ``cuda_r`` names of the input, output and accumulator dtypes
+#: (:mod:`byocc.backends.dtypes`).
 _TYPES = {
-    "float16": ("CUDA_R_16F", {"float16": "CUDA_R_16F", "float32": "CUDA_R_32F"},
-                "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
-    "bfloat16": ("CUDA_R_16BF", {"bfloat16": "CUDA_R_16BF", "float32": "CUDA_R_32F"},
-                 "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
-    "float32": ("CUDA_R_32F", {"float32": "CUDA_R_32F"}, "CUBLAS_COMPUTE_32F", "CUDA_R_32F", "float32"),
-    "int8": ("CUDA_R_8I", {"int32": "CUDA_R_32I"}, "CUBLAS_COMPUTE_32I", "CUDA_R_32I", "int32"),
+    "float16": (("float16", "float32"), "CUBLAS_COMPUTE_32F", "float32"),
+    "bfloat16": (("bfloat16", "float32"), "CUBLAS_COMPUTE_32F", "float32"),
+    "float32": (("float32",), "CUBLAS_COMPUTE_32F", "float32"),
+    "int8": (("int32",), "CUBLAS_COMPUTE_32I", "int32"),
 }
 
 #: Composites of the table whose codegen is deferred (spec section 12), with the reason.
@@ -97,7 +98,8 @@ _EPILOGUES = {
     (False, "gelu", "erf"): ("CUBLASLT_EPILOGUE_DEFAULT", True),
 }
 
-MAX_PERMUTE_RANK = 8
+#: Highest rank of a weight ``byocc::cublaslt_permute`` takes (``kCublasLtMaxRank``).
+MAX_PERMUTE_RANK = fixed_constant("cublas/byocc_cublaslt.h", "kCublasLtMaxRank")
 
 
 @dataclass(frozen=True)
@@ -241,11 +243,12 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
         raise where(f"lhs dtype {in_dtype} and rhs dtype {rhs_s.dtype} differ")
     if in_dtype not in _TYPES:
         raise where(f"dtype {in_dtype} is not one cuBLASLt takes here (float16, bfloat16, float32, int8)")
-    ab_type, outs, compute, scale_type, accumulator = _TYPES[in_dtype]
+    outs, compute, accumulator = _TYPES[in_dtype]
     if out_dtype not in outs:
         raise where(f"{in_dtype} inputs with a {out_dtype} output are not supported "
                     f"(outputs: {', '.join(sorted(outs))})")
-    d_type = outs[out_dtype]
+    ab_type, d_type, scale_type = (dtype(t, "cuda_r", "cuBLASLt").cuda_r
+                                   for t in (in_dtype, out_dtype, accumulator))
     if in_dtype == "float32" and opts.fp32_math == "tf32":
         compute = "CUBLAS_COMPUTE_32F_FAST_TF32"
 
@@ -343,114 +346,40 @@ def step_scratch_expr(step: Step, ctx: WrapperContext) -> str:
 
 
 def step_code(step: Step, ctx: WrapperContext) -> str:
-    """The C++ body of one step (inside the wrapper's exported function)."""
-    name = c_string(step.call.composite)
-    L: list[str] = []
-    out = L.append
-    out(f"// {c_comment(step.gemm.describe())}: cuBLASLt m = N, n = M, k = K")
-    out(f"const int64_t M = {ctx.dim(step.M)};")
-    out(f"const int64_t N = {ctx.dim(step.N)};")
-    out(f"const int64_t K = {ctx.dim(step.K)};")
-    if step.bias_check is not None:
-        out(f"if ({ctx.dim(step.bias_check)} != N) {{")
-        out(f'  return byocc::fail(BYOCC_E_SHAPE, "%s: bias length %lld differs from N = %lld", {name}, '
-            f"static_cast<long long>({ctx.dim(step.bias_check)}), static_cast<long long>(N));")
-        out("}")
-    out("int64_t rows = M;  // n of cuBLASLt: the lhs batch is flattened into M when the weight is unbatched")
-    out("int64_t batch = 1;")
-    out("int64_t stride_x = M * K;")
-    out("int64_t stride_w = K * N;")
+    """The C++ body of one step (inside the wrapper's exported function), from
+    ``cublas/gemm_step.cu.j2``."""
     mode = step.batch_mode
-    if mode == "none":
-        pass
-    elif mode == "flatten":
-        out(f"rows = {_numel_expr(ctx, step.lhs_batch)} * M;")
-    elif mode == "broadcast_lhs":
-        out(f"batch = {_numel_expr(ctx, step.w_batch)};")
-        out("stride_x = 0;  // one lhs matrix for every batch (cuBLASLt broadcasts a zero batch offset)")
-    elif mode == "strided":
-        out(f"batch = {_numel_expr(ctx, step.w_batch)};")
-    else:
-        out(f"const int64_t batch_x = {_numel_expr(ctx, step.lhs_batch)};")
-        out(f"const int64_t batch_w = {_numel_expr(ctx, step.w_batch)};")
-        out("if (batch_w == 1) {")
-        out("  rows = batch_x * M;")
-        out("} else if (batch_x == 1) {")
-        out("  batch = batch_w;")
-        out("  stride_x = 0;")
-        out("} else {")
+    batch_mismatch = []
+    if mode == "runtime":
         n = max(len(step.lhs_batch), len(step.w_batch))
         lp = (1,) * (n - len(step.lhs_batch)) + step.lhs_batch
         wp = (1,) * (n - len(step.w_batch)) + step.w_batch
-        conds = [f"{ctx.dim(a)} != {ctx.dim(b)}" for a, b in zip(lp, wp) if not _same_dim(a, b)]
-        if conds:
-            out(f"  if ({' || '.join(conds)}) {{")
-            out(f'    return byocc::fail(BYOCC_E_SHAPE, "%s: the batch dims of lhs and rhs differ; cuBLASLt '
-                f'takes equal batches or one unbatched side", {name});')
-            out("  }")
-        out("  batch = batch_w;")
-        out("}")
-    out("if (rows > 0 && N > 0 && batch > 0) {")
-    out("  if (K == 0) {")
-    out(f'    return byocc::fail(BYOCC_E_UNSUPPORTED, "%s: reduction dim K is 0", {name});')
-    out("  }")
-    out("  char* const scratch_base = static_cast<char*>(step_scratch);")
-    w_ptr = ctx.ptr(step.rhs)
-    if step.prep_axes is not None:
-        dims = ", ".join(ctx.dim(d) for d in step.rhs_shape)
-        axes = ", ".join(str(a) for a in step.prep_axes)
-        out(f"  // the weight, permuted into scratch (output axis i <- rhs axis axes[i]) so that it reads as "
-            f"{'(..., N, K)' if step.op_a == 'CUBLAS_OP_T' else '(..., K, N)'}")
-        out("  void* const weight = scratch_base + byocc::kCublasLtWorkspaceBytes;")
-        out(f"  const int64_t w_shape[{len(step.rhs_shape)}] = {{{dims}}};")
-        out(f"  const int w_axes[{len(step.prep_axes)}] = {{{axes}}};")
-        out(f"  rc = byocc::cublaslt_permute(device, {w_ptr}, weight, {itemsize(step.in_dtype)}, "
-            f"{len(step.rhs_shape)}, w_shape, w_axes, stream);")
-        out("  if (rc != BYOCC_OK) return rc;")
-        w_ptr = "weight"
-    bias_ptr = ctx.ptr(step.bias) if step.bias is not None else "nullptr"
+        batch_mismatch = [f"{ctx.dim(a)} != {ctx.dim(b)}" for a, b in zip(lp, wp) if not _same_dim(a, b)]
+    bias_vector_at = None
     if step.bias_broadcast:
-        at = "byocc::kCublasLtWorkspaceBytes"
+        bias_vector_at = "byocc::kCublasLtWorkspaceBytes"
         if step.prep_axes is not None:
-            at += " + " + _weight_copy_bytes(step, ctx)
-        out("  // the one-element bias, repeated N times: the epilogue reads a vector of N")
-        out(f"  void* const bias_vector = scratch_base + {at};")
-        out(f"  rc = byocc::cublaslt_broadcast(device, {bias_ptr}, bias_vector, {itemsize(step.out_dtype)}, N, stream);")
-        out("  if (rc != BYOCC_OK) return rc;")
-        bias_ptr = "bias_vector"
-    out("  byocc::CublasLtMatmul p{};")
-    out("  p.device = device;")
-    out(f"  p.ab_type = {step.ab_type};")
-    out(f"  p.d_type = {step.d_type};")
-    out(f"  p.compute = {step.compute};")
-    out(f"  p.scale_type = {step.scale_type};")
-    out(f"  p.op_a = {step.op_a};")
-    out("  p.m = static_cast<uint64_t>(N);")
-    out("  p.n = static_cast<uint64_t>(rows);")
-    out("  p.k = static_cast<uint64_t>(K);")
-    lda = "N" if step.op_a == "CUBLAS_OP_N" else "K"
-    out(f"  p.lda = {lda};  // A = weight: {'N x K' if lda == 'N' else 'K x N'} column-major")
-    out("  p.ldb = K;  // B = lhs: K x M column-major (row-major M x K)")
-    out("  p.ldd = N;  // D = output: N x M column-major (row-major M x N)")
-    out("  p.batch = batch;")
-    out("  p.stride_a = batch > 1 ? stride_w : 0;")
-    out("  p.stride_b = batch > 1 ? stride_x : 0;")
-    out("  p.stride_d = batch > 1 ? rows * N : 0;")
-    out(f"  p.epilogue = {step.epilogue};")
-    out(f"  p.a = {w_ptr};")
-    out(f"  p.b = {ctx.ptr(step.lhs)};")
-    out(f"  p.bias = {bias_ptr};")
-    out(f"  p.d = {ctx.ptr(step.out)};")
-    out("  p.workspace = scratch_base;")
-    out("  p.workspace_bytes = byocc::kCublasLtWorkspaceBytes;")
-    out("  rc = byocc::cublaslt_matmul(p, stream);")
-    out("  if (rc != BYOCC_OK) return rc;")
-    if step.gelu_kernel:
-        out("  // exact GELU (erf form, as relax.nn.gelu) after the epilogue; cuBLASLt's GELU is tanh")
-        out(f"  rc = byocc::cublaslt_gelu_erf_inplace(device, p.d, {step.d_type}, batch * rows * N, stream);")
-        out("  if (rc != BYOCC_OK) return rc;")
-    out("}")
-    return "\n".join(L) + "\n"
+            bias_vector_at += " + " + _weight_copy_bytes(step, ctx)
+    return render(
+        "cublas/gemm_step.cu.j2",
+        formula=step.gemm.describe(),
+        composite=step.call.composite,
+        M=ctx.dim(step.M), N=ctx.dim(step.N), K=ctx.dim(step.K),
+        bias_length=None if step.bias_check is None else ctx.dim(step.bias_check),
+        batch_mode=mode,
+        lhs_batch=_numel_expr(ctx, step.lhs_batch) if mode in ("flatten", "runtime") else None,
+        w_batch=_numel_expr(ctx, step.w_batch) if mode in ("broadcast_lhs", "strided", "runtime") else None,
+        batch_mismatch=batch_mismatch,
+        w_shape=[ctx.dim(d) for d in step.rhs_shape] if step.prep_axes is not None else None,
+        w_axes=step.prep_axes,
+        bias_vector_at=bias_vector_at,
+        in_itemsize=itemsize(step.in_dtype),
+        out_itemsize=itemsize(step.out_dtype),
+        ab_type=step.ab_type, d_type=step.d_type, compute=step.compute, scale_type=step.scale_type,
+        op_a=step.op_a, epilogue=step.epilogue, gelu_kernel=step.gelu_kernel,
+        lhs=ctx.ptr(step.lhs), rhs=ctx.ptr(step.rhs), out=ctx.ptr(step.out),
+        bias=ctx.ptr(step.bias) if step.bias is not None else "nullptr",
+    )
 
 
 # --------------------------------------------------------------------------- description

@@ -6,13 +6,14 @@ kernel inputs (composite parameters and non-scalar constants; scalar constants a
 ``PrimValue`` operands become literals) and one C++ statement per binding. Any op outside
 :data:`SUPPORTED_OPS` is a :class:`~byocc.backends.codegen.CodegenError` naming it.
 
-The generated unit ``src/kernels/ew_<hash>.cu`` holds one kernel: one thread per output
-element (grid-stride loop), each input read through its broadcast strides
-(``byocc::generic::Operand``), the op tree evaluated in fp32 for f16/bf16/f32 values (fp64
-for f64, int64 wrapped to the value's dtype after every op for integers), one store. The
-hash covers the unit's text, which holds no model-derived names, so equal op trees share one
-unit. :func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic
-dims broadcast correctly).
+The generated unit ``src/kernels/ew_<hash>.cu`` (``templates/elementwise_kernel.cu.j2``) holds
+one kernel: one thread per output element (grid-stride loop), each input read through its
+broadcast strides (``byocc::generic::Operand``), the op tree evaluated in fp32 for f16/bf16/f32
+values (fp64 for f64, int64 wrapped to the value's dtype after every op for integers), one
+store (the loop body: ``templates/elementwise_body.cu.j2``). The hash covers the dtypes and the
+loop body, which holds no model-derived names, so equal op trees share one unit.
+:func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic dims
+broadcast correctly).
 
 Numerics follow the numpy references (:mod:`byocc.ops.reference`, ``reference_nn``): same
 formulas (sigmoid as ``0.5*(tanh(x/2)+1)``, erf GELU, NaN-propagating maximum/minimum,
@@ -39,12 +40,13 @@ from byocc.ir import VarBinding
 
 from ..codegen import CodegenError
 from ..codegen import SourceFile
+from ..dtypes import dtype as dtype_row
 from ..program import CompositeCall
 from ..program import ValueRef
-from .cxx import c_comment
 from .generic import MAX_EW_INPUTS
 from .generic import MAX_RANK
 from .generic import ctype
+from .templates import render
 from .wrapper import WrapperContext
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -171,8 +173,7 @@ def _shift(name: str) -> Emitter:
     def emit(a, dts, dt, attrs):
         if dt not in INTS:
             raise _Unsupported(f"{name} on {dt}")
-        bits = {"int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64}[dt]
-        return _wrap(f"ew_{name}({a[0]}, {a[1]}, {bits})", dt)
+        return _wrap(f"ew_{name}({a[0]}, {a[1]}, {dtype_row(dt).bits})", dt)
     return emit
 
 
@@ -371,75 +372,85 @@ def _dtype_of(sinfo) -> str:
     return dt
 
 
-def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
-    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
-    first op that is not elementwise."""
-    params = {p: i for i, p in enumerate(comp.params)}
-    inputs: list[EwInput] = []
-    input_of: dict[int, int] = {}  # id(param var or constant) -> input index
-    values: dict[Var, tuple[str, str]] = {}  # var -> (C name, dtype)
-    lines: list[str] = []
-    formula: list[str] = []
+@dataclass(frozen=True)
+class _Statement:
+    """One statement of the kernel body: ``const <type> <name> = ...;``, either the load of
+    kernel input ``input`` (of storage type ``storage``) or the value ``expr``."""
 
-    def leaf(e) -> tuple[str, str] | _Lit:
-        if isinstance(e, Var) and e in values:
-            return values[e]
+    type: str
+    name: str
+    expr: str | None = None
+    input: int | None = None
+    storage: str | None = None
+
+
+class _Body:
+    """The kernel body of one composite, built binding by binding: the kernel inputs, each
+    loaded once where first used, and one statement per binding."""
+
+    def __init__(self, comp: Function, where: str):
+        self.where = where
+        self.params = {p: i for i, p in enumerate(comp.params)}
+        self.inputs: list[EwInput] = []
+        self.input_of: dict[int, int] = {}  # id(param var or constant) -> input index
+        self.loaded: set[int] = set()
+        self.values: dict[Var, tuple[str, str]] = {}  # var -> (C name, dtype)
+        self.statements: list[_Statement] = []
+        self.formula: list[str] = []
+
+    def _input(self, key: int, make: Callable[[], EwInput], dtype: str) -> tuple[str, str]:
+        if key not in self.input_of:
+            self.input_of[key] = len(self.inputs)
+            self.inputs.append(make())
+        k = self.input_of[key]
+        if k not in self.loaded:
+            self.loaded.add(k)
+            self.statements.append(_Statement(compute_type(dtype), f"x{k}", input=k, storage=ctype(dtype)))
+        return (f"x{k}", dtype)
+
+    def _constant(self, e: Constant) -> tuple[str, str] | _Lit:
+        sinfo = e.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+            raise CodegenError(f"{self.where}: constant of unknown shape")
+        n = 1
+        for d in sinfo.shape:
+            n = n * d if isinstance(d, int) else -1
+        if n == 1 and e.data is not None:
+            import numpy as np
+
+            return _Lit(np.asarray(e.data).reshape(()).item(), sinfo.dtype)
+        return self._input(id(e), lambda: EwInput(None, e, sinfo), sinfo.dtype)
+
+    def _param(self, e: Var) -> tuple[str, str]:
+        sinfo = e.struct_info
+        if id(e) not in self.input_of and (not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None):
+            raise CodegenError(f"{self.where}: parameter {e.name_hint} must be a tensor of known shape")
+        return self._input(id(e), lambda: EwInput(self.params[e], None, sinfo), sinfo.dtype)
+
+    def leaf(self, e) -> tuple[str, str] | _Lit:
+        """The C name and dtype of an operand, or the literal it is."""
+        if isinstance(e, Var) and e in self.values:
+            return self.values[e]
         if isinstance(e, PrimValue):
             if not isinstance(e.value, (bool, int, float)):
-                raise CodegenError(f"{where}: a symbolic PrimValue operand is not supported in an elementwise kernel")
+                raise CodegenError(f"{self.where}: a symbolic PrimValue operand is not supported in an "
+                                   "elementwise kernel")
             return _Lit(e.value, e.dtype)
         if isinstance(e, Constant):
-            sinfo = e.struct_info
-            if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
-                raise CodegenError(f"{where}: constant of unknown shape")
-            n = 1
-            for d in sinfo.shape:
-                n = n * d if isinstance(d, int) else -1
-            if n == 1 and e.data is not None:
-                import numpy as np
+            return self._constant(e)
+        if isinstance(e, Var) and e in self.params:
+            return self._param(e)
+        raise CodegenError(f"{self.where}: unsupported operand {type(e).__name__} in an elementwise composite")
 
-                value = np.asarray(e.data).reshape(()).item()
-                return _Lit(value, sinfo.dtype)
-            key = id(e)
-            if key not in input_of:
-                input_of[key] = len(inputs)
-                inputs.append(EwInput(None, e, sinfo))
-            k = input_of[key]
-            return _load(k, sinfo.dtype)
-        if isinstance(e, Var) and e in params:
-            key = id(e)
-            if key not in input_of:
-                sinfo = e.struct_info
-                if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
-                    raise CodegenError(f"{where}: parameter {e.name_hint} must be a tensor of known shape")
-                input_of[key] = len(inputs)
-                inputs.append(EwInput(params[e], None, sinfo))
-            k = input_of[key]
-            return _load(k, e.struct_info.dtype)
-        raise CodegenError(f"{where}: unsupported operand {type(e).__name__} in an elementwise composite")
-
-    def _load(k: int, dtype: str) -> tuple[str, str]:
-        name = f"x{k}"
-        if not any(line.startswith(f"    const {compute_type(dtype)} {name} ") for line in lines):
-            t = ctype(dtype)
-            lines.append(f"    const {compute_type(dtype)} {name} = Num<{t}>::load(static_cast<const {t}*>"
-                         f"(a.in[{k}].ptr)[offset_of(a.in[{k}], i, a.rank, a.shape)]);")
-        return (name, dtype)
-
-    bindings = []
-    for block in comp.body.blocks:
-        for b in block.bindings:
-            if not isinstance(b, VarBinding):
-                raise CodegenError(f"{where}: match_cast is not supported in an elementwise composite")
-            bindings.append(b)
-    for k, b in enumerate(bindings):
-        value = b.value
+    def bind(self, k: int, b: VarBinding) -> None:
+        """Binding number ``k``: an alias, or one op call evaluated into ``v<k>``."""
+        where, value = self.where, b.value
         if isinstance(value, Var):
-            got = leaf(value)
+            got = self.leaf(value)
             if isinstance(got, _Lit):
                 raise CodegenError(f"{where}: a binding of a literal is not supported")
-            values[b.var] = got
-            continue
+            self.values[b.var] = got
+            return
         if not isinstance(value, Call) or not isinstance(value.op, Op):
             raise CodegenError(f"{where}: unsupported binding {type(value).__name__}; the first unsupported op "
                                f"is not an operator call")
@@ -450,7 +461,7 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
         if not isinstance(value.struct_info, TensorStructInfo) or value.struct_info.shape is None:
             raise CodegenError(f"{where}: {op} has no known tensor shape")
         compute_type(out_dtype)
-        got_args = [leaf(arg) for arg in value.args]
+        got_args = [self.leaf(arg) for arg in value.args]
         # a literal takes the arithmetic type of the tensor operands (else of the result)
         tensor_dts = [g[1] for g in got_args if not isinstance(g, _Lit)]
         lit_dtype = tensor_dts[0] if tensor_dts else out_dtype
@@ -461,13 +472,27 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
         except _Unsupported as exc:
             raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op} ({exc})") from None
         name = f"v{k}"
-        lines.append(f"    const {compute_type(out_dtype)} {name} = {expr};")
-        formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
-        values[b.var] = (name, out_dtype)
+        self.statements.append(_Statement(compute_type(out_dtype), name, expr=expr))
+        self.formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
+        self.values[b.var] = (name, out_dtype)
+
+
+def _bindings(comp: Function, where: str) -> list[VarBinding]:
+    bindings = []
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            if not isinstance(b, VarBinding):
+                raise CodegenError(f"{where}: match_cast is not supported in an elementwise composite")
+            bindings.append(b)
+    return bindings
+
+
+def _result(comp: Function, body: _Body, where: str) -> tuple[str, TensorStructInfo]:
+    """The C name of the composite's result and its struct info, checked against the kernel's limits."""
     result = comp.body.body
     if not isinstance(result, Var):
         raise CodegenError(f"{where}: an elementwise composite must return a tensor value")
-    final = leaf(result)
+    final = body.leaf(result)
     if isinstance(final, _Lit):
         raise CodegenError(f"{where}: an elementwise composite must not return a constant")
     out_sinfo = result.struct_info
@@ -476,47 +501,29 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
     if len(out_sinfo.shape) > MAX_RANK:
         raise CodegenError(f"{where}: outputs of rank {len(out_sinfo.shape)} exceed the elementwise "
                            f"kernels' {MAX_RANK}")
-    if len(inputs) > MAX_EW_INPUTS:
-        raise CodegenError(f"{where}: {len(inputs)} inputs exceed the elementwise kernels' {MAX_EW_INPUTS}")
+    if len(body.inputs) > MAX_EW_INPUTS:
+        raise CodegenError(f"{where}: {len(body.inputs)} inputs exceed the elementwise kernels' {MAX_EW_INPUTS}")
+    return final[0], out_sinfo
+
+
+def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
+    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
+    first op that is not elementwise."""
+    body = _Body(comp, where)
+    for k, b in enumerate(_bindings(comp, where)):
+        body.bind(k, b)
+    result, out_sinfo = _result(comp, body, where)
     out_dtype = out_sinfo.dtype
-    out_t = ctype(out_dtype)
-    store = f"    static_cast<{out_t}*>(a.out)[i] = Num<{out_t}>::store({final[0]});"
-    in_desc = ", ".join(f"x{k}: {inp.sinfo.dtype}" for k, inp in enumerate(inputs))
-    formula_text = "; ".join(formula) if formula else final[0]
-    body = "\n".join(lines + [store])
-    digest = hashlib.sha256((in_desc + "\n" + out_dtype + "\n" + body).encode()).hexdigest()[:16]
+    context = {"statements": body.statements, "out_type": ctype(out_dtype), "result": result}
+    # the unit's name is the hash of its loop body and dtypes: equal op trees share one unit
+    loop_body = render("cuda/elementwise_body.cu.j2", **context).removesuffix("\n")
+    in_desc = ", ".join(f"x{k}: {inp.sinfo.dtype}" for k, inp in enumerate(body.inputs))
+    digest = hashlib.sha256((in_desc + "\n" + out_dtype + "\n" + loop_body).encode()).hexdigest()[:16]
     name = f"ew_{digest}"
-    text = "\n".join([
-        f"// {name}.cu: a byocc fused elementwise kernel (spec 17.1).",
-        f"//   inputs: {c_comment(in_desc) or 'none'}; output: {c_comment(out_dtype)}",
-        f"//   {c_comment(formula_text)}",
-        "// One thread per output element (grid-stride loop); inputs through broadcast strides.",
-        '#include "byocc_generic.cuh"',
-        "",
-        "namespace byocc {",
-        "namespace generic {",
-        "namespace {",
-        "",
-        f"__global__ void __launch_bounds__(256) {name}_kernel(EwArgs a) {{",
-        "  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;",
-        "  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.numel; i += step) {",
-        body,
-        "  }",
-        "}",
-        "",
-        "}  // namespace",
-        "",
-        f"int {name}_run(const EwArgs& a, int sm_count, cudaStream_t stream) {{",
-        "  if (a.numel == 0) return BYOCC_OK;",
-        f"  {name}_kernel<<<grid_for(a.numel, 256, sm_count), 256, 0, stream>>>(a);",
-        f'  return byocc::check_launch("elementwise kernel {name}");',
-        "}",
-        "",
-        "}  // namespace generic",
-        "}  // namespace byocc",
-        "",
-    ])
-    return ElementwisePlan(name, tuple(inputs), out_sinfo, SourceFile(f"src/kernels/{name}.cu", text, "light"),
+    formula_text = "; ".join(body.formula) if body.formula else result
+    text = render("cuda/elementwise_kernel.cu.j2", name=name, inputs=in_desc, out_dtype=out_dtype,
+                  formula=formula_text, **context)
+    return ElementwisePlan(name, tuple(body.inputs), out_sinfo, SourceFile(f"src/kernels/{name}.cu", text, "light"),
                            formula_text)
 
 

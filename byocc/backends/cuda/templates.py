@@ -59,8 +59,8 @@ def environment():
     return env
 
 
-def render(name: str, **context: Any) -> str:
-    """Render template ``<package>/<file>`` with ``context``."""
+def render(name: str, /, **context: Any) -> str:
+    """Render template ``<package>/<file>`` with ``context`` (which may hold a ``name``)."""
     return environment().get_template(name).render(**context)
 
 
