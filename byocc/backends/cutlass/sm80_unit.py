@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 
 from .unit_text import ACT_FUNCTORS
 from .unit_text import BIN_FUNCTORS
-from .unit_text import CPP_TYPES
 from .unit_text import cutlass_library
+from .unit_text import element_type
 from .unit_text import header_comment
+from .unit_text import library_type
 from .unit_text import operand_checks
 from .unit_text import unit_text
 
 if TYPE_CHECKING:
-    from .kernels import GemmKernelConfig
+    from .config import GemmKernelConfig
 
 
 def _sm80_shapes(cfg: GemmKernelConfig) -> tuple[str, tuple[int, int, int], tuple[int, int, int]]:
@@ -37,10 +38,8 @@ def _sm80_kernel_name(cfg: GemmKernelConfig, arch_tag: str, inst: tuple[int, int
                       warp: tuple[int, int, int]) -> str:
     """CUTLASS's procedural name of the mainloop (cutlass_library GemmOperation)."""
     lib, gemm_op = cutlass_library()
-    dt = {"float16": lib.DataType.f16, "bfloat16": lib.DataType.bf16, "float32": lib.DataType.f32,
-          "int8": lib.DataType.s8, "uint8": lib.DataType.u8, "int32": lib.DataType.s32}
-    acc = lib.DataType.f32 if cfg.accumulator == "float32" else lib.DataType.s32
-    math_in = lib.DataType.tf32 if cfg.dtype_a == "float32" else dt[cfg.dtype_a]
+    acc = library_type(lib, cfg.accumulator)
+    math_in = library_type(lib, cfg.dtype_a, tf32=True)
     math = lib.MathInstruction(list(inst), math_in, math_in, acc, lib.OpcodeClass.TensorOp,
                                lib.MathOperation.multiply_add)
     warps = [cfg.tile[i] // warp[i] for i in range(3)]
@@ -49,9 +48,9 @@ def _sm80_kernel_name(cfg: GemmKernelConfig, arch_tag: str, inst: tuple[int, int
     layout_b = lib.LayoutType.ColumnMajor if cfg.b_layout == "tn" else lib.LayoutType.RowMajor
     op = gemm_op.GemmOperation(
         lib.GemmKind.Universal, arch, tile,
-        lib.TensorDescription(dt[cfg.dtype_a], lib.LayoutType.RowMajor, cfg.align_a),
-        lib.TensorDescription(dt[cfg.dtype_b], layout_b, cfg.align_b),
-        lib.TensorDescription(dt[cfg.dtype_d], lib.LayoutType.RowMajor, cfg.align_d),
+        lib.TensorDescription(library_type(lib, cfg.dtype_a), lib.LayoutType.RowMajor, cfg.align_a),
+        lib.TensorDescription(library_type(lib, cfg.dtype_b), layout_b, cfg.align_b),
+        lib.TensorDescription(library_type(lib, cfg.dtype_d), lib.LayoutType.RowMajor, cfg.align_d),
         lib.DataType.f32)
     return op.procedural_name()
 
@@ -143,8 +142,8 @@ def emit_sm80(cfg: GemmKernelConfig) -> str:
             f"      args.lda, args.ldb, {c_ld_text}, args.ldd);"
             + (f"  //{c_ld_note}" if c_ld_note else "") + "\n")
     types = (
-        f"using ElementA = {CPP_TYPES[cfg.dtype_a]};\nusing ElementB = {CPP_TYPES[cfg.dtype_b]};\n"
-        f"using ElementD = {CPP_TYPES[cfg.dtype_d]};  // also C's type\n"
+        f"using ElementA = {element_type(cfg.dtype_a)};\nusing ElementB = {element_type(cfg.dtype_b)};\n"
+        f"using ElementD = {element_type(cfg.dtype_d)};  // also C's type\n"
         f"constexpr int kEpilogueVector = {cfg.align_d};\n\n{epilogue}\n"
         f"// Mainloop {kernel_name}\n"
         f"using Gemm = {device}<\n"

@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING
 
 from .unit_text import ACT_FUNCTORS
 from .unit_text import BIN_FUNCTORS
-from .unit_text import CPP_TYPES
 from .unit_text import cutlass_library
+from .unit_text import element_type
 from .unit_text import header_comment
+from .unit_text import library_type
 from .unit_text import operand_checks
 from .unit_text import unit_text
 
 if TYPE_CHECKING:
-    from .kernels import EpilogueSpec
-    from .kernels import GemmKernelConfig
+    from .config import EpilogueSpec
+    from .config import GemmKernelConfig
 
 
 @dataclass(frozen=True)
@@ -147,12 +148,8 @@ class _FusionDeclaration:
 def _sm90_operation(cfg: GemmKernelConfig):
     """The ``cutlass_library`` GemmOperation describing ``cfg`` (tf32 for f32 inputs)."""
     lib, gemm_op = cutlass_library()
-    dt = {"float16": lib.DataType.f16, "bfloat16": lib.DataType.bf16,
-          "float32": lib.DataType.tf32, "int8": lib.DataType.s8, "uint8": lib.DataType.u8}
-    out_dt = {"float16": lib.DataType.f16, "bfloat16": lib.DataType.bf16,
-              "float32": lib.DataType.f32, "int32": lib.DataType.s32}
-    acc = lib.DataType.f32 if cfg.accumulator == "float32" else lib.DataType.s32
-    ea, eb = dt[cfg.dtype_a], dt[cfg.dtype_b]
+    acc = library_type(lib, cfg.accumulator)
+    ea, eb = library_type(lib, cfg.dtype_a, tf32=True), library_type(lib, cfg.dtype_b, tf32=True)
     math = lib.MathInstruction([64, cfg.tile[1], cfg.tile[2]], ea, eb, acc, lib.OpcodeClass.TensorOp,
                                lib.MathOperation.multiply_add)
     warps = [4, 1, 1] if cfg.schedule == "cooperative" else [2, 1, 1]
@@ -163,9 +160,9 @@ def _sm90_operation(cfg: GemmKernelConfig):
     # Only a full C goes through the epilogue's TMA source load; a per-column residual is a
     # row broadcast like the bias, so the collective sees no C (void).
     full_c = cfg.epilogue.source == "full" and cfg.dtype_c is not None
-    c = lib.TensorDescription(out_dt[cfg.dtype_c] if full_c and cfg.dtype_c else lib.DataType.void,
+    c = lib.TensorDescription(library_type(lib, cfg.dtype_c) if full_c and cfg.dtype_c else lib.DataType.void,
                               lib.LayoutType.RowMajor, cfg.align_c if full_c else 0)
-    d = lib.TensorDescription(out_dt[cfg.dtype_d], lib.LayoutType.RowMajor, cfg.align_d)
+    d = lib.TensorDescription(library_type(lib, cfg.dtype_d), lib.LayoutType.RowMajor, cfg.align_d)
     coop = cfg.schedule == "cooperative"
     kernel_schedule = (lib.KernelScheduleType.TmaWarpSpecializedCooperative if coop
                        else lib.KernelScheduleType.TmaWarpSpecializedPingpong)
@@ -189,13 +186,13 @@ def emit_sm90(cfg: GemmKernelConfig) -> str:
     instance = emitter.emit(op)
     decl, fusion_args = _sm90_fusion(cfg)
     ep = cfg.epilogue
-    c_type = CPP_TYPES[cfg.dtype_c] if cfg.dtype_c and ep.source == "full" else "void"
+    c_type = element_type(cfg.dtype_c) if cfg.dtype_c and ep.source == "full" else "void"
     tile_shape = ", ".join(f"cute::_{x}" for x in cfg.tile)
-    elem_a = "cutlass::tfloat32_t" if cfg.dtype_a == "float32" else CPP_TYPES[cfg.dtype_a]
-    elem_b = "cutlass::tfloat32_t" if cfg.dtype_b == "float32" else CPP_TYPES[cfg.dtype_b]
+    elem_a = element_type(cfg.dtype_a, tf32=True)
+    elem_b = element_type(cfg.dtype_b, tf32=True)
     types = (
         f"using ElementA = {elem_a};\nusing ElementB = {elem_b};\n"
-        f"using ElementC = {c_type};\nusing ElementD = {CPP_TYPES[cfg.dtype_d]};\n"
+        f"using ElementC = {c_type};\nusing ElementD = {element_type(cfg.dtype_d)};\n"
         f"using TileShape = cute::Shape<{tile_shape}>;\n"
         + ("// Row vectors (bias, per-column residual) are read 16 bytes at a time.\n"
            "constexpr int kAlignmentBias = 128 / cutlass::sizeof_bits<ElementD>::value;\n"

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from byocc.backends.codegen import CodegenError
 
-if TYPE_CHECKING:
-    from .kernels import GemmKernelConfig
+from ..dtypes import dtype
 
-CPP_TYPES = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t", "float32": "float",
-              "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t"}
+if TYPE_CHECKING:
+    from .config import GemmKernelConfig
+
 ACT_FUNCTORS = {None: "cutlass::epilogue::thread::Identity",
                  "relu": "cutlass::epilogue::thread::ReLu",
                  "gelu": "cutlass::epilogue::thread::GELU",  # erf form, not GELU_taylor
@@ -34,6 +34,21 @@ def cutlass_library():
             "generating CUTLASS kernels needs the nvidia-cutlass wheel (pip install byocc[cuda])"
         ) from exc
     return library, gemm_operation
+
+
+def element_type(name: str, tf32: bool = False) -> str:
+    """CUTLASS's element type of dtype ``name`` (``cutlass::tfloat32_t`` for float32 with
+    ``tf32``: the sm_90a units' TF32 math)."""
+    if tf32 and name == "float32":
+        return "cutlass::tfloat32_t"
+    return dtype(name, "cutlass", "CUTLASS element").cutlass
+
+
+def library_type(lib, name: str, tf32: bool = False):
+    """``cutlass_library``'s ``DataType`` member of dtype ``name`` (``tf32`` as above)."""
+    if tf32 and name == "float32":
+        return lib.DataType.tf32
+    return getattr(lib.DataType, dtype(name, "cutlass", "CUTLASS element").short)
 
 
 def header_comment(cfg: GemmKernelConfig, engine: str, kernel_name: str) -> str:
@@ -193,6 +208,6 @@ def operand_checks(operands: list[tuple[str, str, str, str, str]]) -> str:
 
 
 __all__ = [
-    "ACT_FUNCTORS", "BIN_FUNCTORS", "CPP_TYPES", "cutlass_library", "header_comment",
+    "ACT_FUNCTORS", "BIN_FUNCTORS", "cutlass_library", "element_type", "header_comment", "library_type",
     "operand_checks", "unit_text",
 ]
