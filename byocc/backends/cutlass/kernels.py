@@ -28,6 +28,7 @@ from typing import Literal
 from byocc.backends.codegen import CodegenError
 from byocc.backends.codegen import SourceFile
 
+from ..cuda.templates import render
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
 from ..dtypes import UnknownDType
@@ -172,17 +173,11 @@ def emit_kernel(cfg: GemmKernelConfig) -> SourceFile:
     return SourceFile(cfg.path, text, cfg.arch)
 
 
-def kernel_declarations(cfg: GemmKernelConfig) -> str:
-    """C++ declarations of a unit's three functions, for the wrapper that calls them."""
-    p = cfg.prefix
-    return (
-        "namespace byocc {\n"
-        f"bool {p}_can_implement(const GemmArgs& args);\n"
-        f"uint64_t {p}_workspace_bytes(const GemmArgs& args);\n"
-        f"int {p}_run(const GemmArgs& args, void* workspace, uint64_t workspace_bytes,\n"
-        f"    {' ' * len(p)}cudaStream_t stream);\n"
-        "}  // namespace byocc\n"
-    )
+def kernel_declarations(cfg: GemmKernelConfig, guard: str | None = None) -> str:
+    """C++ declarations of a unit's three functions, for the wrapper that calls them; with
+    ``guard``, inside ``#ifndef guard`` (the build leaves the unit out when it is defined)."""
+    text = render("cutlass/kernel_declarations.h.j2", prefix=cfg.prefix, guard=guard)
+    return text.removesuffix("\n") if guard else text
 
 
 def _largest_dividing(dim: int | None, candidates: tuple[int, ...]) -> int:
