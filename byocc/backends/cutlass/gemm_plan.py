@@ -205,6 +205,24 @@ def _norm_axes(axes, nd) -> tuple:
     return tuple(int(a) % nd for a in axes)
 
 
+def _batch_case(lb: tuple, rb: tuple, where: str) -> str:
+    """How the batch dims map onto GemmArgs: "flatten" (rhs batch product 1: into M),
+    "broadcast_a" (lhs batch product 1: a zero A batch stride) or "packed"."""
+    if _is_one(rb):
+        return "flatten"
+    if _is_one(lb):
+        return "broadcast_a"
+    a, b = list(lb), list(rb)
+    width = max(len(a), len(b))
+    a = [1] * (width - len(a)) + a
+    b = [1] * (width - len(b)) + b
+    for x, y in zip(a, b):
+        if isinstance(x, int) and isinstance(y, int) and x != y:
+            raise CodegenError(f"{where}: batch dims {shape_text_of(lb)} and {shape_text_of(rb)} "
+                               "neither match nor broadcast from batch product 1")
+    return "packed"
+
+
 def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) -> GemmPlan:
     """Problem mapping, operand classes and the variants to compile (spec 7.1, 7.3)."""
     lhs_dt, rhs_dt = step.lhs_sinfo.dtype, step.rhs_sinfo.dtype
@@ -245,20 +263,7 @@ def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) ->
             raise CodegenError(f"{where}: reduction dims differ ({dim_text(K)} vs {dim_text(rhs_shape[-2])})")
     else:
         N, rb = 1, ()
-    if _is_one(rb):
-        case = "flatten"
-    elif _is_one(lb):
-        case = "broadcast_a"
-    else:
-        case = "packed"
-        a, b = list(lb), list(rb)
-        width = max(len(a), len(b))
-        a = [1] * (width - len(a)) + a
-        b = [1] * (width - len(b)) + b
-        for x, y in zip(a, b):
-            if isinstance(x, int) and isinstance(y, int) and x != y:
-                raise CodegenError(f"{where}: batch dims {shape_text_of(lb)} and {shape_text_of(rb)} "
-                                   "neither match nor broadcast from batch product 1")
+    case = _batch_case(lb, rb, where)
     acc_dt = "int32" if is_int else "float32"
     grows = len(mm_shape) != len(out_shape) or not all(_same(a, b) for a, b in zip(mm_shape, out_shape))
     bias_cls = None if step.bias is None else classify(tuple(step.bias_sinfo.shape), out_shape, N)

@@ -9,8 +9,9 @@
   warp-specialised kernel (the instantiation text comes from ``cutlass_library``'s
   ``EmitGemmUniversal3xInstance``; byocc writes the fusion, the argument mapping and the error
   handling); sm_80 units a CUTLASS 2.x ``GemmUniversal`` / ``GemmUniversalWithBroadcast``.
-  The emitters are :mod:`.sm90_unit` and :mod:`.sm80_unit`; the text both share (entry
-  points, argument checks, header comment) is :mod:`.unit_text`;
+  The emitters are :mod:`.sm90_unit` and :mod:`.sm80_unit`; the text is rendered from
+  ``templates/sm90_unit.cu.j2`` / ``templates/sm80_unit.cu.j2`` (both extend
+  ``templates/unit.cu.j2``: header comment, includes, argument checks, entry points);
 * :func:`cutlass_include_dirs`, :func:`cutlass_version`, :data:`NVCC_COMMON_FLAGS`,
   :data:`NVCC_ARCH_FLAGS`: what the build needs to compile the units (spec 13).
 
