@@ -205,3 +205,89 @@ def test_the_generic_layer_imports_no_backend_package():
            for target, line, _ in imports_of(p.read_text(encoding="utf-8"), module_name(p), p.name == "__init__.py")
            if target.startswith(_BACKEND_PACKAGES)]
     assert bad == []
+# -- no import cycle inside byocc/backends ------------------------------------------------------
+# Module-level imports count, those under ``if TYPE_CHECKING:`` included (a type-hint-only
+# cycle still ties the modules together); imports in function bodies, the deliberate lazy
+# loading of backend code, do not. ``from pkg import name`` is an edge to ``pkg.name`` when
+# that is a module, else to ``pkg``.
+BACKENDS = PACKAGE / "backends"
+
+
+def module_level_imports(source: str, module: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that ``module`` imports outside function bodies."""
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != module:
+            found.add(target)
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    add(alias.name)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    base = _resolve_relative(module, is_package, child.level, child.module)
+                for alias in child.names:
+                    add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (``[a, b, ..., a]``), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := walk(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := walk(start)):
+            return found
+    return None
+
+
+def backends_import_graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in sorted(BACKENDS.rglob("*.py")) if "__pycache__" not in p.parts}
+    modules = set(paths)
+    return {name: module_level_imports(p.read_text(encoding="utf-8"), name, p.name == "__init__.py", modules)
+            for name, p in paths.items()}
+
+
+def test_no_import_cycle_inside_backends():
+    graph = backends_import_graph()
+    assert graph["byocc.backends.cutlass.kernels"] >= {"byocc.backends.cutlass.config",
+                                                       "byocc.backends.cutlass.sm90_unit"}
+    cycle = import_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_cycle_check_counts_type_checking_imports_and_not_function_bodies():
+    modules = {"byocc.backends.a", "byocc.backends.b", "byocc.backends"}
+    a = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n"
+    b = "from . import a\n"
+    lazy = "def f():\n    from .b import B\n"
+    graph = {"byocc.backends.a": module_level_imports(a, "byocc.backends.a", False, modules),
+             "byocc.backends.b": module_level_imports(b, "byocc.backends.b", False, modules)}
+    assert graph == {"byocc.backends.a": {"byocc.backends.b"}, "byocc.backends.b": {"byocc.backends.a"}}
+    assert import_cycle(graph) == ["byocc.backends.a", "byocc.backends.b", "byocc.backends.a"]
+    graph["byocc.backends.a"] = module_level_imports(lazy, "byocc.backends.a", False, modules)
+    assert graph["byocc.backends.a"] == set() and import_cycle(graph) is None

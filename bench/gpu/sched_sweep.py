@@ -154,9 +154,9 @@ def prepare_work(name: str) -> tuple[Path, list[str], Path]:
     flags (CUTLASS's headers and those sources) its programs compile with, and the byocc
     runtime compiled for sm_90a (``runtime.o``) that they link."""
     from byocc.backends.cuda import common_sources
-    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
-    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
-    from byocc.backends.cutlass.kernels import cutlass_include_dirs
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import cutlass_include_dirs
 
     work = ROOT / ".gpu_work" / name
     src_dir = work / "src"
@@ -176,8 +176,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
-    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
 
     work, incs, runtime_o = prepare_work("sweep")
     progs = []

@@ -421,8 +421,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from sched_sweep import prepare_work
 
-    from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
-    from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
 
     work, incs, runtime_o = prepare_work("probe")
     vs = variants(sets)

@@ -67,6 +67,10 @@ DTYPES: dict[str, DType] = {row.name: row for row in _ROWS}
 WRAPPER_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
                   "int64", "bool")
 
+#: The A and B dtypes of byocc's GEMMs (the CUTLASS tensor-op units and the generic SIMT GEMM);
+#: D is one of the rows with a CUTLASS type (``int32`` for the 8-bit inputs).
+GEMM_INPUT_DTYPES = ("float16", "bfloat16", "float32", "int8", "uint8")
+
 
 class UnknownDType(KeyError):
     """A dtype the table has no (or no such) name for."""
@@ -87,4 +91,4 @@ def itemsize(name: str) -> int:
     return dtype(name).itemsize
 
 
-__all__ = ["DTYPES", "DType", "UnknownDType", "WRAPPER_DTYPES", "dtype", "itemsize"]
+__all__ = ["DTYPES", "DType", "GEMM_INPUT_DTYPES", "UnknownDType", "WRAPPER_DTYPES", "dtype", "itemsize"]

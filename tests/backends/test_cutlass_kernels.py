@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from byocc.backends.codegen import CodegenError
-from byocc.backends.cutlass.kernels import NVCC_ARCH_FLAGS
-from byocc.backends.cutlass.kernels import NVCC_COMMON_FLAGS
+from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+from byocc.backends.toolchain import NVCC_COMMON_FLAGS
 from byocc.backends.cutlass.kernels import EpilogueSpec
 from byocc.backends.cutlass.kernels import GemmKernelConfig
-from byocc.backends.cutlass.kernels import cutlass_include_dirs
-from byocc.backends.cutlass.kernels import cutlass_version
+from byocc.backends.toolchain import cutlass_include_dirs
+from byocc.backends.toolchain import cutlass_version
 from byocc.backends.cutlass.kernels import emit_kernel
 from byocc.backends.cutlass.kernels import kernel_declarations
 from byocc.backends.cutlass.kernels import sm80_config

@@ -1,18 +1,19 @@
 """CUTLASS GEMM kernel translation units: one ``src/kernels/k_<hash>.cu`` per configuration
 (spec/backends.md 7.1-7.4, 7.7, 13).
 
-* :class:`EpilogueSpec`: the composite epilogue ``D = post(bin(act(acc + bias [+ C]), residual))``;
-* :class:`GemmKernelConfig`: everything a unit is keyed by (its ``hash`` names the unit);
+* :class:`EpilogueSpec`, :class:`GemmKernelConfig` (defined in :mod:`.config`): the fused
+  epilogue and everything a unit is keyed by (its ``hash`` names the unit);
 * :func:`sm90_supports` / :func:`sm80_supports`: which configurations a unit exists for (the
   caller routes every other one to the generic GEMM + epilogue kernels);
 * :func:`emit_kernel`: the unit's text. sm_90a units instantiate a CUTLASS 3.x TMA
   warp-specialised kernel (the instantiation text comes from ``cutlass_library``'s
   ``EmitGemmUniversal3xInstance``; byocc writes the fusion, the argument mapping and the error
   handling); sm_80 units a CUTLASS 2.x ``GemmUniversal`` / ``GemmUniversalWithBroadcast``.
-  The emitters are :mod:`.sm90_unit` and :mod:`.sm80_unit`; the text both share (entry
-  points, argument checks, header comment) is :mod:`.unit_text`;
-* :func:`cutlass_include_dirs`, :func:`cutlass_version`, :data:`NVCC_COMMON_FLAGS`,
-  :data:`NVCC_ARCH_FLAGS`: re-exported from :mod:`byocc.backends.toolchain`, which owns them.
+  The emitters are :mod:`.sm90_unit` and :mod:`.sm80_unit`; the text is rendered from
+  ``templates/sm90_unit.cu.j2`` / ``templates/sm80_unit.cu.j2`` (both extend
+  ``templates/unit.cu.j2``: header comment, includes, argument checks, entry points);
+* what the build needs to compile the units (flags, the CUTLASS include directories and
+  version) is :mod:`byocc.backends.toolchain`'s.
 
 Every unit defines, in namespace ``byocc``, the three functions ``byocc_gemm.h`` names:
 ``gemm_<hash>_can_implement``, ``gemm_<hash>_workspace_bytes`` and ``gemm_<hash>_run``.
@@ -20,18 +21,18 @@ Every unit defines, in namespace ``byocc``, the three functions ``byocc_gemm.h``
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from dataclasses import fields
 from typing import Literal
 
 from byocc.backends.codegen import CodegenError
 from byocc.backends.codegen import SourceFile
-from byocc.backends.toolchain import NVCC_ARCH_FLAGS
-from byocc.backends.toolchain import NVCC_COMMON_FLAGS
-from byocc.backends.toolchain import cutlass_include_dirs
-from byocc.backends.toolchain import cutlass_version
 
+from ..cuda.templates import render
+from ..dtypes import DTYPES
+from ..dtypes import GEMM_INPUT_DTYPES
+from ..dtypes import UnknownDType
+from ..dtypes import dtype as dtype_row
+from .config import EpilogueSpec
+from .config import GemmKernelConfig
 from .sm80_unit import emit_sm80
 from .sm90_unit import emit_sm90
 from .tiles import SM80_MENU
@@ -42,148 +43,8 @@ from .tiles import scale_k
 from .tiles import select_sm90
 from .tiles import sm80_tile
 
-# NVCC_*_FLAGS and cutlass_include_dirs/cutlass_version live in backends.toolchain; imported
-# above so that kernels' old callers keep working.
-Arch = Literal["sm90", "sm80"]
-
-_ACTS = (None, "relu", "gelu", "silu")
-_FLOAT_INPUTS = ("float16", "bfloat16", "float32")
-_INT_INPUTS = ("int8", "uint8")
-_OUT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int32": 32}
-
-
-@dataclass(frozen=True)
-class EpilogueSpec:
-    """The fused epilogue of a GEMM, computed in fp32 (spec 7.1, 7.2):
-    ``D = post(bin(act(acc + bias [+ C]), residual))``.
-
-    Operand placement in :c:struct:`byocc::GemmArgs`: the per-column bias is ``args.bias``
-    (N elements, batch stride ``batch_stride_bias``, 0 or N); the C operand (``source ==
-    "full"``) is ``args.C`` (M x N, ``ldc``, ``batch_stride_c``) and is either a full-shape
-    addend (no residual) or the full residual; a per-column residual is also ``args.C``
-    (N elements, ``ldc`` ignored, batch stride ``batch_stride_c``). Bias and residual have the
-    output dtype (spec 7.6).
-    """
-
-    bias: Literal["per_column"] | None = None
-    """A row vector of N elements added to the accumulator."""
-    source: Literal["full"] | None = None
-    """The C operand is read (full M x N, beta = 1)."""
-    act: Literal["relu", "gelu", "silu"] | None = None
-    """Activation after the bias; gelu is the erf form (never CUTLASS's GELU_taylor)."""
-    residual_op: Literal["add", "multiply"] | None = None
-    """How the residual combines with the activation's result."""
-    residual: Literal["full", "per_column"] | None = None
-    """The residual: C itself ("full", needs source="full") or a broadcast row vector."""
-    post: Literal["relu"] | None = None
-    """Activation after the residual (the trailing ``_relu`` of ``*_residual_*_relu``)."""
-
-    def __post_init__(self):
-        checks = (
-            (self.bias in (None, "per_column"), f"bias {self.bias!r}"),
-            (self.source in (None, "full"), f"source {self.source!r}"),
-            (self.act in _ACTS, f"act {self.act!r}"),
-            (self.residual_op in (None, "add", "multiply"), f"residual_op {self.residual_op!r}"),
-            (self.residual in (None, "full", "per_column"), f"residual {self.residual!r}"),
-            (self.post in (None, "relu"), f"post {self.post!r}"),
-            ((self.residual is None) == (self.residual_op is None),
-             "residual and residual_op come together"),
-            (self.residual != "full" or self.source == "full",
-             "a full residual is the C operand (source='full')"),
-            (self.post is None or self.residual is not None, "post needs a residual"),
-        )
-        for ok, what in checks:
-            if not ok:
-                raise ValueError(f"invalid EpilogueSpec: {what}")
-
-    @property
-    def has_c(self) -> bool:
-        """The unit reads ``args.C`` (full source or per-column residual)."""
-        return self.source == "full" or self.residual == "per_column"
-
-    @property
-    def formula(self) -> str:
-        """The epilogue as one line, e.g. ``D = relu(acc + bias)``."""
-        terms = ["acc"]
-        if self.bias:
-            terms.append("bias")
-        if self.source == "full" and self.residual != "full":
-            terms.append("C")
-        z = " + ".join(terms)
-        if self.act:
-            z = f"{self.act}({z})"
-        if self.residual:
-            operand = "C" if self.residual == "full" else "residual"
-            z = f"{z} {'+' if self.residual_op == 'add' else '*'} {operand}"
-        if self.post:
-            z = f"{self.post}({z})"
-        return f"D = {z}"
-
-
-@dataclass(frozen=True)
-class GemmKernelConfig:
-    """Everything one kernel unit is keyed by (spec 13); M, N, K, L, strides and pointers are
-    run-time arguments. sm_90a units use ``cluster``/``schedule``/``stream_k``; sm_80 units use
-    ``stages``. Alignments are in elements."""
-
-    arch: Arch
-    dtype_a: str
-    dtype_b: str
-    dtype_c: str | None
-    """dtype of the C operand (``args.C``), None when the unit reads none."""
-    dtype_d: str
-    accumulator: Literal["float32", "int32"]
-    b_layout: Literal["nn", "tn"]
-    """"nn": B is K x N row-major; "tn": B is stored N x K, K contiguous."""
-    align_a: int
-    align_b: int
-    align_c: int
-    align_d: int
-    tile: tuple[int, int, int]
-    cluster: tuple[int, int, int] = (1, 1, 1)
-    schedule: Literal["cooperative", "pingpong"] | None = None
-    stages: int | None = None
-    stream_k: bool = False
-    swizzle: int = 1
-    """sm_90a: the tile scheduler's max_swizzle_size (1 is CUTLASS's default)."""
-    epilogue: EpilogueSpec = EpilogueSpec()
-
-    def __post_init__(self):
-        if self.arch not in ("sm90", "sm80"):
-            raise ValueError(f"unknown arch {self.arch!r}")
-        if self.b_layout not in ("nn", "tn"):
-            raise ValueError(f"unknown b_layout {self.b_layout!r}")
-        if len(self.tile) != 3 or len(self.cluster) != 3:
-            raise ValueError("tile and cluster have three extents")
-        if (self.dtype_c is None) == self.epilogue.has_c:
-            raise ValueError("dtype_c is set exactly when the epilogue reads C")
-
-    @property
-    def canonical_text(self) -> str:
-        """``field=value`` lines in declaration order: what :attr:`hash` digests."""
-        lines = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, EpilogueSpec):
-                for g in fields(value):
-                    lines.append(f"epilogue.{g.name}={getattr(value, g.name)}")
-            else:
-                lines.append(f"{f.name}={value}")
-        return "\n".join(lines) + "\n"
-
-    @property
-    def hash(self) -> str:
-        """First 12 hex digits of the sha256 of :attr:`canonical_text`."""
-        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:12]
-
-    @property
-    def path(self) -> str:
-        return f"src/kernels/k_{self.hash}.cu"
-
-    @property
-    def prefix(self) -> str:
-        """``gemm_<hash>``: the three functions are ``<prefix>_can_implement`` etc."""
-        return f"gemm_{self.hash}"
+_FLOAT_INPUTS = tuple(d for d in GEMM_INPUT_DTYPES if DTYPES[d].is_float)
+_INT_INPUTS = tuple(d for d in GEMM_INPUT_DTYPES if not DTYPES[d].is_float)
 
 
 def _aligned_16b(dtype: str | None, align: int) -> bool:
@@ -191,7 +52,11 @@ def _aligned_16b(dtype: str | None, align: int) -> bool:
 
 
 def _bits(dtype: str) -> int:
-    return _OUT_BITS[dtype] if dtype in _OUT_BITS else dtype_bits(dtype)
+    """Bits of a CUTLASS element; ValueError for a dtype CUTLASS has no type for."""
+    try:
+        return dtype_row(dtype, "cutlass").bits
+    except UnknownDType as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _common_dtypes_ok(cfg: GemmKernelConfig) -> bool:
@@ -292,17 +157,11 @@ def emit_kernel(cfg: GemmKernelConfig) -> SourceFile:
     return SourceFile(cfg.path, text, cfg.arch)
 
 
-def kernel_declarations(cfg: GemmKernelConfig) -> str:
-    """C++ declarations of a unit's three functions, for the wrapper that calls them."""
-    p = cfg.prefix
-    return (
-        "namespace byocc {\n"
-        f"bool {p}_can_implement(const GemmArgs& args);\n"
-        f"uint64_t {p}_workspace_bytes(const GemmArgs& args);\n"
-        f"int {p}_run(const GemmArgs& args, void* workspace, uint64_t workspace_bytes,\n"
-        f"    {' ' * len(p)}cudaStream_t stream);\n"
-        "}  // namespace byocc\n"
-    )
+def kernel_declarations(cfg: GemmKernelConfig, guard: str | None = None) -> str:
+    """C++ declarations of a unit's three functions, for the wrapper that calls them; with
+    ``guard``, inside ``#ifndef guard`` (the build leaves the unit out when it is defined)."""
+    text = render("cutlass/kernel_declarations.h.j2", prefix=cfg.prefix, guard=guard)
+    return text.removesuffix("\n") if guard else text
 
 
 def _largest_dividing(dim: int | None, candidates: tuple[int, ...]) -> int:
@@ -351,7 +210,6 @@ def sm80_config(m: int | None, n: int | None, k: int | None, l: int | None, *, d
 
 
 __all__ = [
-    "EpilogueSpec", "GemmKernelConfig", "NVCC_ARCH_FLAGS", "NVCC_COMMON_FLAGS",
-    "cutlass_include_dirs", "cutlass_version", "emit_kernel", "kernel_declarations",
+    "EpilogueSpec", "GemmKernelConfig", "emit_kernel", "kernel_declarations",
     "sm80_alignments", "sm80_config", "sm80_supports", "sm90_config", "sm90_supports",
 ]

@@ -12,6 +12,9 @@ from __future__ import annotations
 from math import ceil
 from typing import Literal
 
+from ..dtypes import DTYPES
+from ..dtypes import GEMM_INPUT_DTYPES
+
 #: SMs of the H200 the rule is tuned for (spec 7.7).
 H200_SM_COUNT = 132
 
@@ -41,15 +44,11 @@ SM80_MENU: dict[str, tuple[Tile, int]] = {
     "tiny": ((64, 64, 32), 10),
 }
 
-_DTYPE_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "int8": 8, "uint8": 8}
-
-
 def dtype_bits(dtype: str) -> int:
     """Bits of one element of a GEMM input dtype."""
-    try:
-        return _DTYPE_BITS[dtype]
-    except KeyError:
-        raise ValueError(f"unsupported GEMM input dtype {dtype!r}") from None
+    if dtype not in GEMM_INPUT_DTYPES:
+        raise ValueError(f"unsupported GEMM input dtype {dtype!r}")
+    return DTYPES[dtype].bits
 
 
 def scale_k(tile: Tile, dtype: str) -> Tile:
