@@ -13,12 +13,8 @@ from pathlib import Path
 import pytest
 
 from byocc.backends.codegen import CodegenError
-from byocc.backends.toolchain import NVCC_ARCH_FLAGS
-from byocc.backends.toolchain import NVCC_COMMON_FLAGS
 from byocc.backends.cutlass.kernels import EpilogueSpec
 from byocc.backends.cutlass.kernels import GemmKernelConfig
-from byocc.backends.toolchain import cutlass_include_dirs
-from byocc.backends.toolchain import cutlass_version
 from byocc.backends.cutlass.kernels import emit_kernel
 from byocc.backends.cutlass.kernels import kernel_declarations
 from byocc.backends.cutlass.kernels import sm80_config
@@ -27,6 +23,10 @@ from byocc.backends.cutlass.kernels import sm90_config
 from byocc.backends.cutlass.kernels import sm90_supports
 from byocc.backends.cutlass.tiles import select_sm90
 from byocc.backends.cutlass.tiles import sm80_tile
+from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+from byocc.backends.toolchain import cutlass_include_dirs
+from byocc.backends.toolchain import cutlass_version
 
 BIAS_RELU = EpilogueSpec(bias="per_column", act="relu")
 
