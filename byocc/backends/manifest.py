@@ -3,8 +3,10 @@ native runner share (spec/backends.md section 14).
 
 Top level: ``byocc_version``, ``abi_version``, ``codegen_version``, ``cutlass_version`` (when
 a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``build_file``,
-``cmake_file``, ``uses_cublaslt``, ``constants_file`` and ``functions``: one entry per
-offloaded function (:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted by symbol.
+``cmake_file``, ``uses_cublaslt``, ``constants_file``, ``codegen_options`` (per backend that
+generated code, the options its codegen used, defaults filled in) and ``functions``: one
+entry per offloaded function (:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted by
+symbol.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_ver
         "cmake_file": "CMakeLists.txt",
         "uses_cutlass": any(m.needs_cutlass for m in mods),
         "uses_cublaslt": any(m.needs_cublaslt for m in mods),
+        "codegen_options": {m.backend: dict(m.options) for m in mods},
         "functions": functions,
     }
     if cutlass_version is not None and manifest["uses_cutlass"]:

@@ -80,6 +80,7 @@ from ..program import offloaded_program
 from ..program import resolve
 from ..program import static_numel
 from ..program import symbolic_positions
+from .backend import OPTIONS
 
 BACKEND = "cutlass"
 GEMM_DTYPES = ("float16", "float32", "int8", "uint8", "bfloat16")
@@ -448,11 +449,8 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     """sm_90a then sm_80 tiers (spec 7.3): only the applicable alignments when the deciding
     dims are static, every tier when one is symbolic."""
     kernels, tiles = _kernels()
-    archs = options.get("arch") or options.get("archs")
-    if isinstance(archs, str):
-        archs = [archs]
-    want90 = archs is None or any(str(a).startswith("sm_90") or str(a) == "sm90" for a in archs)
-    want80 = archs is None or any(str(a) in ("sm_80", "sm80") for a in archs)
+    archs = options["arch"]  # resolved by the schema in codegen()
+    want90, want80 = "sm_90a" in archs, "sm_80" in archs
     spec = _epilogue_spec(plan)
     a_dt = plan.step.lhs_sinfo.dtype
     m_eff = plan.M
@@ -1032,7 +1030,7 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     """The CUTLASS codegen (RunCodegen's contract, :mod:`byocc.backends.codegen`): one
     GeneratedModule with an entry per function; CodegenError on the first composite that
     cannot be generated (nothing is returned then)."""
-    options = dict(options or {})
+    options = OPTIONS.resolve(options)
     units: dict[str, SourceFile] = {}
     entries = []
     for symbol, func in functions:
@@ -1040,7 +1038,20 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     units[generic.HEADER_PATH] = generic.header_source()
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
-    return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass)]
+    return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
+                            options=OPTIONS.to_json(options))]
+
+
+#: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
+#: generate yet.
+_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
+
+
+def supports(composite: str) -> bool:
+    """Whether this codegen generates code for composite ``composite`` (a pattern name): the
+    GEMM family (``matmul*``) and elementwise composites; convolutions, decode matmuls,
+    attention and norms are refused (a CodegenError naming the composite)."""
+    return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 
 __all__ = ["GemmPlan", "Tier", "classify", "codegen", "plan_gemm"]
