@@ -185,9 +185,10 @@ class OptionSchema:
         return {o.key: o.to_json(values[o.key]) for o in self.options if o.key in values}
 
     def describe(self) -> list[dict[str, Any]]:
-        """One row per option (``byocc list``): key, kind, values, default, help."""
-        return [{"key": o.key, "kind": o.kind, "values": o.expected(), "default": o.text(o.default),
-                 "help": o.help} for o in self.options]
+        """One JSON object per option (``byocc list --json``): key, kind, choices, default,
+        what a value must be, help."""
+        return [{"key": o.key, "kind": o.kind, "choices": list(o.choices), "default": o.to_json(o.default),
+                 "values": o.expected(), "help": o.help} for o in self.options]
 
 
 __all__ = ["CodegenOption", "KINDS", "OptionError", "OptionSchema"]
