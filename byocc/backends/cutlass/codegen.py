@@ -449,7 +449,7 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     """sm_90a then sm_80 tiers (spec 7.3): only the applicable alignments when the deciding
     dims are static, every tier when one is symbolic."""
     kernels, tiles = _kernels()
-    archs = options["arch"]  # resolved by the schema in codegen()
+    archs = OPTIONS.resolve(options)["arch"]
     want90, want80 = "sm_90a" in archs, "sm_80" in archs
     spec = _epilogue_spec(plan)
     a_dt = plan.step.lhs_sinfo.dtype
