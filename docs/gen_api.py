@@ -84,8 +84,10 @@ return is a byocc IR node (`byocc.ir`), every pass is byocc's (`byocc.transform`
   `rewrite_call` and `rewrite_bindings`, not `PatternMatchingRewriter` or `R.rewriter`. A
   `rewrite_call` rewriter receives a dict (pattern -> matched expression) and builds its
   result with `relax.op.*`.
-- `RunCodegen` finds codegens in byocc's registry (`byocc.transform.register_codegen`) or in
-  its `codegens={backend: fn}` argument, not in TVM's global `relax.ext.<backend>` functions.
+- `RunCodegen` finds codegens in byocc's backend records (`byocc.backends.register_codegen`)
+  or in its `codegens={backend: fn}` argument, not in TVM's global `relax.ext.<backend>`
+  functions. `target_options[backend]` is read through the backend's option schema (`byocc
+  list` shows it); keys the schema does not name (TVM's `sm`, `find_first_valid`) are ignored.
 """
 
 # (heading, module, names or None for the module's __all__)

@@ -1,5 +1,6 @@
 """byocc.backends: backend records (:class:`Backend`: pattern table, preferred layout,
-rewrites before and steps after fusion, codegen; looked up by name), the drivers that read
+rewrites before and steps after fusion, codegen and its option schema; looked up by name;
+RunCodegen finds codegens through them), the drivers that read
 them (``--prepare``, ``partition_for_<backend>``), the pattern registry, pattern helpers,
 check rules, the ``--patterns`` file loader, and one sub-package per backend (``cutlass``,
 ``cublas``), each with its record in ``backend.py``.
@@ -20,6 +21,9 @@ from .driver import backend_steps
 from .driver import partition_for_backend
 from .driver import prepare_for_backend
 from .driver import prepare_passes
+from .options import CodegenOption
+from .options import OptionError
+from .options import OptionSchema
 from .pattern_file import load_pattern_file
 from .pattern_file import pattern_file_namespace
 from .pattern_file import user_code_span
@@ -39,11 +43,15 @@ from .record import FunctionRewrite
 from .record import Lazy
 from .record import ModuleStep
 from .record import get_backend
+from .record import get_codegen
 from .record import lazy
 from .record import load_builtin_backends
 from .record import register_backend
+from .record import register_codegen
 from .record import registered_backends
+from .record import registered_codegens
 from .record import unregister_backend
+from .record import unregister_codegen
 from .registry import get_pattern
 from .registry import get_patterns_with_prefix
 from .registry import register_patterns
@@ -55,8 +63,9 @@ from .utils import leak_reason
 load_builtin_backends()  # the built-in records and their (lazy) codegens
 
 __all__ = [
-    "BUILTIN_BACKENDS", "Backend", "FunctionRewrite", "Lazy", "ModuleStep", "PREFERRED",
-    "backend_steps", "get_backend", "lazy", "partition_for_backend", "prepare_for_backend", "prepare_passes",
+    "BUILTIN_BACKENDS", "Backend", "CodegenOption", "FunctionRewrite", "Lazy", "ModuleStep",
+    "OptionError", "OptionSchema", "PREFERRED", "backend_steps", "get_backend", "get_codegen",
+    "lazy", "register_codegen", "registered_codegens", "unregister_codegen", "partition_for_backend", "prepare_for_backend", "prepare_passes",
     "load_builtin_backends", "register_backend", "unregister_backend",
     "CheckResult", "FusionPattern", "PatternCheckContext", "backend_of", "explain_no_match",
     "get_pattern", "get_patterns_with_prefix", "has_leaking_intermediate_variables",

@@ -6,12 +6,14 @@ A codegen is a callable ``codegen(functions, options, constant_names) -> list[Ge
 * ``functions``: ``[(global_symbol, Function), ...]``, every function of the module carrying
   ``Codegen == backend`` (annotate path: a wrapper calling one ``Composite`` local function;
   merge path: a wrapper calling several, in order);
-* ``options``: ``target_options[backend]`` (plain values: ``arch``, ``exact_gelu``, ...);
+* ``options``: ``target_options[backend]`` (plain values: ``arch``, ``exact_gelu``, ...),
+  read through the backend's :class:`~byocc.backends.options.OptionSchema`;
 * ``constant_names``: :class:`~byocc.ir.Constant` -> the name RunCodegen gave it.
 
 A :class:`GeneratedModule` holds the source files (paths relative to the output folder) and
 one :class:`EntryPoint` per exported symbol: the manifest entry, the exact C signature and the
-build units its symbol needs. Nothing here knows a particular backend.
+build units its symbol needs. Nothing here knows a particular backend; a backend's codegen
+is named by its record (:mod:`byocc.backends.record`).
 
 :class:`BuildPlan` is what the build needs from codegen, typed: one :class:`BuildUnit` per
 source file (its kind, the ``--arch`` selections that compile it, the ``src/`` headers it
@@ -206,6 +208,9 @@ class GeneratedModule:
     needs_cutlass: bool = False
     needs_cublaslt: bool = False
     kind: str = "cuda"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The codegen options it was generated with, defaults filled in, as JSON (the
+    manifest's ``codegen_options[backend]``)."""
 
     is_runtime_module: ClassVar[bool] = True
 

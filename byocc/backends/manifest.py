@@ -3,7 +3,8 @@ native runner share (spec/backends.md section 14).
 
 Top level: ``byocc_version``, ``abi_version``, ``codegen_version``, ``cutlass_version`` (when
 a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``build_file``,
-``cmake_file``, ``uses_cutlass``, ``uses_cublaslt``, ``constants_file``, ``build`` (the build
+``cmake_file``, ``uses_cutlass``, ``uses_cublaslt``, ``constants_file``, ``codegen_options`` (per
+backend that generated code, the options its codegen used, defaults filled in), ``build`` (the build
 plan, :meth:`byocc.backends.codegen.BuildPlan.to_json`: what ``byocc build`` reads) and
 ``functions``: one entry per offloaded function
 (:meth:`byocc.backends.codegen.EntryPoint.to_json`), sorted by symbol.
@@ -58,6 +59,7 @@ def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_ver
         "cmake_file": "CMakeLists.txt",
         "uses_cutlass": bool(plan and plan.needs_cutlass) or any(m.needs_cutlass for m in mods),
         "uses_cublaslt": bool(plan and plan.needs_cublaslt) or any(m.needs_cublaslt for m in mods),
+        "codegen_options": {m.backend: dict(m.options) for m in mods},
         "functions": functions,
     }
     if plan is not None:

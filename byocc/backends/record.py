@@ -2,27 +2,43 @@
 
 A :class:`Backend` names everything that differs between backends: its pattern table, the
 convolution layout its patterns want, the rewrites its TVM partition driver runs before
-fusion, the steps it runs after, and its codegen. ``transform`` never sees a backend's name;
-the CLI (``byocc partition --backend NAME``) and the Python facade
+fusion, the steps it runs after, its codegen, the codegen's option schema and which
+composites the codegen can generate. ``transform`` never sees a backend's name; the CLI
+(``byocc partition --backend NAME``) and the Python facade
 (``relax.backend.cuda.cutlass.partition_for_cutlass``) read the record and hand its fields
 to the passes as parameters (:mod:`byocc.backends.driver`).
 
-The built-in records (``cutlass``, ``cublas``) are registered when this package is imported,
-in TVM's order; they name their code with :func:`lazy`, so nothing of theirs is imported
-until used, and their pattern tables are built on the first use of the pattern registry.
-:func:`register_backend` adds a user's record the same way.
+The records are the one registry of backends: the pattern registry gets their tables, and
+RunCodegen finds a backend's codegen through them (this module installs the lookup,
+:func:`byocc.transform.set_codegen_lookup`, when it is imported; :func:`register_codegen`
+sets a record's codegen). The built-in records (``cutlass``, ``cublas``) are registered when
+this package is imported, in TVM's order; they name their code with :func:`lazy`, so nothing
+of theirs is imported until used, and their pattern tables are built on the first use of the
+pattern registry. :func:`register_backend` adds a user's record the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+from typing import overload
 
 from byocc.ir import Function
 from byocc.ir import InputError
 from byocc.ir import IRModule
+from byocc.ir import PassError
+from byocc.transform import CodegenFn
+from byocc.transform import set_codegen_lookup
+
+from .options import OptionSchema
+from .registry import defer_table
+from .registry import get_patterns_with_prefix
+from .registry import register_patterns
+from .registry import remove_patterns
 
 #: A rewrite of one Relax function run before fusion: ``rewrite(func, **options) -> func``
 #: (the driver's keyword options, e.g. ``partition_for_cutlass``'s ``use_flash_mqa``).
@@ -55,15 +71,30 @@ class Backend:
     """Steps on the module after FuseOpsByPattern, in order (cutlass: annotate_workspace,
     then AllocateWorkspace; section 1.1 steps 3-4)."""
     codegen: Callable | None = None
-    """Its codegen for RunCodegen (``fn(functions, options, constant_names)``); None when
-    RunCodegen's registry gets it otherwise (or it has none)."""
+    """Its codegen for RunCodegen (``fn(functions, options, constant_names)``); None when it
+    has none (RunCodegen's ``codegens=`` argument may still give one)."""
+    options: OptionSchema = OptionSchema()
+    """The options its codegen reads from ``target_options[name]`` (``--codegen-option
+    NAME.KEY=VALUE``)."""
+    supports: Callable[[str], bool] | None = None
+    """The codegen's answer to "can you generate code for this composite?" (a pattern name);
+    None when it does not say."""
+
+    def __post_init__(self) -> None:
+        if self.options.backend != self.name:  # messages name the backend
+            object.__setattr__(self, "options", dataclasses.replace(self.options, backend=self.name))
 
     def patterns(self) -> list:
         """Its entries in the pattern registry, highest priority first (TVM's
         ``get_patterns_with_prefix(name)``: also entries registered later under its name)."""
-        from .registry import get_patterns_with_prefix
-
         return get_patterns_with_prefix(self.name)
+
+    def generates(self, composite: str) -> bool | None:
+        """Whether its codegen generates code for ``composite``: False without a codegen,
+        None when the codegen does not say (no ``supports``)."""
+        if self.codegen is None:
+            return False
+        return None if self.supports is None else bool(self.supports(composite))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +128,9 @@ _BACKENDS: dict[str, Backend] = {}
 
 
 def register_backend(backend: Backend, override: bool = False) -> Backend:
-    """Register ``backend`` under its name: its table goes into the pattern registry and its
-    codegen into RunCodegen's. Registering a name twice without ``override`` is an error.
-    Returns the record."""
+    """Register ``backend`` under its name: its table goes into the pattern registry, its
+    codegen becomes RunCodegen's for the name. Registering a name twice without ``override``
+    is an error. Returns the record."""
     if not isinstance(backend, Backend):
         raise TypeError(f"register_backend: expected a Backend, got {type(backend).__name__}")
     if not backend.name or "." in backend.name:
@@ -108,22 +139,18 @@ def register_backend(backend: Backend, override: bool = False) -> Backend:
     load_builtin_backends()
     if backend.name in _BACKENDS and not override:
         raise ValueError(f"a backend named {backend.name!r} is already registered")
-    _install(backend, builtin=False, override=override)
+    _BACKENDS[backend.name] = backend
+    if backend.table is not None:
+        register_patterns(list(backend.table()))
     return backend
 
 
 def unregister_backend(name: str) -> None:
-    """Remove backend ``name``: its record, its entries in the pattern registry (names
-    ``<name>.*``) and its codegen. An unknown name is an :class:`~byocc.ir.InputError`."""
+    """Remove backend ``name``: its record (and so its codegen) and its entries in the
+    pattern registry (names ``<name>.*``). An unknown name is an :class:`~byocc.ir.InputError`."""
     get_backend(name)  # raises for an unknown name
-    from byocc.transform import unregister_codegen
-
-    from .registry import get_patterns_with_prefix
-    from .registry import remove_patterns
-
     _BACKENDS.pop(name, None)
     remove_patterns([e.name for e in get_patterns_with_prefix(name + ".")])
-    unregister_codegen(name)
 
 
 def get_backend(name: str) -> Backend:
@@ -149,10 +176,66 @@ def registered_backends() -> list[str]:
     return sorted(set(_BACKENDS) | set(pattern_prefixes()))
 
 
-def builtin_tables() -> list[Callable[[], Sequence]]:
-    """The built-in records' tables, in registration order (for the pattern registry)."""
+@overload
+def register_codegen(backend: str, fn: None = None, override: bool = False) -> Callable[[Any], Any]: ...
+@overload
+def register_codegen(backend: str, fn: Callable | str, override: bool = False) -> Any: ...
+def register_codegen(backend: str, fn: Callable | str | None = None, override: bool = False) -> Any:
+    """Make ``fn`` the codegen of ``backend``: a callable ``fn(functions, options,
+    constant_names) -> list of runtime modules``, or a lazy ``"package.module:function"``
+    string imported on first use. Usable as a decorator (``@register_codegen("mine")``). The
+    record of ``backend`` gets the codegen (a name without a record gets a record holding
+    only it); a backend that has one already needs ``override``."""
+
+    def _register(f):
+        load_builtin_backends()
+        record = _BACKENDS.get(backend)
+        if record is not None and record.codegen is not None and not override:
+            raise ValueError(f"a codegen for backend '{backend}' is already registered")
+        codegen = lazy(f) if isinstance(f, str) else f
+        _BACKENDS[backend] = (Backend(backend, codegen=codegen) if record is None
+                              else dataclasses.replace(record, codegen=codegen))
+        return f
+
+    if fn is None:
+        return _register
+    return _register(fn)
+
+
+def unregister_codegen(backend: str) -> None:
+    """Take ``backend``'s codegen away (a record that held only the codegen goes with it)."""
+    record = _BACKENDS.get(backend)
+    if record is None:
+        return
+    if record == Backend(backend, codegen=record.codegen):
+        del _BACKENDS[backend]
+    else:
+        _BACKENDS[backend] = dataclasses.replace(record, codegen=None)
+
+
+def registered_codegens() -> list[str]:
+    """Names of the backends that have a codegen, sorted."""
     load_builtin_backends()
-    return [b.table for b in _BUILTINS if b.table is not None]
+    return sorted(name for name, b in _BACKENDS.items() if b.codegen is not None)
+
+
+def get_codegen(backend: str) -> CodegenFn:
+    """The codegen of ``backend`` (imported when the record names it lazily); :class:`PassError`
+    if it has none."""
+    fn = _codegen_of(backend)
+    if fn is None:
+        raise PassError(f"no codegen registered for backend '{backend}'")
+    return fn
+
+
+def _codegen_of(backend: str) -> CodegenFn | None:
+    """RunCodegen's lookup: the record's codegen, or None."""
+    load_builtin_backends()
+    record = _BACKENDS.get(backend)
+    if record is None or record.codegen is None:
+        return None
+    fn = record.codegen
+    return fn.resolve() if isinstance(fn, Lazy) else fn
 
 
 _BUILTINS: list[Backend] = []
@@ -165,28 +248,15 @@ def load_builtin_backends() -> None:
     for module_name in BUILTIN_BACKENDS:
         record = importlib.import_module(module_name).BACKEND
         _BUILTINS.append(record)
-        _install(record, builtin=True)
+        _BACKENDS[record.name] = record
+        if record.table is not None:
+            defer_table(record.table)  # built on the pattern registry's first use
 
 
-def _install(backend: Backend, builtin: bool, override: bool = False) -> None:
-    from byocc.transform import register_codegen
-    from byocc.transform import registered_codegens
-
-    _BACKENDS[backend.name] = backend
-    if backend.codegen is not None:
-        if builtin:  # a codegen the user registered first for a built-in name wins
-            if backend.name not in registered_codegens():
-                register_codegen(backend.name, backend.codegen)
-        else:
-            register_codegen(backend.name, backend.codegen, override=override)
-    if not builtin and backend.table is not None:
-        from .registry import register_patterns
-
-        register_patterns(list(backend.table()))
-
+set_codegen_lookup(_codegen_of)
 
 __all__ = [
-    "BUILTIN_BACKENDS", "Backend", "FunctionRewrite", "Lazy", "ModuleStep", "builtin_tables", "lazy",
-    "get_backend", "load_builtin_backends", "register_backend", "registered_backends",
-    "unregister_backend",
+    "BUILTIN_BACKENDS", "Backend", "FunctionRewrite", "Lazy", "ModuleStep", "get_backend",
+    "get_codegen", "lazy", "load_builtin_backends", "register_backend", "register_codegen",
+    "registered_backends", "registered_codegens", "unregister_backend", "unregister_codegen",
 ]

@@ -2,14 +2,15 @@
 
 One process-wide table in registration order. :func:`get_patterns_with_prefix` returns the
 entries whose name starts with the prefix, **last registered first** (= priority order for
-FuseOpsByPattern, spec/partitioning.md section 4). The built-in backends' tables
-(:data:`byocc.backends.record.BUILTIN_BACKENDS`) are registered lazily, on the first use of
-the registry, in the order TVM's conformance runner imports them: cutlass, then cublas.
-Importing this module is cheap.
+FuseOpsByPattern, spec/partitioning.md section 4). The built-in backends' tables are handed
+in as callables (:func:`defer_table`, by :mod:`byocc.backends.record`, in the order TVM's
+conformance runner imports them: cutlass, then cublas) and built on the first use of the
+registry. This module imports no other module of ``byocc.backends``; importing it is cheap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 
 from byocc.dpl import FusionPattern
@@ -17,17 +18,17 @@ from byocc.dpl import as_fusion_pattern
 from byocc.dpl import backend_of
 
 _TABLE: list = []
-_builtins_loaded = False
+_DEFERRED: list[Callable[[], Sequence]] = []
+
+
+def defer_table(table: Callable[[], Sequence]) -> None:
+    """Add ``table()``'s entries on the registry's next use (before any later registration)."""
+    _DEFERRED.append(table)
 
 
 def _ensure_builtins() -> None:
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True
-    from .record import builtin_tables
-
-    for table in builtin_tables():
+    while _DEFERRED:
+        table = _DEFERRED.pop(0)
         _TABLE.extend(as_fusion_pattern(e) for e in table())
 
 
@@ -67,6 +68,6 @@ def pattern_prefixes() -> list[str]:
 
 
 __all__ = [
-    "FusionPattern", "get_pattern", "get_patterns_with_prefix", "pattern_prefixes",
+    "FusionPattern", "defer_table", "get_pattern", "get_patterns_with_prefix", "pattern_prefixes",
     "register_patterns", "remove_patterns",
 ]

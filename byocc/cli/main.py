@@ -24,6 +24,7 @@ from byocc import __version__
 from . import build
 from . import check
 from . import import_
+from . import list_
 from . import partition
 from . import run
 from . import show
@@ -107,6 +108,8 @@ cli.add_command(build.build)
 cli.add_command(run.run)
 cli.add_command(verify.verify)
 cli.add_command(import_.import_, name="import")
+cli.add_command(list_.list_backends, name="list")
+cli.add_command(list_.backends_alias, name="backends")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,5 +1,6 @@
 """Options and parameter types shared by several commands (``partition``, ``verify``,
-``run``): ``--dim``, ``--backend``, the ``--prepare`` family and ``--backend-steps``.
+``run``): ``--dim``, ``--backend``, ``--codegen-option``, the ``--prepare`` family and
+``--backend-steps``.
 
 The backend options read the backend records (:mod:`byocc.backends.record`): the CLI never
 names a backend itself."""
@@ -61,8 +62,64 @@ class BackendType(click.ParamType):
         return [CompletionItem(b) for b in registered_backends() if b.startswith(incomplete)]
 
 
+class CodegenOptionType(click.ParamType):
+    """``BACKEND.KEY=VALUE``: an option of a backend's codegen, checked against the backend's
+    option schema (its record's ``options``); converts to ``(backend, key, value)`` with the
+    value parsed. A malformed item, an unknown backend or key, or a bad value is a usage
+    error naming what is valid. The backends are read only when a value is given."""
+
+    name = "BACKEND.KEY=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        target, sep, text = str(value).partition("=")
+        backend, dot, key = target.strip().partition(".")
+        if not sep or not dot or not backend or not key.strip():
+            self.fail(f"expected BACKEND.KEY=VALUE (e.g. cublas.fp32_math=tf32), got {value!r}", param, ctx)
+        backend = BACKEND.convert(backend, param, ctx)
+        from byocc.backends import OptionError
+        from byocc.backends import get_backend
+
+        try:
+            key, parsed = get_backend(backend).options.parse_value(key.strip(), text.strip())
+        except OptionError as exc:
+            self.fail(str(exc), param, ctx)
+        return (backend, key, parsed)
+
+
 DIM = DimType()
 BACKEND = BackendType()
+CODEGEN_OPTION = CodegenOptionType()
+
+
+def codegen_option_option(command):
+    """``--codegen-option BACKEND.KEY=VALUE`` (repeatable): RunCodegen's target options."""
+    return click.option(
+        "--codegen-option", "codegen_options", multiple=True, type=CODEGEN_OPTION,
+        metavar="BACKEND.KEY=VALUE",
+        help="An option of a backend's codegen, for -o (repeatable), e.g. cublas.fp32_math=tf32 "
+             "or cutlass.arch=sm_80; `byocc list` shows each backend's options and "
+             "defaults.")(command)
+
+
+def target_options(items) -> dict:
+    """RunCodegen's ``target_options`` (``{backend: {key: value}}``) from the
+    ``--codegen-option`` items (a later item wins); options that contradict each other
+    are a usage error."""
+    grouped: dict[str, dict] = {}
+    for backend, key, value in items:
+        grouped.setdefault(backend, {})[key] = value
+    if grouped:
+        from byocc.backends import OptionError
+        from byocc.backends import get_backend
+
+        for backend, values in grouped.items():
+            try:
+                get_backend(backend).options.parse(values, strict=True)
+            except OptionError as exc:
+                raise click.BadParameter(str(exc), param_hint="'--codegen-option'") from None
+    return grouped
 
 
 def backend_steps_option(command):
@@ -134,6 +191,7 @@ def steps_of(backends, enabled: bool) -> dict:
 
 
 __all__ = [
-    "BACKEND", "DIM", "MAX_DIM", "BackendType", "DimType", "apply_prepare", "backend_steps_option",
-    "prepare_options", "prepare_passes_of", "steps_of",
+    "BACKEND", "CODEGEN_OPTION", "DIM", "MAX_DIM", "BackendType", "CodegenOptionType", "DimType",
+    "apply_prepare", "backend_steps_option", "codegen_option_option", "prepare_options",
+    "prepare_passes_of", "steps_of", "target_options",
 ]

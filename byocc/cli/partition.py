@@ -25,9 +25,11 @@ from .model import model_argument
 from .options import BACKEND
 from .options import apply_prepare
 from .options import backend_steps_option
+from .options import codegen_option_option
 from .options import prepare_options
 from .options import prepare_passes_of
 from .options import steps_of
+from .options import target_options
 from .output import check_output_dir
 from .output import check_output_file
 from .output import note_input
@@ -68,6 +70,7 @@ from .output import write_stdout
               help="Check well-formedness after every pass.")
 @prepare_options
 @backend_steps_option
+@codegen_option_option
 @click.option("--explain", is_flag=True,
               help="Explain on stderr what was offloaded and why each remaining operator was not.")
 @click.option("--explain-json", "explain_json", metavar="FILE",
@@ -81,8 +84,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
               dump_dir: str | None, verify_each: bool, prepare: bool, layout: str | None,
-              fold_bn: bool | None, backend_steps: bool, explain: bool, explain_json: str | None,
-              report_file: str | None) -> None:
+              fold_bn: bool | None, backend_steps: bool, codegen_options: tuple, explain: bool,
+              explain_json: str | None, report_file: str | None) -> None:
     """Partition MODEL for the given backends or pattern file.
 
     \b
@@ -90,6 +93,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
       byocc partition samples/seed.relax --patterns samples/seed_patterns.py
       byocc partition samples/mlp_fp16.relax --path merge --backend cutlass
       byocc partition model.relax --backend cutlass --backend cublas -o out/
+      byocc partition model.relax --backend cublas -o out/ --codegen-option cublas.fp32_math=tf32
       byocc partition cnn.relax --path merge --backend cutlass --layout NHWC --fold-batch-norm
       byocc partition samples/transformer_block_fp16.relax --path merge --backend cutlass --report r.html
     """
@@ -102,6 +106,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         raise click.BadParameter("stdout already holds " + ("the partitioned module; give -o DIR to have "
                                  "the page on stdout, or a file name" if out_dir is None else
                                  "the --explain-json document; give a file name"), param_hint="'--report'")
+    options = target_options(codegen_options)
     if report_file is not None:
         from .report import find_dot
 
@@ -138,7 +143,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
             if out_dir is not None:
                 from byocc.transform import RunCodegen
 
-                codegen = RunCodegen(entry_functions=list(entries) or None)(partitioned)
+                codegen = RunCodegen(options, entry_functions=list(entries) or None)(partitioned)
     finally:
         if timing is not None:
             sys.stderr.write(timing.render())

@@ -42,25 +42,24 @@ from .prepare import preparation_passes
 from .prepare import prepare_module
 from .prepare import rewrite_functions
 from .rewrite_call import rewrite_call
+from .run_codegen import CodegenFn
+from .run_codegen import CodegenLookup
 from .run_codegen import CodegenModule
 from .run_codegen import RunCodegen
 from .run_codegen import call_dps_packed
-from .run_codegen import get_codegen
-from .run_codegen import register_codegen
-from .run_codegen import registered_codegens
+from .run_codegen import find_codegen
 from .run_codegen import run_codegen
+from .run_codegen import set_codegen_lookup
 from .run_codegen import stub_codegen
-from .run_codegen import unregister_codegen
 
 __all__ = [
     "AllocateWorkspace", "allocate_workspace",
-    "CanonicalizeBindings", "CodegenModule", "EliminateCommonSubexpr", "eliminate_common_subexpr",
+    "CanonicalizeBindings", "CodegenFn", "CodegenLookup", "CodegenModule", "EliminateCommonSubexpr", "eliminate_common_subexpr",
     "rewrite_call", "map_functions", "ConvertLayout", "FoldBatchNorm", "FoldConstant",
     "convert_layout", "fold_batch_norm", "fold_constant", "preparation_passes", "prepare_module", "DeadCodeElimination", "DumpIR", "FuseOpsByPattern",
     "MergeCompositeFunctions", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RewriteFunctions", "RunCodegen", "Sequential",
     "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",
-    "get_codegen", "merge_composite_functions", "partition", "partition_passes",
-    "pass_instrument", "register_codegen", "registered_codegens", "rewrite_functions", "run_codegen", "stub_codegen",
-    "unregister_codegen",
+    "find_codegen", "merge_composite_functions", "partition", "partition_passes",
+    "pass_instrument", "rewrite_functions", "run_codegen", "set_codegen_lookup", "stub_codegen",
 ]

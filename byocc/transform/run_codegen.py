@@ -1,4 +1,4 @@
-"""RunCodegen and the codegen registry (spec/partitioning.md section 7).
+"""RunCodegen (spec/partitioning.md section 7) and how it finds a backend's codegen.
 
 ``RunCodegen(target_options=None, entry_functions=None)``:
 
@@ -11,20 +11,25 @@
    function, post-order).
 3. Every function of the *input* module carrying ``Codegen`` (top-level or nested) is handed,
    grouped by backend (backends in order of first appearance, functions by global name), to
-   the backend's registered codegen: ``fn(functions, options, constant_names)`` where
-   ``functions`` is a list of ``(symbol, Function)``, ``options`` is ``target_options[backend]``
-   (or ``{}``) and ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name.
-   It returns a list of runtime-module-like objects (``is_runtime_module = True``, e.g.
-   :class:`CodegenModule`); a backend without a registered codegen is a :class:`PassError`.
+   the backend's codegen: ``fn(functions, options, constant_names)`` where ``functions`` is a
+   list of ``(symbol, Function)``, ``options`` is ``target_options[backend]`` (or ``{}``) and
+   ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name. It returns a
+   list of runtime-module-like objects (``is_runtime_module = True``, e.g.
+   :class:`CodegenModule`); a backend without a codegen is a :class:`PassError`.
 4. Module attributes: ``external_mods`` = existing list + the returned modules (if any);
    ``const_name_to_constant`` = ``{name: Constant}`` (if any constant was named).
    ``mod.extras["offloaded"]`` maps each symbol to its offloaded function (for interpreters).
 5. DeadCodeElimination with the given entry functions.
+
+The codegen of a backend is the ``codegens={backend: fn}`` argument's, else the one the
+installed lookup finds (:func:`set_codegen_lookup`). This layer keeps no registry of its
+own: ``byocc.backends`` installs the lookup over its backend records when it is imported
+(``byocc.backends.register_codegen`` sets a record's codegen), as TVM's RunCodegen looks
+``relax.ext.<backend>`` up in a registry the backends fill.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -33,9 +38,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 from typing import ClassVar
-from typing import TypeVar
 from typing import cast
-from typing import overload
 
 from byocc.ir import Call
 from byocc.ir import Constant
@@ -62,50 +65,28 @@ from .pass_manager import Pass
 #: ``fn(functions, options, constant_names) -> runtime modules``: ``functions`` are
 #: ``(global symbol, Function)`` pairs (None for a nested function without one).
 CodegenFn = Callable[[list[tuple[Any, Function]], dict[str, Any], dict[Constant, str]], Any]
-_C = TypeVar("_C", bound="CodegenFn | str")
+#: ``lookup(backend) -> codegen or None``: how RunCodegen finds a backend's codegen.
+CodegenLookup = Callable[[str], "CodegenFn | None"]
 
-_CODEGENS: dict[str, CodegenFn | str] = {}
-
-
-@overload
-def register_codegen(backend: str, fn: None = None, override: bool = False) -> Callable[[_C], _C]: ...
-@overload
-def register_codegen(backend: str, fn: _C, override: bool = False) -> _C: ...
-def register_codegen(backend: str, fn: CodegenFn | str | None = None, override: bool = False) -> Any:
-    """Register the codegen of ``backend``: a callable ``fn(functions, options, constant_names)
-    -> list of runtime modules``, or a lazy ``"package.module:function"`` string imported on
-    first use. Usable as a decorator (``@register_codegen("cutlass")``). Registering a name twice
-    without ``override`` is an error."""
-
-    def _register(f: _C) -> _C:
-        if backend in _CODEGENS and not override:
-            raise ValueError(f"a codegen for backend '{backend}' is already registered")
-        _CODEGENS[backend] = f
-        return f
-
-    if fn is None:
-        return _register
-    return _register(fn)
+_lookup: CodegenLookup | None = None
 
 
-def unregister_codegen(backend: str) -> None:
-    _CODEGENS.pop(backend, None)
+def set_codegen_lookup(lookup: CodegenLookup | None) -> CodegenLookup | None:
+    """Install how RunCodegen finds the codegen of a backend its ``codegens`` argument does
+    not name (``byocc.backends`` installs its records' lookup); returns the previous one."""
+    global _lookup
+    previous, _lookup = _lookup, lookup
+    return previous
 
 
-def registered_codegens() -> list[str]:
-    return sorted(_CODEGENS)
-
-
-def get_codegen(backend: str) -> CodegenFn:
-    """The codegen of ``backend``; :class:`PassError` if none is registered."""
-    fn = _CODEGENS.get(backend)
+def find_codegen(backend: str, codegens: Mapping[str, CodegenFn] | None = None) -> CodegenFn:
+    """The codegen of ``backend``: ``codegens``'s, else the installed lookup's;
+    :class:`PassError` if there is none."""
+    fn = (codegens or {}).get(backend)
+    if fn is None and _lookup is not None:
+        fn = _lookup(backend)
     if fn is None:
         raise PassError(f"no codegen registered for backend '{backend}'")
-    if isinstance(fn, str):
-        module, _, attr = fn.partition(":")
-        loaded: CodegenFn = getattr(importlib.import_module(module), attr)
-        _CODEGENS[backend] = loaded
-        return loaded
     return fn
 
 
@@ -236,7 +217,7 @@ def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[Any, Function]]]:
 def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] | None = None,
                 entry_functions: Sequence[str] = (),
                 codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
-    """Functional form of :class:`RunCodegen`; ``codegens`` overrides the registry per backend."""
+    """Functional form of :class:`RunCodegen`; ``codegens`` overrides the lookup per backend."""
     runner = _Runner(mod)
     entries: list[str] = []
     for name in entry_functions:
@@ -259,7 +240,7 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] |
     ext_mods: list[Any] = []
     options = dict(target_options or {})
     for backend, functions in _codegen_functions(mod).items():
-        fn = (codegens or {}).get(backend) or get_codegen(backend)
+        fn = find_codegen(backend, codegens)
         produced = fn(list(functions), dict(options.get(backend, {})), dict(runner.constant_names))
         for m in produced or ():
             if not getattr(m, "is_runtime_module", False):
@@ -325,6 +306,6 @@ class RunCodegen(Pass):
 
 
 __all__ = [
-    "CodegenModule", "RunCodegen", "call_dps_packed", "get_codegen", "register_codegen",
-    "registered_codegens", "run_codegen", "stub_codegen", "unregister_codegen",
+    "CodegenFn", "CodegenLookup", "CodegenModule", "RunCodegen", "call_dps_packed", "find_codegen",
+    "run_codegen", "set_codegen_lookup", "stub_codegen",
 ]

@@ -20,6 +20,7 @@ from byocc.backends import partition_for_backend
 from byocc.backends import prepare_passes
 from byocc.backends import register_backend
 from byocc.backends import registered_backends
+from byocc.backends import registered_codegens
 from byocc.backends import unregister_backend
 from byocc.backends.cutlass.codegen import codegen
 from byocc.backends.cutlass.rewrites import rewrite_attention
@@ -33,7 +34,6 @@ from byocc.ops.registry import make_call
 from byocc.text import parse_module
 from byocc.text import print_module
 from byocc.transform import AllocateWorkspace
-from byocc.transform import registered_codegens
 from byocc.transform import rewrite_call
 from byocc.transform import stub_codegen
 

@@ -196,9 +196,9 @@ def test_explain_says_what_was_offloaded_and_why_the_rest_was_not(tmp_path):
 @pytest.fixture
 def stub_backend():
     """A backend "stubbed" whose codegen writes one placeholder source per function."""
-    from byocc.transform import register_codegen
+    from byocc.backends import register_codegen
+    from byocc.backends import unregister_codegen
     from byocc.transform import stub_codegen
-    from byocc.transform import unregister_codegen
 
     register_codegen("stubbed", stub_codegen("stubbed", per_function=True))
     yield "stubbed"

@@ -60,12 +60,12 @@ def test_output_folder_writes_constant_sidecars_that_read_back(cnn_relax, tmp_pa
     module read back from the folder computes what the imported model does."""
     import numpy as np
 
+    from byocc.backends import register_codegen
+    from byocc.backends import unregister_codegen
     from byocc.runtime import Interpreter
     from byocc.runtime import random_arguments
     from byocc.text import read_file
-    from byocc.transform import register_codegen
     from byocc.transform import stub_codegen
-    from byocc.transform import unregister_codegen
 
     patterns = tmp_path / "mm.py"
     patterns.write_text('patterns = [("stubbed.mm", is_op("relax.matmul")(wildcard(), wildcard()))]\n')

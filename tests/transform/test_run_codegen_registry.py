@@ -1,10 +1,14 @@
-"""RunCodegen's codegen registry and module attributes, on hand-built IR (spec section 7)."""
+"""RunCodegen's codegen lookup (the backend records) and module attributes, on hand-built IR (spec section 7)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from byocc.backends import get_codegen
+from byocc.backends import register_codegen
+from byocc.backends import registered_codegens
+from byocc.backends import unregister_codegen
 from byocc.ir import BindingBlock
 from byocc.ir import Call
 from byocc.ir import Constant
@@ -22,11 +26,8 @@ from byocc.ir import tensor
 from byocc.ir.well_formed import well_formed
 from byocc.transform import CodegenModule
 from byocc.transform import RunCodegen
-from byocc.transform import get_codegen
-from byocc.transform import register_codegen
 from byocc.transform import run_codegen
 from byocc.transform import stub_codegen
-from byocc.transform import unregister_codegen
 
 T4 = tensor((4, 4), "float32")
 
@@ -80,8 +81,8 @@ def test_registry_decorator_lazy_string_and_override():
         assert out.names() == ["main"]
         assert len(out.attrs["external_mods"]) == 1
         assert set(out.extras["offloaded"]) == {"a", "b"}
-        register_codegen("testbe", "byocc.transform.run_codegen:registered_codegens", override=True)
-        assert get_codegen("testbe")() == sorted(get_codegen.__globals__["_CODEGENS"])
+        register_codegen("testbe", "byocc.backends.record:registered_codegens", override=True)
+        assert get_codegen("testbe")() == registered_codegens()
     finally:
         unregister_codegen("testbe")
 

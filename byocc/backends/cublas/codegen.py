@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from byocc.ir import Function
@@ -60,6 +61,7 @@ from ..program import offloaded_program
 from ..program import resolve
 from ..program import static_numel
 from ..program import symbolic_positions
+from .backend import OPTIONS
 from .runtime import HEADER_PATH
 from .runtime import WORKSPACE_BYTES
 from .runtime import runtime_sources
@@ -109,20 +111,10 @@ class Options:
 
 
 def parse_options(options: Mapping[str, object]) -> Options:
-    """The backend options this codegen reads; unknown values are a CodegenError."""
-    fast = options.get("fast_gelu")
-    exact = options.get("exact_gelu")
-    if fast is not None and not isinstance(fast, bool):
-        raise CodegenError(f"cublas option fast_gelu must be true or false, got {fast!r}")
-    if exact is not None and not isinstance(exact, bool):
-        raise CodegenError(f"cublas option exact_gelu must be true or false, got {exact!r}")
-    if fast and exact:
-        raise CodegenError("cublas options fast_gelu and exact_gelu are both set")
-    gelu = "tanh" if (fast or exact is False) else "erf"
-    math = options.get("fp32_math") or "ieee"
-    if math not in ("ieee", "tf32"):
-        raise CodegenError(f"cublas option fp32_math must be 'ieee' or 'tf32', got {math!r}")
-    return Options(gelu, str(math))
+    """The backend options this codegen reads, through its schema (:data:`OPTIONS`: defaults
+    filled in); a bad value is a CodegenError."""
+    values = OPTIONS.resolve(options)
+    return Options("tanh" if values["fast_gelu"] else "erf", values["fp32_math"])
 
 
 @dataclass(frozen=True)
@@ -566,7 +558,15 @@ def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, obj
             constant_names: Mapping | None) -> list[GeneratedModule]:
     """RunCodegen's entry for backend ``cublas``: one :class:`GeneratedModule` per function."""
     opts = parse_options(options or {})
-    return [generate_function(symbol, func, opts, constant_names) for symbol, func in functions]
+    used = OPTIONS.to_json(OPTIONS.resolve(options))
+    return [replace(generate_function(symbol, func, opts, constant_names), options=used)
+            for symbol, func in functions]
+
+
+def supports(composite: str) -> bool:
+    """Whether this codegen generates code for composite ``composite`` (a pattern name): the
+    matmuls, but not the fp8 ones whose codegen is deferred (:data:`DEFERRED`)."""
+    return composite.partition(".")[2].startswith("matmul") and composite not in DEFERRED
 
 
 __all__ = ["DEFERRED", "Options", "Step", "codegen", "generate_function", "parse_options", "plan_step",

@@ -1,13 +1,29 @@
 """The CUTLASS backend's record (:class:`~byocc.backends.record.Backend`): its pattern table,
 NHWC convolutions, the attention rewrites before fusion and the workspace steps after it
-(spec/backends.md section 1.1), and its codegen. Its code is imported on first use."""
+(spec/backends.md section 1.1), its codegen and the codegen's options. Its code is imported
+on first use."""
 
 from __future__ import annotations
 
 from byocc.transform import AllocateWorkspace
 
+from ..options import CodegenOption
+from ..options import OptionSchema
 from ..record import Backend
 from ..record import lazy
+
+#: The GPU architectures the CUTLASS codegen generates kernel variants for, in dispatch order.
+ARCHS = ("sm_90a", "sm_80")
+
+#: What the CUTLASS codegen reads from ``target_options["cutlass"]``.
+OPTIONS = OptionSchema((
+    CodegenOption("arch", "set", ARCHS,
+                  "the architectures to generate CUTLASS kernel variants for (sm_90a: the 3.x "
+                  "TMA kernels; sm_80: the 2.x kernels, which also run on sm_90)",
+                  choices=ARCHS, aliases={"sm_90": "sm_90a", "sm90": "sm_90a", "sm90a": "sm_90a",
+                                          "sm80": "sm_80"},
+                  key_aliases=("archs",)),
+), backend="cutlass")
 
 BACKEND = Backend(
     name="cutlass",
@@ -16,6 +32,8 @@ BACKEND = Backend(
     rewrites=(lazy("byocc.backends.cutlass.rewrites:rewrite_attention"),),
     post_partition=(lazy("byocc.backends.cutlass.workspace:annotate_workspace"), AllocateWorkspace()),
     codegen=lazy("byocc.backends.cutlass.codegen:codegen"),
+    options=OPTIONS,
+    supports=lazy("byocc.backends.cutlass.codegen:supports"),
 )
 
-__all__ = ["BACKEND"]
+__all__ = ["ARCHS", "BACKEND", "OPTIONS"]

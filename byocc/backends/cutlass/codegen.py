@@ -55,6 +55,7 @@ from ..program import resolve
 from ..program import static_numel
 from ..program import symbolic_positions
 from . import gemm_plan
+from .backend import OPTIONS
 from .gemm_step import step_code as gemm_wrapper_code
 from .gemm_step import step_kernels
 
@@ -282,7 +283,7 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     """The CUTLASS codegen (RunCodegen's contract, :mod:`byocc.backends.codegen`): one
     GeneratedModule with an entry per function; CodegenError on the first composite that
     cannot be generated (nothing is returned then)."""
-    options = dict(options or {})
+    options = OPTIONS.resolve(options)
     units: dict[str, SourceFile] = {}
     entries = []
     for symbol, func in functions:
@@ -290,7 +291,20 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     units[generic.HEADER_PATH] = generic.header_source()
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
-    return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass)]
+    return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
+                            options=OPTIONS.to_json(options))]
+
+
+#: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
+#: generate yet.
+_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
+
+
+def supports(composite: str) -> bool:
+    """Whether this codegen generates code for composite ``composite`` (a pattern name): the
+    GEMM family (``matmul*``) and elementwise composites; convolutions, decode matmuls,
+    attention and norms are refused (a CodegenError naming the composite)."""
+    return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 
 __all__ = ["GemmPlan", "Tier", "classify", "codegen", "plan_gemm"]

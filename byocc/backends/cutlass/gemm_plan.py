@@ -42,6 +42,7 @@ from ..program import GemmStep
 from ..program import static_numel
 from . import kernels
 from . import tiles
+from .backend import OPTIONS
 from .config import EpilogueSpec
 from .config import GemmKernelConfig
 
@@ -407,11 +408,8 @@ def _width_holds(plan: GemmPlan, width: int, d_dtype: str) -> bool | None:
 def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
     """sm_90a then sm_80 tiers (spec 7.3): only the applicable alignments when the deciding
     dims are static, every tier when one is symbolic."""
-    archs = options.get("arch") or options.get("archs")
-    if isinstance(archs, str):
-        archs = [archs]
-    want90 = archs is None or any(str(a).startswith("sm_90") or str(a) == "sm90" for a in archs)
-    want80 = archs is None or any(str(a) in ("sm_80", "sm80") for a in archs)
+    archs = OPTIONS.resolve(options)["arch"]
+    want90, want80 = "sm_90a" in archs, "sm_80" in archs
     spec = _epilogue_spec(plan)
     a_dt = plan.step.lhs_sinfo.dtype
     m_eff = plan.M

@@ -3,11 +3,14 @@
 A pass object is callable on a module: ``relax.transform.CanonicalizeBindings()(mod)``.
 ``FuseOpsByPattern(patterns, bind_constants=True, annotate_codegen=False,
 entry_functions=None)`` takes TVM-style ``(name, pattern[, annotations[, check]])``
-tuples or :class:`FusionPattern` entries, highest priority first.
+tuples or :class:`FusionPattern` entries, highest priority first. ``RunCodegen`` finds
+the backends' codegens through their records: importing this module imports
+:mod:`byocc.backends`, which installs that lookup.
 """
 
 from __future__ import annotations
 
+import byocc.backends  # noqa: F401  (installs RunCodegen's codegen lookup)
 from byocc.dpl import FusionPattern
 from byocc.dpl import PatternCheckContext
 from byocc.transform import CanonicalizeBindings
