@@ -557,7 +557,8 @@ def _wrapper_step(opts: Options, program: OffloadedProgram, index: int, call: Co
                        operands=_operands(s), attrs=_attrs(s, opts))
 
 
-def _function_codegen(opts: Options) -> FunctionCodegen:
+def function_codegen(opts: Options) -> FunctionCodegen:
+    """The cuBLAS backend's part of every function (:func:`~byocc.backends.cuda.function.generate_function`)."""
     return FunctionCodegen(
         BACKEND, functools.partial(_wrapper_step, opts),
         lambda n: f"Backend cublas (cuBLASLt), {n} composite call(s).",
@@ -569,7 +570,7 @@ def _function_codegen(opts: Options) -> FunctionCodegen:
 def generate_function(symbol: str, func: Function, opts: Options,
                       constant_names: Mapping | None = None) -> GeneratedModule:
     """The module of one offloaded function."""
-    fn = generate_cuda_function(_function_codegen(opts), symbol, func, constant_names)
+    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names)
     return GeneratedModule(BACKEND, (fn.entry,), (fn.source, *runtime_sources()), needs_cublaslt=True)
 
 
@@ -580,5 +581,5 @@ def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, obj
     return [generate_function(symbol, func, opts, constant_names) for symbol, func in functions]
 
 
-__all__ = ["DEFERRED", "Options", "Step", "codegen", "generate_function", "parse_options", "plan_step",
-           "step_code"]
+__all__ = ["DEFERRED", "Options", "Step", "codegen", "function_codegen", "generate_function", "parse_options",
+           "plan_step", "step_code"]

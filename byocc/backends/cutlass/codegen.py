@@ -884,20 +884,24 @@ def _title(n: int) -> str:
     return f"Composites ({n} call{'s' if n != 1 else ''}, in order):"
 
 
+def function_codegen(options: dict | None = None) -> FunctionCodegen:
+    """The CUTLASS backend's part of every function (:func:`~byocc.backends.cuda.function.generate_function`)."""
+    # The kernels' prototypes are declared by the steps, after these includes (outside the
+    # wrapper's anonymous namespace, so that they keep external linkage).
+    return FunctionCodegen(
+        BACKEND, functools.partial(_step, dict(options or {})), _title,
+        includes=(f'#include "{generic.HEADER_PATH.removeprefix("src/")}"', '#include "byocc_gemm.h"'))
+
+
 def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     """The CUTLASS codegen (RunCodegen's contract, :mod:`byocc.backends.codegen`): one
     GeneratedModule with an entry per function; CodegenError on the first composite that
     cannot be generated (nothing is returned then)."""
-    options = dict(options or {})
-    # The kernels' prototypes are declared by the steps, after these includes (outside the
-    # wrapper's anonymous namespace, so that they keep external linkage).
-    function_codegen = FunctionCodegen(
-        BACKEND, functools.partial(_step, options), _title,
-        includes=(f'#include "{generic.HEADER_PATH.removeprefix("src/")}"', '#include "byocc_gemm.h"'))
+    skeleton = function_codegen(options)
     units: dict[str, SourceFile] = {}
     entries = []
     for symbol, func in functions:
-        fn = generate_function(function_codegen, symbol, func, constant_names)
+        fn = generate_function(skeleton, symbol, func, constant_names)
         units.update((u.path, u) for u in fn.units)
         units[fn.source.path] = fn.source
         entries.append(fn.entry)
@@ -907,4 +911,4 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass)]
 
 
-__all__ = ["GemmPlan", "Tier", "classify", "codegen", "plan_gemm"]
+__all__ = ["GemmPlan", "Tier", "classify", "codegen", "function_codegen", "plan_gemm"]
