@@ -43,7 +43,6 @@ from ..codegen import SourceFile
 from ..codegen import Variant
 from ..program import CompositeCall
 from ..program import ValueRef
-from .cxx import c_comment
 from .generic import MAX_EW_INPUTS
 from .generic import MAX_RANK
 from .generic import ctype
@@ -375,86 +374,78 @@ def _dtype_of(sinfo) -> str:
     return dt
 
 
-def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
-    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
-    first op that is not elementwise."""
-    params = {p: i for i, p in enumerate(comp.params)}
-    inputs: list[EwInput] = []
-    input_of: dict[int, int] = {}  # id(param var or constant) -> input index
-    values: dict[Var, tuple[str, str]] = {}  # var -> (C name, dtype)
-    lines: list[str] = []
-    formula: list[str] = []
+class _KernelReader:
+    """Reads a composite's body into the statements of one fused kernel."""
 
-    def leaf(e) -> tuple[str, str] | _Lit:
-        if isinstance(e, Var) and e in values:
-            return values[e]
+    def __init__(self, comp: Function, where: str):
+        self.where = where
+        self.params = {p: i for i, p in enumerate(comp.params)}
+        self.inputs: list[EwInput] = []
+        self.input_of: dict[int, int] = {}  # id(param var or constant) -> input index
+        self.values: dict[Var, tuple[str, str]] = {}  # var -> (C name, dtype)
+        self.statements: list[str] = []  # one C++ statement per load and per binding
+        self.formula: list[str] = []
+
+    def fail(self, what: str) -> CodegenError:
+        return CodegenError(f"{self.where}: {what}")
+
+    def leaf(self, e) -> tuple[str, str] | _Lit:
+        """An operand: a bound value, a literal, or a kernel input (loaded once)."""
+        if isinstance(e, Var) and e in self.values:
+            return self.values[e]
         if isinstance(e, PrimValue):
             if not isinstance(e.value, (bool, int, float)):
-                raise CodegenError(f"{where}: a symbolic PrimValue operand is not supported in an elementwise kernel")
+                raise self.fail("a symbolic PrimValue operand is not supported in an elementwise kernel")
             return _Lit(e.value, e.dtype)
         if isinstance(e, Constant):
             sinfo = e.struct_info
             if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
-                raise CodegenError(f"{where}: constant of unknown shape")
+                raise self.fail("constant of unknown shape")
             n = 1
             for d in sinfo.shape:
                 n = n * d if isinstance(d, int) else -1
             if n == 1 and e.data is not None:
                 import numpy as np
 
-                value = np.asarray(e.data).reshape(()).item()
-                return _Lit(value, sinfo.dtype)
-            key = id(e)
-            if key not in input_of:
-                input_of[key] = len(inputs)
-                inputs.append(EwInput(None, e, sinfo))
-            k = input_of[key]
-            return _load(k, sinfo.dtype)
-        if isinstance(e, Var) and e in params:
-            key = id(e)
-            if key not in input_of:
-                sinfo = e.struct_info
-                if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
-                    raise CodegenError(f"{where}: parameter {e.name_hint} must be a tensor of known shape")
-                input_of[key] = len(inputs)
-                inputs.append(EwInput(params[e], None, sinfo))
-            k = input_of[key]
-            return _load(k, e.struct_info.dtype)
-        raise CodegenError(f"{where}: unsupported operand {type(e).__name__} in an elementwise composite")
+                return _Lit(np.asarray(e.data).reshape(()).item(), sinfo.dtype)
+            return self.load(e, EwInput(None, e, sinfo))
+        if isinstance(e, Var) and e in self.params:
+            sinfo = e.struct_info
+            if id(e) not in self.input_of and (not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None):
+                raise self.fail(f"parameter {e.name_hint} must be a tensor of known shape")
+            return self.load(e, EwInput(self.params[e], None, sinfo))
+        raise self.fail(f"unsupported operand {type(e).__name__} in an elementwise composite")
 
-    def _load(k: int, dtype: str) -> tuple[str, str]:
-        name = f"x{k}"
-        if not any(line.startswith(f"    const {compute_type(dtype)} {name} ") for line in lines):
-            t = ctype(dtype)
-            lines.append(f"    const {compute_type(dtype)} {name} = Num<{t}>::load(static_cast<const {t}*>"
-                         f"(a.in[{k}].ptr)[offset_of(a.in[{k}], i, a.rank, a.shape)]);")
-        return (name, dtype)
+    def load(self, e, inp: EwInput) -> tuple[str, str]:
+        key = id(e)
+        if key not in self.input_of:
+            k = self.input_of[key] = len(self.inputs)
+            self.inputs.append(inp)
+            t, dtype = ctype(inp.sinfo.dtype), inp.sinfo.dtype
+            self.statements.append(f"const {compute_type(dtype)} x{k} = Num<{t}>::load(static_cast<const {t}*>"
+                                   f"(a.in[{k}].ptr)[offset_of(a.in[{k}], i, a.rank, a.shape)]);")
+        k = self.input_of[key]
+        return (f"x{k}", self.inputs[k].sinfo.dtype)
 
-    bindings = []
-    for block in comp.body.blocks:
-        for b in block.bindings:
-            if not isinstance(b, VarBinding):
-                raise CodegenError(f"{where}: match_cast is not supported in an elementwise composite")
-            bindings.append(b)
-    for k, b in enumerate(bindings):
+    def binding(self, k: int, b) -> None:
         value = b.value
         if isinstance(value, Var):
-            got = leaf(value)
+            got = self.leaf(value)
             if isinstance(got, _Lit):
-                raise CodegenError(f"{where}: a binding of a literal is not supported")
-            values[b.var] = got
-            continue
+                raise self.fail("a binding of a literal is not supported")
+            self.values[b.var] = got
+            return
         if not isinstance(value, Call) or not isinstance(value.op, Op):
-            raise CodegenError(f"{where}: unsupported binding {type(value).__name__}; the first unsupported op "
-                               f"is not an operator call")
+            raise self.fail(f"unsupported binding {type(value).__name__}; the first unsupported op "
+                            "is not an operator call")
         op = value.op.name
         if op not in SUPPORTED_OPS:
-            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op}")
+            raise self.fail(f"cannot generate code: the first unsupported op is {op}")
         out_dtype = _dtype_of(value.struct_info)
         if not isinstance(value.struct_info, TensorStructInfo) or value.struct_info.shape is None:
-            raise CodegenError(f"{where}: {op} has no known tensor shape")
+            raise self.fail(f"{op} has no known tensor shape")
         compute_type(out_dtype)
-        got_args = [leaf(arg) for arg in value.args]
+        got_args = [self.leaf(arg) for arg in value.args]
         # a literal takes the arithmetic type of the tensor operands (else of the result)
         tensor_dts = [g[1] for g in got_args if not isinstance(g, _Lit)]
         lit_dtype = tensor_dts[0] if tensor_dts else out_dtype
@@ -463,65 +454,55 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
         try:
             expr = SUPPORTED_OPS[op](args, dts, out_dtype, value.attrs if value.attrs is not None else {})
         except _Unsupported as exc:
-            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op} ({exc})") from None
+            raise self.fail(f"cannot generate code: the first unsupported op is {op} ({exc})") from None
         name = f"v{k}"
-        lines.append(f"    const {compute_type(out_dtype)} {name} = {expr};")
-        formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
-        values[b.var] = (name, out_dtype)
-    result = comp.body.body
-    if not isinstance(result, Var):
-        raise CodegenError(f"{where}: an elementwise composite must return a tensor value")
-    final = leaf(result)
-    if isinstance(final, _Lit):
-        raise CodegenError(f"{where}: an elementwise composite must not return a constant")
-    out_sinfo = result.struct_info
-    if not isinstance(out_sinfo, TensorStructInfo) or out_sinfo.shape is None:
-        raise CodegenError(f"{where}: the composite's result must be a tensor of known shape")
-    if len(out_sinfo.shape) > MAX_RANK:
-        raise CodegenError(f"{where}: outputs of rank {len(out_sinfo.shape)} exceed the elementwise "
-                           f"kernels' {MAX_RANK}")
-    if len(inputs) > MAX_EW_INPUTS:
-        raise CodegenError(f"{where}: {len(inputs)} inputs exceed the elementwise kernels' {MAX_EW_INPUTS}")
-    out_dtype = out_sinfo.dtype
-    out_t = ctype(out_dtype)
-    store = f"    static_cast<{out_t}*>(a.out)[i] = Num<{out_t}>::store({final[0]});"
-    in_desc = ", ".join(f"x{k}: {inp.sinfo.dtype}" for k, inp in enumerate(inputs))
-    formula_text = "; ".join(formula) if formula else final[0]
-    body = "\n".join(lines + [store])
-    digest = hashlib.sha256((in_desc + "\n" + out_dtype + "\n" + body).encode()).hexdigest()[:16]
-    name = f"ew_{digest}"
-    text = "\n".join([
-        f"// {name}.cu: a byocc fused elementwise kernel (spec 17.1).",
-        f"//   inputs: {c_comment(in_desc) or 'none'}; output: {c_comment(out_dtype)}",
-        f"//   {c_comment(formula_text)}",
-        "// One thread per output element (grid-stride loop); inputs through broadcast strides.",
-        '#include "byocc_generic.cuh"',
-        "",
-        "namespace byocc {",
-        "namespace generic {",
-        "namespace {",
-        "",
-        f"__global__ void __launch_bounds__(256) {name}_kernel(EwArgs a) {{",
-        "  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;",
-        "  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.numel; i += step) {",
-        body,
-        "  }",
-        "}",
-        "",
-        "}  // namespace",
-        "",
-        f"int {name}_run(const EwArgs& a, int sm_count, cudaStream_t stream) {{",
-        "  if (a.numel == 0) return BYOCC_OK;",
-        f"  {name}_kernel<<<grid_for(a.numel, 256, sm_count), 256, 0, stream>>>(a);",
-        f'  return byocc::check_launch("elementwise kernel {name}");',
-        "}",
-        "",
-        "}  // namespace generic",
-        "}  // namespace byocc",
-        "",
-    ])
-    return ElementwisePlan(name, tuple(inputs), out_sinfo, SourceFile(f"src/kernels/{name}.cu", text, "light"),
-                           formula_text)
+        self.statements.append(f"const {compute_type(out_dtype)} {name} = {expr};")
+        self.formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
+        self.values[b.var] = (name, out_dtype)
+
+    def result(self, result) -> tuple[str, TensorStructInfo]:
+        """The C name of the composite's result and its struct info."""
+        if not isinstance(result, Var):
+            raise self.fail("an elementwise composite must return a tensor value")
+        final = self.leaf(result)
+        if isinstance(final, _Lit):
+            raise self.fail("an elementwise composite must not return a constant")
+        out_sinfo = result.struct_info
+        if not isinstance(out_sinfo, TensorStructInfo) or out_sinfo.shape is None:
+            raise self.fail("the composite's result must be a tensor of known shape")
+        if len(out_sinfo.shape) > MAX_RANK:
+            raise self.fail(f"outputs of rank {len(out_sinfo.shape)} exceed the elementwise kernels' {MAX_RANK}")
+        if len(self.inputs) > MAX_EW_INPUTS:
+            raise self.fail(f"{len(self.inputs)} inputs exceed the elementwise kernels' {MAX_EW_INPUTS}")
+        return final[0], out_sinfo
+
+
+def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
+    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
+    first op that is not elementwise."""
+    from .templates import render
+
+    reader = _KernelReader(comp, where)
+    bindings = []
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            if not isinstance(b, VarBinding):
+                raise reader.fail("match_cast is not supported in an elementwise composite")
+            bindings.append(b)
+    for k, b in enumerate(bindings):
+        reader.binding(k, b)
+    final, out_sinfo = reader.result(comp.body.body)
+    out_t = ctype(out_sinfo.dtype)
+    statements = [*reader.statements, f"static_cast<{out_t}*>(a.out)[i] = Num<{out_t}>::store({final});"]
+    in_desc = ", ".join(f"x{k}: {inp.sinfo.dtype}" for k, inp in enumerate(reader.inputs))
+    formula = "; ".join(reader.formula) if reader.formula else final
+    # The unit's name hashes what its text depends on (the statements as the unit indents them).
+    body = "\n".join("    " + s for s in statements)
+    name = "ew_" + hashlib.sha256((in_desc + "\n" + out_sinfo.dtype + "\n" + body).encode()).hexdigest()[:16]
+    text = render("cuda/elementwise_unit.cu.j2", kernel=name, inputs=in_desc, out_dtype=out_sinfo.dtype,
+                  formula=formula, statements=statements)
+    return ElementwisePlan(name, tuple(reader.inputs), out_sinfo, SourceFile(f"src/kernels/{name}.cu", text, "light"),
+                           formula)
 
 
 def is_elementwise(comp: Function) -> bool:
