@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
-from byocc.ir.prim import dim_text
-
 from ..dtypes import itemsize
 from ..program import OffloadedProgram
 from ..program import ValueRef
 from .step import Size
 from .step import Step
+from .step import dims_text
 from .step import tensor_bytes
 
 
@@ -37,7 +36,7 @@ class TempRegion:
 
     @property
     def shape_text(self) -> str:
-        return "(" + ", ".join(dim_text(d) for d in self.shape) + ")"
+        return dims_text(self.shape)
 
 
 @dataclass(frozen=True)

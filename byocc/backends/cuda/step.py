@@ -29,6 +29,11 @@ from ..program import static_numel
 SCRATCH_ALIGN = 256
 
 
+def dims_text(shape) -> str:
+    """A shape as the header comments and messages show it: ``(n, 128)``."""
+    return "(" + ", ".join(dim_text(d) for d in shape) + ")"
+
+
 def round_up(n: int) -> int:
     """``n`` rounded up to the scratch alignment (as ``byocc::round_up``)."""
     return (n + SCRATCH_ALIGN - 1) // SCRATCH_ALIGN * SCRATCH_ALIGN
@@ -110,4 +115,4 @@ class Step:
     """The entry's ``attrs`` when this is the function's only step."""
 
 
-__all__ = ["Operand", "SCRATCH_ALIGN", "Size", "Step", "round_up", "tensor_bytes"]
+__all__ = ["Operand", "SCRATCH_ALIGN", "Size", "Step", "dims_text", "round_up", "tensor_bytes"]

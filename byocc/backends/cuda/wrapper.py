@@ -17,7 +17,6 @@ from dataclasses import field
 from byocc.ir.prim import PrimBinary
 from byocc.ir.prim import PrimMinMax
 from byocc.ir.prim import TirVar
-from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError
 from ..dtypes import WRAPPER_DTYPES
@@ -28,10 +27,12 @@ from ..program import ValueRef
 from .cxx import c_identifier
 from .scratch import ScratchLayout
 from .step import Step
+from .step import dims_text
 
 
 def shape_text(sinfo) -> str:
-    return "(" + ", ".join(dim_text(d) for d in sinfo.shape) + ")"
+    """The shape of a tensor's struct info as text: ``(n, 128)``."""
+    return dims_text(sinfo.shape)
 
 
 @dataclass
@@ -131,8 +132,10 @@ class _TensorArg:
     dlpack_code: int
     bits: int
     rank: int
-    bound_dims: tuple  # static dims and symbolic variables, in axis order: ({axis, var, value})
-    expr_dims: tuple  # dims that are expressions of the variables, checked once all are bound
+    bound_dims: tuple  # {axis, var, value}: a static dim (var None, value the size) or a variable
+    # (value: its index in Dims), checked or bound directly, in axis order
+    expr_dims: tuple  # {axis, value}: a dim that is an expression of the variables (value: its C
+    # expression), checked once every variable is bound
 
 
 def _tensor_args(program: OffloadedProgram, ctx: WrapperContext) -> list[_TensorArg]:
