@@ -22,8 +22,9 @@ from byocc.backends.cuda.cxx import c_comment
 from byocc.backends.cuda.cxx import c_identifier
 from byocc.backends.cuda.cxx import c_string
 from byocc.backends.cuda.cxx import is_c_identifier
-from byocc.backends.cuda.wrapper import Wrapper
-from byocc.backends.cuda.wrapper import emit_wrapper
+from byocc.backends.cuda.function import FunctionCodegen
+from byocc.backends.cuda.function import generate_function
+from byocc.backends.cuda.step import Step
 from byocc.backends.manifest import build_manifest
 from byocc.backends.manifest import dumps
 from byocc.backends.manifest import load_manifest
@@ -124,11 +125,15 @@ def test_c_string_and_comment_cannot_break_out():
     assert "\n" not in c and "\\" not in c
 
 
+def wrapper_text(sym, func, code, title="two steps") -> str:
+    """The wrapper of ``func`` whose steps run ``code(index, call, ctx)`` and need no scratch."""
+    skeleton = FunctionCodegen("cutlass", lambda p, i, c, ctx: Step(c.composite, code(i, c, ctx)), lambda n: title)
+    return generate_function(skeleton, sym, func).source.text
+
+
 def test_wrapper_checks_every_argument_and_symbolic_dim():
     [(sym, func)] = offloaded("merge")
-    program = offloaded_program(sym, func)
-    text = emit_wrapper(Wrapper(program, ["two steps"], [], "", lambda i, c, ctx: f"// step {i}\n",
-                                lambda i, c, ctx: "0"))
+    text = wrapper_text(sym, func, lambda i, c, ctx: f"// step {i}\n")
     # parameters in first-use order (w, x, b, w2), then the output; the multiply and relu
     # stay on the host (a residual needs a bias in the cutlass table)
     assert "constexpr int32_t kNumArgs = 5;" in text
@@ -144,9 +149,7 @@ def test_wrapper_checks_every_argument_and_symbolic_dim():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_wrapper_and_runtime_compile_with_nvcc(tmp_path):
     [(sym, func)] = offloaded("merge")
-    program = offloaded_program(sym, func)
-    text = emit_wrapper(Wrapper(program, [], [], "", lambda i, c, ctx: f"(void){ctx.ptr(c.args[0])};\n",
-                                lambda i, c, ctx: "0"))
+    text = wrapper_text(sym, func, lambda i, c, ctx: f"(void){ctx.ptr(c.args[0])};\n")
     (tmp_path / "src" / "funcs").mkdir(parents=True)
     for f in common_sources():
         (tmp_path / f.path).write_text(f.text)

@@ -27,6 +27,7 @@ means the same as ``fast_gelu=True``); ``fp32_math`` (``"ieee"``, the default, f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,30 +38,27 @@ from byocc.ir import Function
 from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError
-from ..codegen import ConstantSpec
-from ..codegen import EntryPoint
 from ..codegen import GeneratedModule
-from ..codegen import SourceFile
-from ..codegen import TensorSpec
 from ..codegen import Variant
 from ..cuda.common import fixed_constant
-from ..cuda.cxx import c_identifier
+from ..cuda.function import FunctionCodegen
+from ..cuda.function import generate_function as generate_cuda_function
+from ..cuda.step import Operand
+from ..cuda.step import Size
+from ..cuda.step import Step as WrapperStep
+from ..cuda.step import round_up
 from ..cuda.templates import render
-from ..cuda.wrapper import Wrapper
 from ..cuda.wrapper import WrapperContext
-from ..cuda.wrapper import emit_wrapper
-from ..cuda.wrapper import itemsize
 from ..cuda.wrapper import shape_text
 from ..dtypes import dtype
+from ..dtypes import itemsize
 from ..program import CompositeCall
 from ..program import GemmStep
 from ..program import OffloadedProgram
 from ..program import ValueRef
 from ..program import gemm_step
-from ..program import offloaded_program
 from ..program import resolve
 from ..program import static_numel
-from ..program import symbolic_positions
 from .backend import OPTIONS
 from .runtime import HEADER_PATH
 from .runtime import WORKSPACE_BYTES
@@ -375,109 +373,69 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
 
 
 # --------------------------------------------------------------------------- description
-def _round_up(n: int) -> int:
-    return (n + 255) & ~255
-
-
 def _text(dim) -> str:
     return dim_text(dim)
 
 
-def _header_lines(program: OffloadedProgram, steps: Sequence[Step]) -> list[str]:
-    lines = [f"Backend cublas (cuBLASLt), {len(steps)} composite call(s)."]
-    for s in steps:
-        def arg(ref: ValueRef) -> str:
-            si = program.sinfo_of(ref)
-            return f"{si.dtype} {shape_text(si)}"
-        lines.append(f"step {s.index}: {s.call.composite}: {s.gemm.describe()}")
-        lines.append(f"  lhs {arg(s.lhs)}; rhs {arg(s.rhs)} ({s.rhs_layout}"
-                     + (f", {s.weight_prep}d into scratch" if s.weight_prep else "") + ")"
-                     + (f"; bias {arg(s.bias)}" if s.bias is not None else ""))
-        lines.append(f"  output {s.out_dtype} {shape_text(program.temps[s.call.result])}; "
-                     f"accumulate {s.accumulator}")
-        lines.append(f"  row-major D(M x N) = X(M x K) W(K x N): M = {_text(s.M)}, N = {_text(s.N)}, "
-                     f"K = {_text(s.K)}")
-        a_dims = "N x K" if s.op_a == "CUBLAS_OP_N" else "K x N"
-        lines.append(f"  cuBLASLt column-major D^T = op(A) B: A = weight ({s.op_a}, {a_dims}, lda = "
-                     f"{_text(s.lda)}), B = lhs (CUBLAS_OP_N, K x M, ldb = {_text(s.K)}), "
-                     f"D (N x M, ldd = {_text(s.N)})")
-        batch = {"none": "none", "flatten": "lhs batch flattened into M (unbatched weight)",
-                 "broadcast_lhs": "strided over the weight's batch, lhs batch stride 0",
-                 "strided": "strided, equal batches", "runtime": "chosen at run time from the batch dims"}
-        lines.append(f"  m = N, n = M, k = K; batch: {batch[s.batch_mode]}")
-        lines.append(f"  types: A/B {s.ab_type}, C/D {s.d_type}, compute {s.compute}, scale {s.scale_type}")
-        epi = f"  epilogue {s.epilogue}"
-        if s.bias is not None:
-            epi += f" (bias {s.d_type}, length N, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set)"
-        if s.bias_broadcast:
-            epi += "; the one-element bias is first repeated N times in scratch"
-        if s.gelu_kernel:
-            epi += ", then byocc's erf-GELU kernel in place"
-        elif s.gelu == "tanh":
-            epi += " (tanh GELU, fast_gelu)"
-        lines.append(epi)
-        lines.append(f"  workspace {WORKSPACE_BYTES} bytes from the step scratch")
+_BATCH_TEXT = {"none": "none", "flatten": "lhs batch flattened into M (unbatched weight)",
+               "broadcast_lhs": "strided over the weight's batch, lhs batch stride 0",
+               "strided": "strided, equal batches", "runtime": "chosen at run time from the batch dims"}
+
+
+def _header_lines(program: OffloadedProgram, s: Step) -> list[str]:
+    def arg(ref: ValueRef) -> str:
+        si = program.sinfo_of(ref)
+        return f"{si.dtype} {shape_text(si)}"
+
+    lines = [f"step {s.index}: {s.call.composite}: {s.gemm.describe()}",
+             f"  lhs {arg(s.lhs)}; rhs {arg(s.rhs)} ({s.rhs_layout}"
+             + (f", {s.weight_prep}d into scratch" if s.weight_prep else "") + ")"
+             + (f"; bias {arg(s.bias)}" if s.bias is not None else ""),
+             f"  output {s.out_dtype} {shape_text(program.temps[s.call.result])}; accumulate {s.accumulator}",
+             f"  row-major D(M x N) = X(M x K) W(K x N): M = {_text(s.M)}, N = {_text(s.N)}, K = {_text(s.K)}"]
+    a_dims = "N x K" if s.op_a == "CUBLAS_OP_N" else "K x N"
+    lines.append(f"  cuBLASLt column-major D^T = op(A) B: A = weight ({s.op_a}, {a_dims}, lda = "
+                 f"{_text(s.lda)}), B = lhs (CUBLAS_OP_N, K x M, ldb = {_text(s.K)}), "
+                 f"D (N x M, ldd = {_text(s.N)})")
+    lines.append(f"  m = N, n = M, k = K; batch: {_BATCH_TEXT[s.batch_mode]}")
+    lines.append(f"  types: A/B {s.ab_type}, C/D {s.d_type}, compute {s.compute}, scale {s.scale_type}")
+    epi = f"  epilogue {s.epilogue}"
+    if s.bias is not None:
+        epi += f" (bias {s.d_type}, length N, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set)"
+    if s.bias_broadcast:
+        epi += "; the one-element bias is first repeated N times in scratch"
+    if s.gelu_kernel:
+        epi += ", then byocc's erf-GELU kernel in place"
+    elif s.gelu == "tanh":
+        epi += " (tanh GELU, fast_gelu)"
+    lines.append(epi)
+    lines.append(f"  workspace {WORKSPACE_BYTES} bytes from the step scratch")
     return lines
 
 
-def _static_scratch(program: OffloadedProgram, steps: Sequence[Step], ctx: WrapperContext) -> tuple:
-    """(bytes or None, expression text or None): the wrapper's scratch layout, as a number when
-    every shape it depends on is static."""
-    total, parts, static = 0, [], True
-    for c in program.calls:
-        ref = ValueRef("temp", c.result)
-        if ctx.is_output(ref):
-            continue
-        si = program.temps[c.result]
-        n = static_numel(si.shape)
+def _scratch(s: Step, ctx: WrapperContext) -> Size:
+    """The step's need: the cuBLASLt workspace, then the weight copy, then the bias vector
+    (text: the static part as one number, then the symbolic regions)."""
+    extra = []
+    if s.prep_axes is not None:
+        extra.append((s.rhs_shape, itemsize(s.in_dtype)))
+    if s.bias_broadcast:
+        extra.append(((s.N,), itemsize(s.out_dtype)))
+    need, symbolic = WORKSPACE_BYTES, []
+    for dims, size in extra:
+        n = static_numel(dims)
         if n is None:
-            static = False
-            parts.append(f"round_up({' * '.join(_text(d) for d in si.shape)} * {itemsize(si.dtype)})")
+            symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")
         else:
-            total += _round_up(n * itemsize(si.dtype))
-            parts.append(str(_round_up(n * itemsize(si.dtype))))
-    needs, texts = [], []
-    for s in steps:
-        extra = []
-        if s.prep_axes is not None:
-            extra.append((s.rhs_shape, itemsize(s.in_dtype)))
-        if s.bias_broadcast:
-            extra.append(((s.N,), itemsize(s.out_dtype)))
-        need, symbolic = WORKSPACE_BYTES, []
-        for dims, size in extra:
-            n = static_numel(dims)
-            if n is None:
-                static = False
-                symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")
-            else:
-                need += _round_up(n * size)
-        needs.append(need)
-        texts.append(" + ".join([str(need)] + symbolic))
-    if static:
-        return total + max(needs), None
-    step_text = texts[0] if len(texts) == 1 else f"max({', '.join(texts)})"
-    return None, " + ".join(parts + [step_text])
+            need += round_up(n * size)
+    return Size(step_scratch_expr(s, ctx), " + ".join([str(need)] + symbolic), None if symbolic else need)
 
 
-def _tensor_specs(program: OffloadedProgram, steps: Sequence[Step]) -> tuple:
-    roles: dict[int, tuple] = {}
-    for s in steps:
-        for ref, role in ((s.lhs, "lhs"), (s.rhs, "rhs"), (s.bias, "bias")):
-            if ref is None or ref.kind != "param" or ref.index in roles:
-                continue
-            layout = s.rhs_layout if role == "rhs" else "row_major"
-            operand_class = "per_column" if role == "bias" else None
-            roles[ref.index] = (role, layout, operand_class)
-    args = []
-    for i, p in enumerate(program.params):
-        si = p.struct_info
-        role, layout, operand_class = roles.get(i, ("input", "row_major", None))
-        args.append(TensorSpec(p.name_hint, role, si.dtype, tuple(d if isinstance(d, int) else _text(d) for d in si.shape),
-                               layout, itemsize(si.dtype), operand_class))
-    outs = [TensorSpec(f"output{i}", "output", si.dtype,
-                       tuple(d if isinstance(d, int) else _text(d) for d in si.shape), "row_major", itemsize(si.dtype))
-            for i, si in enumerate(program.output_sinfo)]
-    return tuple(args), tuple(outs)
+def _operands(s: Step) -> tuple[Operand, ...]:
+    ops = [Operand(s.lhs, "lhs"), Operand(s.rhs, "rhs", None, s.rhs_layout)]
+    if s.bias is not None:
+        ops.append(Operand(s.bias, "bias", "per_column"))
+    return tuple(ops)
 
 
 def _step_json(s: Step) -> dict[str, Any]:
@@ -508,50 +466,33 @@ def _pattern_ranks(composites: Sequence[str]) -> tuple:
     return tuple(names.index(c) if c in names else None for c in composites)
 
 
+#: The one variant of every cuBLAS function: cuBLASLt picks its kernel at run time.
+_VARIANT = Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES})
+
+
+def _wrapper_step(opts: Options, program: OffloadedProgram, index: int, call: CompositeCall,
+                  ctx: WrapperContext) -> WrapperStep:
+    s = plan_step(program, index, call, opts)
+    return WrapperStep(call.composite, step_code(s, ctx), scratch=_scratch(s, ctx), units=(runtime_sources()[1],),
+                       header=tuple(_header_lines(program, s)), record=_step_json(s), variants=(_VARIANT,),
+                       operands=_operands(s), attrs=_attrs(s, opts))
+
+
+def function_codegen(opts: Options) -> FunctionCodegen:
+    """The cuBLAS backend's part of every function (:func:`~byocc.backends.cuda.function.generate_function`)."""
+    return FunctionCodegen(
+        BACKEND, functools.partial(_wrapper_step, opts),
+        lambda n: f"Backend cublas (cuBLASLt), {n} composite call(s).",
+        includes=(f'#include "{HEADER_PATH.split("/", 1)[1]}"',),
+        no_calls="cannot generate cuBLAS code for function {symbol}: it calls no composite",
+        pattern_ranks=_pattern_ranks)
+
+
 def generate_function(symbol: str, func: Function, opts: Options,
                       constant_names: Mapping | None = None) -> GeneratedModule:
     """The module of one offloaded function."""
-    c_identifier(symbol, "global symbol")
-    program = offloaded_program(symbol, func, dict(constant_names or {}))
-    if not program.calls:
-        raise CodegenError(f"cannot generate cuBLAS code for function {symbol}: it calls no composite")
-    steps = [plan_step(program, i, call, opts) for i, call in enumerate(program.calls)]
-    by_call = {id(s.call): s for s in steps}
-    wrapper = Wrapper(
-        program=program,
-        header_lines=_header_lines(program, steps),
-        includes=[f'#include "{HEADER_PATH.split("/", 1)[1]}"'],
-        prelude="",
-        step_code=lambda i, call, ctx: step_code(by_call[id(call)], ctx),
-        step_scratch=lambda i, call, ctx: step_scratch_expr(by_call[id(call)], ctx),
-    )
-    text = emit_wrapper(wrapper)
-    tensors = [p.struct_info for p in program.params] + list(program.output_sinfo)
-    ctx = WrapperContext(program)
-    scratch_bytes, scratch_expr = _static_scratch(program, steps, ctx)
-    args, outs = _tensor_specs(program, steps)
-    source = f"src/funcs/{symbol}.cu"
-    entry = EntryPoint(
-        symbol=symbol,
-        backend=BACKEND,
-        composites=program.composites,
-        source_file=source,
-        args=args,
-        outputs=outs,
-        kernel_sources=(runtime_sources()[1].path,),
-        pattern_ranks=_pattern_ranks(program.composites),
-        symbols={k: tuple(tuple(p) for p in v) for k, v in symbolic_positions(tensors).items()},
-        attrs=_attrs(steps[0], opts) if len(steps) == 1 else {},  # a merged function: see steps
-        scratch_bytes=scratch_bytes,
-        scratch_expr=scratch_expr,
-        variants=(Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES}),),
-        constants=tuple(ConstantSpec(name, c.struct_info.dtype,
-                                     tuple(d if isinstance(d, int) else _text(d) for d in c.struct_info.shape))
-                        for name, c in program.constants),
-        steps=tuple(_step_json(s) for s in steps),
-    )
-    return GeneratedModule(BACKEND, (entry,), (SourceFile(source, text, "light"), *runtime_sources()),
-                           needs_cublaslt=True)
+    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names)
+    return GeneratedModule(BACKEND, (fn.entry,), (fn.source, *runtime_sources()), needs_cublaslt=True)
 
 
 def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, object] | None,
@@ -569,5 +510,5 @@ def supports(composite: str) -> bool:
     return composite.partition(".")[2].startswith("matmul") and composite not in DEFERRED
 
 
-__all__ = ["DEFERRED", "Options", "Step", "codegen", "generate_function", "parse_options", "plan_step",
-           "step_code"]
+__all__ = ["DEFERRED", "Options", "Step", "codegen", "function_codegen", "generate_function", "parse_options",
+           "plan_step", "step_code"]

@@ -12,8 +12,9 @@ broadcast strides (``byocc::generic::Operand``), the op tree evaluated in fp32 f
 values (fp64 for f64, int64 wrapped to the value's dtype after every op for integers), one
 store (the loop body: ``templates/elementwise_body.cu.j2``). The hash covers the dtypes and the
 loop body, which holds no model-derived names, so equal op trees share one unit.
-:func:`step_code` writes the wrapper's call (shapes bound at run time, so symbolic dims
-broadcast correctly).
+:func:`elementwise_step` gives the wrapper's step; its call
+(``templates/elementwise_step.cu.j2``) binds the shapes at run time, so symbolic dims
+broadcast correctly.
 
 Numerics follow the numpy references (:mod:`byocc.ops.reference`, ``reference_nn``): same
 formulas (sigmoid as ``0.5*(tanh(x/2)+1)``, erf GELU, NaN-propagating maximum/minimum,
@@ -41,12 +42,15 @@ from byocc.ir import VarBinding
 from ..codegen import CodegenError
 from ..codegen import SourceFile
 from ..dtypes import dtype as dtype_row
+from ..codegen import Variant
 from ..program import CompositeCall
 from ..program import ValueRef
 from .generic import MAX_EW_INPUTS
 from .generic import MAX_RANK
 from .generic import ctype
 from .templates import render
+from .step import Operand
+from .step import Step
 from .wrapper import WrapperContext
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -452,14 +456,14 @@ class _Body:
             self.values[b.var] = got
             return
         if not isinstance(value, Call) or not isinstance(value.op, Op):
-            raise CodegenError(f"{where}: unsupported binding {type(value).__name__}; the first unsupported op "
-                               f"is not an operator call")
+            raise self.fail(f"unsupported binding {type(value).__name__}; the first unsupported op "
+                            "is not an operator call")
         op = value.op.name
         if op not in SUPPORTED_OPS:
-            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op}")
+            raise self.fail(f"cannot generate code: the first unsupported op is {op}")
         out_dtype = _dtype_of(value.struct_info)
         if not isinstance(value.struct_info, TensorStructInfo) or value.struct_info.shape is None:
-            raise CodegenError(f"{where}: {op} has no known tensor shape")
+            raise self.fail(f"{op} has no known tensor shape")
         compute_type(out_dtype)
         got_args = [self.leaf(arg) for arg in value.args]
         # a literal takes the arithmetic type of the tensor operands (else of the result)
@@ -470,7 +474,7 @@ class _Body:
         try:
             expr = SUPPORTED_OPS[op](args, dts, out_dtype, value.attrs if value.attrs is not None else {})
         except _Unsupported as exc:
-            raise CodegenError(f"{where}: cannot generate code: the first unsupported op is {op} ({exc})") from None
+            raise self.fail(f"cannot generate code: the first unsupported op is {op} ({exc})") from None
         name = f"v{k}"
         self.statements.append(_Statement(compute_type(out_dtype), name, expr=expr))
         self.formula.append(f"{name} = {op.removeprefix('relax.')}({', '.join(str(x) for x in args)}) : {out_dtype}")
@@ -563,29 +567,37 @@ def shape_array(name: str, shape, ctx: WrapperContext) -> str:
     return f"const int64_t {name}[{len(dims)}] = {{{', '.join(dims)}}};"
 
 
+def _input_ref(plan: ElementwisePlan, k: int, call: CompositeCall) -> ValueRef:
+    inp = plan.inputs[k]
+    if inp.param is not None:
+        return call.args[inp.param]
+    return next(r for c, r in call.constants if c is inp.constant)
+
+
 def step_code(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperContext) -> str:
     """The wrapper's code for one elementwise composite call."""
-    out = ValueRef("temp", call.result)
+    from .templates import render
+
     shape = call.sinfo.shape
-    lines = ["byocc::generic::EwArgs ea{};", f"ea.rank = {len(shape)};"]
-    for a, d in enumerate(shape):
-        lines.append(f"ea.shape[{a}] = {ctx.dim(d)};")
-    lines.append(f"ea.numel = {ctx.numel(shape)};")
-    lines.append(f"ea.out = {ctx.ptr(out)};")
-    for k, inp in enumerate(plan.inputs):
-        if inp.param is not None:
-            ref = call.args[inp.param]
-        else:
-            ref = next(r for c, r in call.constants if c is inp.constant)
-        lines.append(shape_array(f"in{k}_shape", inp.sinfo.shape, ctx))
-        lines.append(f"byocc::generic::broadcast_operand(&ea.in[{k}], {ctx.ptr(ref)}, ea.rank, ea.shape, "
-                     f"{len(inp.sinfo.shape)}, in{k}_shape);")
-    lines.append(f"const int ew_rc = byocc::generic::{plan.name}_run(ea, dev.sm_count, stream);")
-    lines.append("if (ew_rc != BYOCC_OK) return ew_rc;")
-    return "\n".join(lines)
+    inputs = [{"dims": [ctx.dim(d) for d in inp.sinfo.shape] or ["int64_t(1)"], "rank": len(inp.sinfo.shape),
+               "ptr": ctx.ptr(_input_ref(plan, k, call))} for k, inp in enumerate(plan.inputs)]
+    return render("cuda/elementwise_step.cu.j2", shape=[ctx.dim(d) for d in shape], numel=ctx.numel(shape),
+                  out=ctx.ptr(ValueRef("temp", call.result)), inputs=inputs, kernel=plan.name)
+
+
+def elementwise_step(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperContext) -> Step:
+    """The :class:`~.step.Step` of one elementwise composite call: one fused kernel, no scratch."""
+    variants = (Variant("sm_80", "elementwise", {"kernel": plan.source.path}),)
+    return Step(
+        call.composite, step_code(plan, call, ctx), units=(plan.source,), declarations=(plan.declaration,),
+        header=(f"elementwise {plan.name}: {plan.formula}",),
+        record={"composite": call.composite, "kind": "elementwise", "formula": plan.formula,
+                "variants": [v.to_json() for v in variants]},
+        variants=variants,
+        operands=tuple(Operand(call.args[inp.param], "input") for inp in plan.inputs if inp.param is not None))
 
 
 __all__ = [
     "ElementwisePlan", "EwInput", "SUPPORTED_OPS", "compute_type", "elementwise_plan",
-    "first_unsupported_op", "is_elementwise", "shape_array", "step_code",
+    "elementwise_step", "first_unsupported_op", "is_elementwise", "shape_array", "step_code",
 ]

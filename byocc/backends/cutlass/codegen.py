@@ -23,81 +23,44 @@ Scratch: the wrapper's temporaries plus the largest step region (a GEMM step's i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import dataclasses
+import functools
 
-from byocc.ir import Function
 from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError
-from ..codegen import EntryPoint
 from ..codegen import GeneratedModule
 from ..codegen import SourceFile
-from ..codegen import TensorSpec
-from ..codegen import Variant
 from ..cuda import generic
-from ..cuda.cxx import c_identifier
 from ..cuda.elementwise import elementwise_plan
+from ..cuda.elementwise import elementwise_step
 from ..cuda.elementwise import first_unsupported_op
 from ..cuda.elementwise import is_elementwise
-from ..cuda.elementwise import step_code as elementwise_step_code
-from ..cuda.wrapper import Wrapper
+from ..cuda.function import FunctionCodegen
+from ..cuda.function import generate_function
+from ..cuda.step import Operand
+from ..cuda.step import Step
 from ..cuda.wrapper import WrapperContext
-from ..cuda.wrapper import emit_wrapper
-from ..cuda.wrapper import itemsize
 from ..cuda.wrapper import shape_text
 from ..program import CompositeCall
 from ..program import OffloadedProgram
-from ..program import ValueRef
 from ..program import gemm_step
-from ..program import offloaded_program
 from ..program import resolve
-from ..program import static_numel
-from ..program import symbolic_positions
 from . import gemm_plan
 from .backend import OPTIONS
-from .gemm_step import step_code as gemm_wrapper_code
+from .gemm_plan import GemmPlan
+from .gemm_step import step_code as gemm_code
 from .gemm_step import step_kernels
 
 BACKEND = "cutlass"
 
 
-# --------------------------------------------------------------------------- GEMM steps
-# The GEMM step lives in .gemm_plan (plan, tiers, manifest records, scratch need) and
-# .gemm_step (wrapper code, kernel units); the names below keep the per-function code's calls.
-Tier = gemm_plan.Tier
-GemmPlan = gemm_plan.GemmPlan
-Size = gemm_plan.Size
-classify = gemm_plan.classify
-plan_gemm = gemm_plan.plan_gemm
-shape_text_of = gemm_plan.shape_text_of
-gemm_step_scratch = gemm_plan.step_scratch
-_round_up = gemm_plan.round_up
-_impl_name = gemm_plan.impl_name
-
-
-def _variant(tier: Tier, plan: GemmPlan | None = None) -> Variant:
-    return gemm_plan.variant(tier)
-
-
-def gemm_step_code(plan: GemmPlan, index: int, ctx: WrapperContext) -> str:
-    return gemm_wrapper_code(plan, ctx)
-
-
-def gemm_units(plan: GemmPlan) -> list[SourceFile]:
-    return [k.source for k in step_kernels(plan)]
-
-
-def gemm_declarations(plan: GemmPlan) -> list[str]:
-    return [k.declaration for k in step_kernels(plan)]
-
-
 # --------------------------------------------------------------------------- per function
-def _plan_call(program: OffloadedProgram, i: int, call: CompositeCall, options: dict):
+def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
     where = f"function {program.symbol}, composite {call.composite}"
     step = gemm_step(call.func)
     if step is not None:
-        return plan_gemm(step, call, where, options)
+        return gemm_plan.plan_gemm(step, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
     op = first_unsupported_op(call.func) or "no supported operator"
@@ -105,178 +68,77 @@ def _plan_call(program: OffloadedProgram, i: int, call: CompositeCall, options: 
                        f"(first unsupported op: {op})")
 
 
-def _header_lines(program: OffloadedProgram, plans: Sequence) -> list:
-    lines = [f"Composites ({len(program.calls)} call{'s' if len(program.calls) != 1 else ''}, in order):"]
-    for i, (call, plan) in enumerate(zip(program.calls, plans)):
-        lines.append(f"  step {i}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}")
-        if isinstance(plan, GemmPlan):
-            st = plan.step
-            lines.append(f"    out = {st.describe()}")
-            lines.append(f"    GEMM M={dim_text(plan.M)} N={dim_text(plan.N)} K={dim_text(plan.K)} "
-                         f"batch={plan.case}, B {plan.layout}, {st.lhs_sinfo.dtype} x {st.rhs_sinfo.dtype} -> "
-                         f"{plan.out_dtype} (accumulate {plan.acc_dtype})")
-            if st.bias is not None:
-                lines.append(f"    bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
-            if st.residual is not None:
-                lines.append(f"    residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
-            for tier in plan.tiers:
-                if tier.arch == "generic":
-                    lines.append("    variant generic_simt (fp32/int32 accumulation, generic epilogue fused)")
-                else:
-                    c = tier.cfg
-                    lines.append(f"    variant {_impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} D {c.align_d}"
-                                 f"{'' if tier.fused else ' + generic epilogue'}")
+def _gemm_header(plan: GemmPlan) -> list[str]:
+    st = plan.step
+    lines = [f"out = {st.describe()}",
+             f"GEMM M={dim_text(plan.M)} N={dim_text(plan.N)} K={dim_text(plan.K)} batch={plan.case}, "
+             f"B {plan.layout}, {st.lhs_sinfo.dtype} x {st.rhs_sinfo.dtype} -> {plan.out_dtype} "
+             f"(accumulate {plan.acc_dtype})"]
+    if st.bias is not None:
+        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
+    if st.residual is not None:
+        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
+    for tier in plan.tiers:
+        if tier.arch == "generic":
+            lines.append("variant generic_simt (fp32/int32 accumulation, generic epilogue fused)")
         else:
-            lines.append(f"    elementwise {plan.name}: {plan.formula}")
+            c = tier.cfg
+            lines.append(f"variant {gemm_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} D {c.align_d}"
+                         f"{'' if tier.fused else ' + generic epilogue'}")
     return lines
 
 
-def _roles(program: OffloadedProgram, plans: Sequence) -> dict:
-    roles: dict[int, tuple[str, str | None, str]] = {}
-    for call, plan in zip(program.calls, plans):
-        if isinstance(plan, GemmPlan):
-            st = plan.step
-            items = [("lhs", st.lhs, None, "row_major"),
-                     ("rhs", st.rhs, None, "col_major_nk" if plan.step.transposed and plan.layout == "tn"
-                      and plan.materialize_axes is None else "row_major"),
-                     ("bias", st.bias, plan.bias_class, "row_major"),
-                     ("residual", st.residual, plan.residual_class, "row_major")]
-            for role, operand, cls, layout in items:
-                if operand is None:
-                    continue
-                ref = resolve(call, operand)
-                if ref.kind == "param" and ref.index not in roles:
-                    roles[ref.index] = (role, cls, layout)
-        else:
-            for inp in plan.inputs:
-                if inp.param is not None:
-                    ref = call.args[inp.param]
-                    if ref.kind == "param" and ref.index not in roles:
-                        roles[ref.index] = ("input", None, "row_major")
-    return roles
+def _gemm_operands(plan: GemmPlan) -> tuple[Operand, ...]:
+    st, call = plan.step, plan.call
+    rhs_layout = ("col_major_nk" if st.transposed and plan.layout == "tn" and plan.materialize_axes is None
+                  else "row_major")
+    items = [("lhs", st.lhs, None, "row_major"), ("rhs", st.rhs, None, rhs_layout),
+             ("bias", st.bias, plan.bias_class, "row_major"),
+             ("residual", st.residual, plan.residual_class, "row_major")]
+    return tuple(Operand(resolve(call, operand), role, cls, layout)
+                 for role, operand, cls, layout in items if operand is not None)
 
 
-def _dims_json(shape) -> tuple:
-    return tuple(d if isinstance(d, int) else dim_text(d) for d in shape)
+def _gemm_step(plan: GemmPlan, ctx: WrapperContext) -> Step:
+    st = plan.step
+    variants = tuple(gemm_plan.variant(t) for t in plan.tiers)
+    record = {"composite": plan.call.composite, "kind": "gemm", "formula": st.describe(),
+              "batch": plan.case, "b_layout": plan.layout,
+              "bias_class": plan.bias_class, "residual_class": plan.residual_class,
+              "accumulator": plan.acc_dtype, "variants": [v.to_json() for v in variants]}
+    attrs = {"activation": st.act, "transposed_rhs": st.transposed, "accumulator": plan.acc_dtype,
+             "gelu": "erf" if st.act == "gelu" else None, "residual_op": st.residual_op, "post": st.post}
+    kernels = step_kernels(plan)
+    return Step(plan.call.composite, gemm_code(plan, ctx), scratch=gemm_plan.step_scratch(plan, ctx),
+                units=tuple(k.source for k in kernels), declarations=tuple(k.declaration for k in kernels),
+                header=tuple(_gemm_header(plan)), record=record, variants=variants,
+                operands=_gemm_operands(plan), attrs=attrs)
 
 
-def _function(symbol: str, func: Function, options: dict, constant_names: dict, units: dict) -> EntryPoint:
-    c_identifier(symbol, "global symbol")
-    program = offloaded_program(symbol, func, constant_names)
-    if not program.calls:
-        raise CodegenError(f"function {symbol}: no composite call to generate")
-    plans = [_plan_call(program, i, call, options) for i, call in enumerate(program.calls)]
-    includes = [f'#include "{generic.HEADER_PATH.removeprefix("src/")}"', '#include "byocc_gemm.h"']
-    decls: list[str] = []
-    kernel_paths: list[str] = []
-    for plan in plans:
-        if isinstance(plan, GemmPlan):
-            for unit in gemm_units(plan):
-                units[unit.path] = unit
-                kernel_paths.append(unit.path)
-            decls.extend(gemm_declarations(plan))
-        else:
-            units[plan.source.path] = plan.source
-            kernel_paths.append(plan.source.path)
-            decls.append(plan.declaration)
-    decls = list(dict.fromkeys(decls))
-    scratch_sizes: list[Size] = []
-
-    def step_code(i: int, call: CompositeCall, ctx: WrapperContext) -> str:
-        plan = plans[i]
-        if isinstance(plan, GemmPlan):
-            return gemm_step_code(plan, i, ctx)
-        return elementwise_step_code(plan, call, ctx)
-
-    def step_scratch(i: int, call: CompositeCall, ctx: WrapperContext) -> str:
-        plan = plans[i]
-        size = gemm_step_scratch(plan, ctx) if isinstance(plan, GemmPlan) else Size.zero()
-        scratch_sizes.append(size)
-        return size.c if size.value != 0 else "0"
-
-    header = _header_lines(program, plans)
-    # The prototypes go with the includes: emit_wrapper's prelude sits in an anonymous
-    # namespace, which would give the kernel entry points internal linkage.
-    includes.append("")
-    includes.extend(decls)
-    text = emit_wrapper(Wrapper(program, header, includes, "", step_code, step_scratch))
-    source_path = f"src/funcs/{symbol}.cu"
-    units[source_path] = SourceFile(source_path, text, "light")
-    # scratch: the wrapper's temporaries + the largest step region (as scratch_layout)
-    ctx = WrapperContext(program, {})
-    temps_total: Size = Size.zero()
-    for call in program.calls:
-        ref = ValueRef("temp", call.result)
-        if ctx.is_output(ref):
-            continue
-        sinfo = program.temps[call.result]
-        n = static_numel(sinfo.shape)
-        text_expr = "round_up(" + " * ".join([dim_text(d) for d in sinfo.shape] + [str(itemsize(sinfo.dtype))]) + ")"
-        temps_total = temps_total + Size("", text_expr, None if n is None else _round_up(n * itemsize(sinfo.dtype)))
-    step_max: int | None = 0
-    step_texts = []
-    for s in scratch_sizes:
-        if s.value is None:
-            step_max = None
-        elif step_max is not None:
-            step_max = max(step_max, s.value)
-        if s.value != 0:
-            step_texts.append(s.text)
-    if temps_total.value is not None and step_max is not None:
-        scratch_bytes: int | None = temps_total.value + step_max
-        scratch_expr = None
+def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeCall, ctx: WrapperContext) -> Step:
+    """Composite call ``index`` as a GEMM or an elementwise step, its header lines under
+    ``step <index>: ...``."""
+    plan = _plan_call(program, call, options)
+    if isinstance(plan, GemmPlan):
+        step = _gemm_step(plan, ctx)
     else:
-        scratch_bytes = None
-        parts = [temps_total.text] if temps_total.value != 0 else []
-        if step_texts:
-            parts.append(step_texts[0] if len(step_texts) == 1 else f"max({', '.join(step_texts)})")
-        scratch_expr = " + ".join(parts) or "0"
-    # manifest entry
-    roles = _roles(program, plans)
-    args = []
-    for i, p in enumerate(program.params):
-        role, cls, layout = roles.get(i, ("input", None, "row_major"))
-        si = p.struct_info
-        args.append(TensorSpec(p.name_hint, role, si.dtype, _dims_json(si.shape), layout=layout,
-                               align_bytes=itemsize(si.dtype), operand_class=cls))
-    outputs = tuple(TensorSpec(f"output{i}", "output", s.dtype, _dims_json(s.shape))
-                    for i, s in enumerate(program.output_sinfo))
-    tensors = [p.struct_info for p in program.params] + list(program.output_sinfo)
-    symbols = {k: tuple(tuple(x) for x in v) for k, v in symbolic_positions(tensors).items()}
-    variants: list[Variant] = []
-    steps = []
-    for call, plan in zip(program.calls, plans):
-        if isinstance(plan, GemmPlan):
-            vs = [_variant(t, plan) for t in plan.tiers]
-            st = plan.step
-            steps.append({"composite": call.composite, "kind": "gemm", "formula": st.describe(),
-                          "batch": plan.case, "b_layout": plan.layout,
-                          "bias_class": plan.bias_class, "residual_class": plan.residual_class,
-                          "accumulator": plan.acc_dtype, "variants": [v.to_json() for v in vs]})
-        else:
-            vs = [Variant("sm_80", "elementwise", {"kernel": plan.source.path})]
-            steps.append({"composite": call.composite, "kind": "elementwise", "formula": plan.formula,
-                          "variants": [v.to_json() for v in vs]})
-        for v in vs:
-            if v not in variants:
-                variants.append(v)
-    attrs: dict[str, Any] = {}
-    if len(plans) == 1 and isinstance(plans[0], GemmPlan):
-        st = plans[0].step
-        attrs = {"activation": st.act, "transposed_rhs": st.transposed, "accumulator": plans[0].acc_dtype,
-                 "gelu": "erf" if st.act == "gelu" else None, "residual_op": st.residual_op,
-                 "post": st.post}
-    constants = ()
-    if program.constants:
-        from ..codegen import ConstantSpec
+        step = elementwise_step(plan, call, ctx)
+    header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
+              *(f"    {line}" for line in step.header))
+    return dataclasses.replace(step, header=header)
 
-        constants = tuple(ConstantSpec(name, c.struct_info.dtype, _dims_json(c.struct_info.shape))
-                          for name, c in program.constants)
-    return EntryPoint(
-        symbol=symbol, backend=BACKEND, composites=program.composites, source_file=source_path,
-        args=tuple(args), outputs=outputs, kernel_sources=tuple(dict.fromkeys(kernel_paths)),
-        symbols=symbols, attrs=attrs, scratch_bytes=scratch_bytes, scratch_expr=scratch_expr,
-        variants=tuple(variants), constants=constants, steps=tuple(steps))
+
+def _title(n: int) -> str:
+    return f"Composites ({n} call{'s' if n != 1 else ''}, in order):"
+
+
+def function_codegen(options: dict | None = None) -> FunctionCodegen:
+    """The CUTLASS backend's part of every function (:func:`~byocc.backends.cuda.function.generate_function`)."""
+    # The kernels' prototypes are declared by the steps, after these includes (outside the
+    # wrapper's anonymous namespace, so that they keep external linkage).
+    return FunctionCodegen(
+        BACKEND, functools.partial(_step, dict(options or {})), _title,
+        includes=(f'#include "{generic.HEADER_PATH.removeprefix("src/")}"', '#include "byocc_gemm.h"'))
 
 
 def codegen(functions, options, constant_names) -> list[GeneratedModule]:
@@ -284,10 +146,14 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     GeneratedModule with an entry per function; CodegenError on the first composite that
     cannot be generated (nothing is returned then)."""
     options = OPTIONS.resolve(options)
+    skeleton = function_codegen(options)
     units: dict[str, SourceFile] = {}
     entries = []
     for symbol, func in functions:
-        entries.append(_function(symbol, func, options, dict(constant_names or {}), units))
+        fn = generate_function(skeleton, symbol, func, constant_names)
+        units.update((u.path, u) for u in fn.units)
+        units[fn.source.path] = fn.source
+        entries.append(fn.entry)
     units[generic.HEADER_PATH] = generic.header_source()
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
@@ -307,4 +173,4 @@ def supports(composite: str) -> bool:
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 
-__all__ = ["GemmPlan", "Tier", "classify", "codegen", "plan_gemm"]
+__all__ = ["codegen", "function_codegen", "supports"]

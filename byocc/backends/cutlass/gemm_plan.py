@@ -33,6 +33,9 @@ from byocc.ir.prim import dims_equal
 
 from ..codegen import CodegenError
 from ..codegen import Variant
+from ..cuda.step import Size
+from ..cuda.step import round_up
+from ..cuda.step import tensor_bytes
 from ..cuda.wrapper import WrapperContext
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
@@ -56,11 +59,6 @@ def _element_bytes(dtype: str) -> int | None:
     return None if row is None or row.cutlass is None else row.itemsize
 
 
-def round_up(n: int) -> int:
-    """``n`` rounded up to 256 bytes (every scratch region starts 256-byte aligned)."""
-    return (n + 255) // 256 * 256
-
-
 def _same(a, b) -> bool:
     """Two IR dims are equal (identity, value, or the same symbolic variable by name)."""
     if dims_equal(a, b):
@@ -76,36 +74,6 @@ def _static(d) -> int | None:
 
 def _is_one(dims) -> bool:
     return static_numel(dims) == 1
-
-
-# --------------------------------------------------------------------------- sizes (C / text / int)
-@dataclass(frozen=True)
-class Size:
-    """A byte count three ways: C expression, readable text, exact int (None when symbolic)."""
-
-    c: str
-    text: str
-    value: int | None
-
-    @staticmethod
-    def zero() -> Size:
-        return Size("uint64_t(0)", "0", 0)
-
-    def __add__(self, other: Size) -> Size:
-        if self.value == 0:
-            return other
-        if other.value == 0:
-            return self
-        value = None if self.value is None or other.value is None else self.value + other.value
-        return Size(f"({self.c} + {other.c})", f"{self.text} + {other.text}", value)
-
-
-def _tensor_bytes(shape, dtype_size: int, ctx: WrapperContext) -> Size:
-    """round_up(numel * size) of a tensor."""
-    n = static_numel(shape)
-    c = f"byocc::round_up(uint64_t({ctx.numel(shape)}) * {dtype_size}u)"
-    text = "round_up(" + " * ".join([dim_text(d) for d in shape] + [str(dtype_size)]) + ")"
-    return Size(c, text, None if n is None else round_up(n * dtype_size))
 
 
 # --------------------------------------------------------------------------- operand classes
@@ -515,10 +483,10 @@ def scratch_regions(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size, Si
     """(materialised B, accumulator, CUTLASS workspace) regions of the step."""
     b_size = Size.zero()
     if plan.materialize_axes is not None or plan.has_transposed_b:
-        b_size = _tensor_bytes(plan.stored_rhs_shape, itemsize(plan.step.rhs_sinfo.dtype), ctx)
+        b_size = tensor_bytes(plan.stored_rhs_shape, itemsize(plan.step.rhs_sinfo.dtype), ctx)
     acc_size = Size.zero()
     if plan.needs_acc:
-        acc_size = _tensor_bytes(plan.mm_shape, itemsize(plan.acc_dtype), ctx)
+        acc_size = tensor_bytes(plan.mm_shape, itemsize(plan.acc_dtype), ctx)
     ws = 0
     symbolic_ws = False
     for tier in plan.tiers:

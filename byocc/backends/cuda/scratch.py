@@ -1,0 +1,103 @@
+"""The scratch layout of one offloaded function, computed once as data.
+
+The caller's scratch buffer holds, in order, one region per temporary of a merged function
+(a composite call's result that is not an output), then one region shared by the steps' own
+needs: its size is the largest step need. Every region is rounded up to 256 bytes.
+
+The same :class:`ScratchLayout` is what the wrapper's ``scratch_layout()`` evaluates at run
+time (``templates/wrapper.cu.j2``) and what the manifest records (``scratch_bytes`` when every
+size is static, else ``scratch_expr``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from ..dtypes import itemsize
+from ..program import OffloadedProgram
+from ..program import ValueRef
+from .step import Size
+from .step import Step
+from .step import dims_text
+from .step import tensor_bytes
+
+
+@dataclass(frozen=True)
+class TempRegion:
+    """A temporary's region: ``offset`` from the start of the scratch buffer."""
+
+    temp: int  # the temporary's index (the composite call's result)
+    dtype: str
+    shape: tuple
+    offset: Size
+    size: Size
+
+    @property
+    def shape_text(self) -> str:
+        return dims_text(self.shape)
+
+
+@dataclass(frozen=True)
+class StepNeed:
+    """A step's need in the shared step region (steps that need nothing are left out)."""
+
+    index: int
+    composite: str
+    size: Size
+
+
+@dataclass(frozen=True)
+class ScratchLayout:
+    temps: tuple[TempRegion, ...]
+    steps: tuple[StepNeed, ...]
+
+    @property
+    def step_offset(self) -> Size:
+        """Where the shared step region starts: the temporaries' total."""
+        return reduce(lambda a, b: a + b, (t.size for t in self.temps), Size.zero())
+
+    @property
+    def step_bytes(self) -> int | None:
+        """The step region's size, None when a step's need is symbolic."""
+        values = [s.size.value for s in self.steps]
+        return None if None in values else max(values, default=0)
+
+    @property
+    def scratch_bytes(self) -> int | None:
+        """The whole buffer's size when it is static (the manifest's ``scratch_bytes``)."""
+        temps, steps = self.step_offset.value, self.step_bytes
+        return None if temps is None or steps is None else temps + steps
+
+    @property
+    def scratch_expr(self) -> str | None:
+        """The size as a formula of the symbolic dims when it is not static (the manifest's
+        ``scratch_expr``): the temporaries, then the largest step need."""
+        if self.scratch_bytes is not None:
+            return None
+        temps = self.step_offset
+        parts = [] if temps.is_zero else [temps.text]
+        texts = [s.size.text for s in self.steps]
+        if texts:
+            parts.append(texts[0] if len(texts) == 1 else f"max({', '.join(texts)})")
+        return " + ".join(parts) or "0"
+
+
+def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> ScratchLayout:
+    """The layout of ``program``'s scratch for its planned ``steps`` (``ctx``: the
+    :class:`~byocc.backends.cuda.wrapper.WrapperContext` of the function)."""
+    temps = []
+    at = Size.zero()
+    for call in program.calls:
+        if ctx.is_output(ValueRef("temp", call.result)):
+            continue
+        sinfo = program.temps[call.result]
+        size = tensor_bytes(sinfo.shape, itemsize(sinfo.dtype), ctx)
+        temps.append(TempRegion(call.result, sinfo.dtype, tuple(sinfo.shape), at, size))
+        at = at + size
+    needs = tuple(StepNeed(i, s.composite, s.scratch) for i, s in enumerate(steps) if not s.scratch.is_zero)
+    return ScratchLayout(tuple(temps), needs)
+
+
+__all__ = ["ScratchLayout", "StepNeed", "TempRegion", "scratch_layout"]

@@ -1,0 +1,130 @@
+"""The scratch layout of a merged function is computed once, in Python, and both the manifest
+(``scratch_bytes`` / ``scratch_expr``) and the wrapper's C++ ``scratch_layout()`` come from it.
+
+Two chained matmuls (the first one's result is a temporary in scratch), fp32 so that the
+CUTLASS steps transpose B into their own scratch region, with static and symbolic dims. The
+C++ ``scratch_layout()`` of the generated wrapper is evaluated here (its statements are plain
+arithmetic) and compared with the Python layout and with the manifest's numbers/formula.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from byocc.backends.cublas import codegen as cublas_codegen
+from byocc.backends.cuda.function import generate_function
+from byocc.backends.cuda.step import round_up
+from byocc.backends.cutlass import codegen as cutlass_codegen
+from byocc.backends.registry import get_patterns_with_prefix
+from byocc.text import parse_module
+from byocc.transform import partition
+
+MODULE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(({M}, 64), dtype="float32"), w1: R.Tensor((64, {H}), dtype="float32"), w2: R.Tensor(({H}, 32), dtype="float32")) -> R.Tensor(({M}, 32), dtype="float32"):
+        {vars}
+        with R.dataflow():
+            h: R.Tensor(({m}, {h}), dtype="float32") = R.matmul(x, w1, out_dtype="void")
+            y: R.Tensor(({m}, 32), dtype="float32") = R.matmul(h, w2, out_dtype="void")
+            R.output(y)
+        return y
+'''
+
+
+def merged(backend: str, m, h):
+    """The one merged function of the two matmuls (``m``/``h``: an int or a variable name)."""
+    names = [d for d in (m, h) if isinstance(d, str)]
+    text = MODULE.format(M=f'"{m}"' if m in names else m, H=f'"{h}"' if h in names else h, m=m, h=h,
+                         vars="\n        ".join(f"{v} = T.int64()" for v in names) or "pass")
+    part = partition(parse_module(text, "<test>"), get_patterns_with_prefix(backend), path="merge",
+                     bind_constants=True)
+    [(symbol, func)] = [(f.attrs.get("global_symbol", name), f) for name, f in part.items()
+                        if "Codegen" in getattr(f, "attrs", {})]
+    return symbol, func
+
+
+def generated(backend: str, m, h):
+    symbol, func = merged(backend, m, h)
+    if backend == "cutlass":
+        skeleton = cutlass_codegen.function_codegen({})
+    else:
+        skeleton = cublas_codegen.function_codegen(cublas_codegen.parse_options({}))
+    return generate_function(skeleton, symbol, func)
+
+
+WORKSPACE = 32 * 1024 * 1024  # byocc::kCublasLtWorkspaceBytes
+
+
+def run_scratch_layout(text: str, dims: dict[int, int]) -> dict[str, int]:
+    """Evaluate the wrapper's ``scratch_layout(d)`` with ``d.s<i> = dims[i]``: the offsets."""
+    body = text.split("Offsets scratch_layout(const Dims& d) {\n", 1)[1].split("\n}\n", 1)[0]
+    code = []
+    for line in body.splitlines():
+        line = line.split("//")[0].strip()
+        need = re.fullmatch(r"\{ uint64_t need = (.*); if \(need > step\) step = need; \}", line)
+        if need:
+            code.append(f"step = max(step, {need[1]})")
+        elif line and line not in ("(void)d;", "Offsets off{};", "return off;"):
+            code.append(line.removeprefix("uint64_t ").removesuffix(";"))
+    src = "\n".join(code)
+    src = src.replace("byocc::kCublasLtWorkspaceBytes", str(WORKSPACE)).replace("byocc::round_up", "round_up")
+    src = re.sub(r"\bu?int64_t\(", "(", src)
+    src = re.sub(r"(\d+)u\b", r"\1", src)
+    src = re.sub(r"\bd\.s(\d+)", r"s\1", src)
+    src = re.sub(r"\boff\.(\w+)", r"off_\1", src)
+    env = {"round_up": round_up, **{f"s{i}": v for i, v in dims.items()}}
+    exec(src, env)  # noqa: S102 - the generated arithmetic only
+    return {k.removeprefix("off_"): v for k, v in env.items() if k.startswith("off_")}
+
+
+def formula(text: str, **dims) -> int:
+    """The value of a manifest ``scratch_expr`` / a Size's text for the given dims."""
+    return eval(text, {"round_up": round_up, "max": max}, dims)  # noqa: S307
+
+
+@pytest.mark.parametrize("backend", ["cutlass", "cublas"])
+def test_static_layout_is_the_manifest_and_the_wrapper(backend):
+    fn = generated(backend, 16, 128)
+    layout, entry = fn.layout, fn.entry
+    [temp] = layout.temps  # h, (16, 128) float32, at the start of the buffer
+    assert (temp.offset.value, temp.size.value) == (0, round_up(16 * 128 * 4))
+    need = [64 * 128 * 4, 128 * 32 * 4] if backend == "cutlass" else [WORKSPACE, WORKSPACE]
+    assert [s.size.value for s in layout.steps] == need
+    assert layout.scratch_bytes == entry.scratch_bytes == temp.size.value + max(need)
+    assert entry.scratch_expr is None
+    off = run_scratch_layout(fn.source.text, {})
+    assert off == {f"temp{temp.temp}": 0, "step": layout.step_offset.value, "total": entry.scratch_bytes}
+
+
+@pytest.mark.parametrize("backend", ["cutlass", "cublas"])
+@pytest.mark.parametrize("n", [1, 37, 1000])
+def test_symbolic_layout_is_the_manifest_and_the_wrapper(backend, n):
+    fn = generated(backend, "n", 128)
+    layout, entry = fn.layout, fn.entry
+    assert entry.scratch_bytes is None and entry.scratch_expr == layout.scratch_expr
+    step = "max(round_up(64 * 128 * 4), round_up(128 * 32 * 4))" if backend == "cutlass" else f"max({WORKSPACE}, {WORKSPACE})"
+    assert entry.scratch_expr == f"round_up(n * 128 * 4) + {step}"
+    [temp] = layout.temps
+    off = run_scratch_layout(fn.source.text, {0: n})
+    assert off[f"temp{temp.temp}"] == formula(temp.offset.text, n=n) == 0
+    assert off["step"] == formula(layout.step_offset.text, n=n) == round_up(n * 128 * 4)
+    assert off["total"] == formula(entry.scratch_expr, n=n)
+
+
+def test_symbolic_step_need_is_evaluated_the_same_way():
+    # N of the first GEMM is symbolic: its transposed B (64 x k) is a symbolic step region
+    fn = generated("cutlass", "n", "k")
+    layout, entry = fn.layout, fn.entry
+    assert [s.size.value for s in layout.steps].count(None) >= 1
+    assert entry.scratch_expr == layout.scratch_expr
+    sym = {name: i for i, name in enumerate(["n", "k"])}
+    for n, k in ((3, 5), (64, 200)):
+        off = run_scratch_layout(fn.source.text, {sym["n"]: n, sym["k"]: k})
+        assert off["total"] == formula(entry.scratch_expr, n=n, k=k)
+        assert off["step"] == formula(layout.step_offset.text, n=n, k=k)
