@@ -41,16 +41,16 @@ from byocc.ir import VarBinding
 
 from ..codegen import CodegenError
 from ..codegen import SourceFile
-from ..dtypes import dtype as dtype_row
 from ..codegen import Variant
+from ..dtypes import dtype as dtype_row
 from ..program import CompositeCall
 from ..program import ValueRef
 from .generic import MAX_EW_INPUTS
 from .generic import MAX_RANK
 from .generic import ctype
-from .templates import render
 from .step import Operand
 from .step import Step
+from .templates import render
 from .wrapper import WrapperContext
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
