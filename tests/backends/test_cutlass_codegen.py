@@ -416,7 +416,7 @@ def _fake_cutlass_unit(cfg) -> str:
 
 def _configs(funcs):
     """Every CUTLASS kernel configuration the codegen compiles for ``funcs``."""
-    from byocc.backends.cutlass.codegen import plan_gemm
+    from byocc.backends.cutlass.gemm_plan import plan_gemm
     from byocc.backends.program import gemm_step
     from byocc.backends.program import offloaded_program
 

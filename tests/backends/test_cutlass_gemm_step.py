@@ -31,14 +31,14 @@ def plans(monkeypatch, **kw) -> list:
     """``(plan, WrapperContext, wrapper code)`` of every GEMM step the CUTLASS codegen writes
     for ``matmul_module(**kw)`` (recorded through the per-function code's calls)."""
     seen = []
-    real = codegen.gemm_step_code
+    real = codegen.gemm_code
 
-    def record(plan, index, ctx):
-        code = real(plan, index, ctx)
+    def record(plan, ctx):
+        code = real(plan, ctx)
         seen.append((plan, ctx, code))
         return code
 
-    monkeypatch.setattr(codegen, "gemm_step_code", record)
+    monkeypatch.setattr(codegen, "gemm_code", record)
     generate(parse_module(matmul_module(**kw)))
     assert seen
     return seen
@@ -60,9 +60,6 @@ def test_step_kernels_pair_every_unit_with_its_declaration(monkeypatch):
     for kernel in used[len(cutlass_tiers):]:
         name = kernel.declaration.split("(")[0].split()[-1]
         assert name in kernel.source.text
-    # the per-function code's names give the same two lists
-    assert codegen.gemm_units(plan) == [k.source for k in used]
-    assert codegen.gemm_declarations(plan) == [k.declaration for k in used]
 
 
 def test_step_code_runs_the_tiers_in_order_then_the_generic_gemm(monkeypatch):
@@ -80,15 +77,13 @@ def test_step_code_runs_the_tiers_in_order_then_the_generic_gemm(monkeypatch):
     assert gemm_step.step_code(plan, ctx) == code
 
 
-def test_dead_parameters_are_gone_but_the_old_calls_still_work(monkeypatch):
-    ((plan, ctx, code),) = plans(monkeypatch, xs=(32, 8), ws=(8, 16))
-    assert codegen.gemm_step_code(plan, 0, ctx) == gemm_step.step_code(plan, ctx) == code
-    for tier in plan.tiers:
-        assert codegen._variant(tier, plan) == gemm_plan.variant(tier)
-        assert codegen._impl_name(tier) == gemm_plan.impl_name(tier)
-    size = codegen.gemm_step_scratch(plan, ctx)
-    assert isinstance(size, codegen.Size) and size == gemm_plan.step_scratch(plan, ctx)
-    assert codegen._round_up(1) == 256 and codegen.Tier is gemm_plan.Tier and codegen.GemmPlan is gemm_plan.GemmPlan
+def test_the_gemm_step_uses_the_skeletons_size(monkeypatch):
+    from byocc.backends.cuda.step import Size
+
+    ((plan, ctx, _),) = plans(monkeypatch, xs=(32, 8), ws=(8, 16))
+    size = gemm_plan.step_scratch(plan, ctx)
+    assert isinstance(size, Size)
+    assert [t.arch for t in plan.tiers] == ["sm90", "sm80", "generic"]
 
 
 def test_kernel_declarations_with_and_without_a_guard():
