@@ -108,7 +108,6 @@ def citation_problems(text: str) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(strict=True, reason="citation sweep pending")
 def test_code_cites_no_file_outside_the_repository():
     found = []
     for path in python_files():

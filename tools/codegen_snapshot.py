@@ -71,11 +71,22 @@ def gemm_matrix_runs(work: Path) -> list[tuple[str, Path, list[str]]]:
     return runs
 
 
+#: ``(new, old)`` texts put back before hashing (``--undo NEW=OLD``): proves that a change of
+#: the generated sources is exactly that replacement.
+UNDO: list[tuple[bytes, bytes]] = []
+
+
 def tree_md5(folder: Path) -> dict[str, str]:
     if not folder.is_dir():
         return {}
-    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            for new, old in UNDO:
+                data = data.replace(new, old)
+            out[str(p.relative_to(folder))] = hashlib.md5(data).hexdigest()
+    return out
 
 
 def run_one(label: str, model: Path, args: list[str], work: Path) -> dict:
@@ -99,7 +110,10 @@ def main(argv=None) -> int:
     g.add_argument("--write", type=Path)
     g.add_argument("--check", type=Path)
     ap.add_argument("-k", default=None, help="only runs whose label contains this")
+    ap.add_argument("--undo", action="append", default=[], metavar="NEW=OLD",
+                    help="replace NEW by OLD in every generated file before hashing (repeatable)")
     args = ap.parse_args(argv)
+    UNDO[:] = [tuple(x.encode() for x in item.split("=", 1)) for item in args.undo]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         runs = corpus_runs() + sample_runs() + gemm_matrix_runs(work)

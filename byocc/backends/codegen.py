@@ -37,13 +37,13 @@ from typing import ClassVar
 
 from byocc.ir import InputError
 
-#: Version of the exported C ABI (``byocc_abi_version()``), spec section 6.1.
+#: Version of the exported C ABI (``byocc_abi_version()``), docs/codegen.md#c-abi.
 ABI_VERSION = 1
 #: Bumped whenever generated code changes for the same input (part of the object-cache key).
 CODEGEN_VERSION = "1"
 
 #: Build units a source file belongs to: the compile rule ``byocc build`` and the generated
-#: ``build.ninja``/``CMakeLists.txt`` use for it (spec section 13).
+#: ``build.ninja``/``CMakeLists.txt`` use for it (docs/codegen.md#build-units).
 UNIT_KINDS = ("sm90", "sm80", "light", "header")
 #: The archs a build can be asked for (``byocc build --arch``).
 ARCHS = ("sm_90a", "sm_80")

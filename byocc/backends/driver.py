@@ -66,7 +66,7 @@ def partition_for_backend(mod: IRModule, backend: str | Backend, *, annotate_cod
                           bind_constants: bool = False, **options: Any) -> IRModule:
     """TVM's ``partition_for_<backend>`` driver, from the record: its rewrites on every Relax
     function (called with ``options``, e.g. ``use_flash_mqa``), FuseOpsByPattern over its
-    pattern table, then its steps after fusion (spec/backends.md section 1)."""
+    pattern table, then its steps after fusion (docs/codegen.md#partition-drivers)."""
     (record,) = _records(backend)
     mod = rewrite_functions(mod, record.rewrites, **options)
     mod = FuseOpsByPattern(record.patterns(), bind_constants=bind_constants,

@@ -63,7 +63,7 @@ _ROWS = (
 #: dtype name -> :class:`DType`, every dtype the generated code or the runner can carry.
 DTYPES: dict[str, DType] = {row.name: row for row in _ROWS}
 
-#: The dtypes the generated wrappers accept as arguments (the DLPack checks of section 6).
+#: The dtypes the generated wrappers accept as arguments (the DLPack checks of docs/codegen.md#argument-checks).
 WRAPPER_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
                   "int64", "bool")
 

@@ -1,5 +1,5 @@
 """``manifest.json``: the schema the writer (``byocc partition -o``), ``byocc build`` and the
-native runner share (spec/backends.md section 14).
+native runner share (docs/codegen.md#manifest).
 
 Top level: ``byocc_version``, ``abi_version``, ``codegen_version``, ``cutlass_version`` (when
 a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``build_file``,

@@ -1,5 +1,4 @@
-"""What an offloaded function computes, in a form the C++ generators read (spec/backends.md
-sections 6 and 7.1).
+"""What an offloaded function computes, in a form the C++ generators read (docs/codegen.md#codegen-contract, #problem-mapping).
 
 Both partition paths hand a codegen a function carrying ``Codegen``. Its body binds local
 ``Composite`` functions and calls them: once (annotate path) or several times, in order,

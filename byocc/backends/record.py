@@ -66,10 +66,10 @@ class Backend:
     convolutions to it. None: no preference, the layout is kept."""
     rewrites: tuple[FunctionRewrite, ...] = ()
     """Rewrites of every Relax function before fusion, in order (cutlass: the attention
-    rewrites of spec/backends.md section 1.1 step 1)."""
+    rewrites of docs/codegen.md#partition_for_cutlass, step 1)."""
     post_partition: tuple[ModuleStep, ...] = ()
     """Steps on the module after FuseOpsByPattern, in order (cutlass: annotate_workspace,
-    then AllocateWorkspace; section 1.1 steps 3-4)."""
+    then AllocateWorkspace; docs/codegen.md#partition_for_cutlass, steps 3-4)."""
     codegen: Callable | None = None
     """Its codegen for RunCodegen (``fn(functions, options, constant_names)``); None when it
     has none (RunCodegen's ``codegens=`` argument may still give one)."""

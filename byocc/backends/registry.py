@@ -2,7 +2,7 @@
 
 One process-wide table in registration order. :func:`get_patterns_with_prefix` returns the
 entries whose name starts with the prefix, **last registered first** (= priority order for
-FuseOpsByPattern, spec/partitioning.md section 4). The built-in backends' tables are handed
+FuseOpsByPattern, docs/partitioning.md#pattern-entries-and-the-check-context). The built-in backends' tables are handed
 in as callables (:func:`defer_table`, by :mod:`byocc.backends.record`, in the order TVM's
 conformance runner imports them: cutlass, then cublas) and built on the first use of the
 registry. This module imports no other module of ``byocc.backends``; importing it is cheap.

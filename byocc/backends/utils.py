@@ -1,4 +1,4 @@
-"""Shared rules of the backend check functions (spec/backends.md section 2).
+"""Shared rules of the backend check functions (docs/codegen.md#shared-matching-rules).
 
 Every rule returns a :class:`~byocc.dpl.CheckResult` (falsy on failure, with ``.reason``)
 or, for :func:`has_leaking_intermediate_variables`, TVM's plain bool. Shapes are tuples of
@@ -29,7 +29,7 @@ from byocc.ir import Var
 
 # ---------------------------------------------------------------------------- leaks
 def leak_reason(context: PatternCheckContext) -> str | None:
-    """Why an intermediate of the match is visible outside it, or None (spec section 4)."""
+    """Why an intermediate of the match is visible outside it, or None (docs/partitioning.md#pattern-entries-and-the-check-context)."""
     matched = context.matched_bindings
     output_var = context.value_to_bound_var.get(context.matched_expr)
     intermediates = [v for v in matched if v is not output_var]
@@ -202,7 +202,7 @@ def check_residual(root_call, context: PatternCheckContext) -> CheckResult:
 
 # ---------------------------------------------------------------------------- matmul shapes
 def is_shape_valid_for_cutlass_matmul(lhs_shape: Sequence, rhs_shape: Sequence) -> CheckResult:
-    """CUTLASS batch rule (spec/backends.md section 2): K static; one side with batch
+    """CUTLASS batch rule (docs/codegen.md#shared-matching-rules): K static; one side with batch
     product 1, or right-aligned batch dims (padded with 1) provably equal pairwise."""
     if not lhs_shape or not is_static(lhs_shape[-1]):
         k = lhs_shape[-1] if lhs_shape else "?"

@@ -1,4 +1,4 @@
-"""What ``byocc partition -o DIR`` writes, computed in memory (design.md "File formats").
+"""What ``byocc partition -o DIR`` writes, computed in memory (docs/architecture.md#partition-output-folder).
 
 * ``<stem>.partitioned.relax``: the module after partitioning (what stdout shows without -o);
 * ``<stem>.codegen.relax``: the module after RunCodegen;

@@ -1,6 +1,6 @@
 """Rendering errors for people: located messages with the source line and a caret.
 
-A :class:`byocc.ir.ByoccError` with a span prints as (style.md section 8)::
+A :class:`byocc.ir.ByoccError` with a span prints as (docs/architecture.md#diagnostics)::
 
     model.relax:12:17: error: unknown operator R.foo
                 gv = R.foo(x)
@@ -56,7 +56,7 @@ def source_line(name: str, line: int) -> str | None:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    """design.md's exit code for an exception escaping a command."""
+    """The exit code (docs/architecture.md#exit-codes) for an exception escaping a command."""
     from byocc.ir import ByoccError
 
     if isinstance(exc, ByoccError):

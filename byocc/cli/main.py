@@ -5,7 +5,7 @@ only click and the standard library at top level. Every library layer (text, tra
 backends; and through them lark, numpy, rich) is imported inside the command that needs
 it, so ``byocc --help`` stays cheap (bench/startup.py measures it).
 
-Exit codes (design.md): 0 success, 1 bad input (what is inside a file), 2 usage error
+Exit codes (docs/architecture.md#exit-codes): 0 success, 1 bad input (what is inside a file), 2 usage error
 (click's, a path on the command line that does not exist or is of the wrong kind, an output
 location that cannot be written), 3 an external tool failed, 70 a bug in byocc, 130
 interrupted. Errors never print a Python traceback unless

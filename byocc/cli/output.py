@@ -1,7 +1,7 @@
 """Writing the CLI's products: stdout that tolerates a closed pipe, and the one writer of
 every output file and folder.
 
-stdout holds only the product (IR text, JSON); messages go to stderr (style.md section 9).
+stdout holds only the product (IR text, JSON); messages go to stderr (docs/architecture.md#standard-streams-and-output-files).
 Every output goes through :func:`write_file` or :func:`write_tree_atomic`:
 
 - ``-`` is stdout;
@@ -89,7 +89,7 @@ def use_colour(stream_is_tty: bool) -> bool:
 def console(stderr: bool = False, tty: bool | None = None, **options):
     """A rich console on stdout (or stderr) with colour by :func:`use_colour` (``tty``: whether
     the stream is a terminal, found out when None); markup and highlighting are off, so IR's
-    ``[...]`` is never read as markup (style.md section 9). ``options`` go to
+    ``[...]`` is never read as markup (docs/architecture.md#standard-streams-and-output-files). ``options`` go to
     ``rich.console.Console`` (``soft_wrap``, ``width``, ...)."""
     from rich.console import Console
 

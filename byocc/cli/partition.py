@@ -1,4 +1,4 @@
-"""``byocc partition MODEL``: carve out the subgraphs that backends can run (design.md).
+"""``byocc partition MODEL``: carve out the subgraphs that backends can run (docs/architecture.md#cli-contract).
 
 Pipeline: FuseOpsByPattern -> [MergeCompositeFunctions] (the ``--path``; no
 CanonicalizeBindings, as in TVM's conformance oracle), then RunCodegen when writing an

@@ -1,5 +1,5 @@
 """byocc.dpl: the dataflow pattern language (TVM's names), matcher, pattern entries and
-the check context. spec/partitioning.md sections 3 and 4."""
+the check context. docs/partitioning.md#pattern-language and #pattern-entries-and-the-check-context."""
 
 from byocc.ir.arith import can_prove_equal  # (re-exported: backends' checks)
 from byocc.ir.arith import product  # (re-exported: backends' checks)

@@ -1,5 +1,5 @@
 """Constructor functions of the pattern language (TVM's ``relax/dpl/pattern.py`` names):
-``wildcard``, ``is_op``, ``is_const``, ... spec/partitioning.md section 3.1."""
+``wildcard``, ``is_op``, ``is_const``, ... docs/partitioning.md#pattern-language."""
 
 from __future__ import annotations
 

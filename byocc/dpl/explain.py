@@ -1,8 +1,7 @@
 """Why was a call not offloaded? (``byocc partition --explain``)
 
 :func:`pattern_root_ops` says which operators a pattern can match at its root (used to
-pick candidate patterns, and by FuseOpsByPattern to index bindings, spec/partitioning.md
-section 12). :func:`explain_no_match` re-runs the candidate patterns on one call with the
+pick candidate patterns, and by FuseOpsByPattern to index bindings, docs/partitioning.md#cost-model). :func:`explain_no_match` re-runs the candidate patterns on one call with the
 tracing matcher and returns the closest pattern and the first thing that failed: a
 sub-pattern (with its path, e.g. ``argument 1 of R.matmul``) or the check function's reason.
 """

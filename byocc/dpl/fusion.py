@@ -1,4 +1,4 @@
-"""Pattern entries and the check context (spec/partitioning.md section 4).
+"""Pattern entries and the check context (docs/partitioning.md#pattern-entries-and-the-check-context).
 
 :class:`FusionPattern` is what FuseOpsByPattern consumes; tuples of 2-5 elements are
 accepted wherever TVM accepts them and converted by :func:`as_fusion_pattern`.

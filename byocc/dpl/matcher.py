@@ -1,4 +1,4 @@
-"""The pattern matcher: spec/partitioning.md section 3.2 (TVM's ``DFPatternMatcher``).
+"""The pattern matcher: docs/partitioning.md#matching-algorithm (TVM's ``DFPatternMatcher``).
 
 ``match_expr(pattern, expr, var2val)`` returns ``None`` or the *memo*: an insertion-ordered
 dict pattern node -> matched expression, for every pattern node that matched (children
@@ -342,7 +342,7 @@ class Matcher:
 
     def _try_unordered(self, idx: int, pats: tuple[P.DFPattern, ...], fields: tuple[Expr, ...],
                        used: list[bool]) -> bool:
-        # TVM's search: no memo clean-up when backtracking (spec Q10).
+        # TVM's search: no memo clean-up when backtracking (docs/partitioning.md#q10-unordered-tuples-cache-nothing).
         if idx >= len(pats):
             return True
         for i, field in enumerate(fields):

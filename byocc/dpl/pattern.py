@@ -1,6 +1,6 @@
 """Pattern nodes of the dataflow pattern language and their constructors (TVM's names).
 
-spec/partitioning.md section 3.1. Patterns are plain Python objects with **identity**
+docs/partitioning.md#pattern-language. Patterns are plain Python objects with **identity**
 equality and hashing: the matcher's memo is keyed by the pattern object, so the same node
 used twice must match the same expression. Patterns are never mutated after construction.
 
@@ -91,7 +91,7 @@ class DFPattern:
 
     # ------------------------------------------------------------------ matching
     def match(self, expr: Expr, var2val: Mapping[Var, Expr] | None = None) -> bool:
-        """True when the pattern matches ``expr`` (spec section 3.2)."""
+        """True when the pattern matches ``expr`` (docs/partitioning.md#matching-algorithm)."""
         from .matcher import match_expr
 
         return match_expr(self, expr, var2val) is not None

@@ -1,6 +1,6 @@
 """Value-level predicates of the matcher: attribute equality (``has_attr``), structural
 equality of expressions (``is_expr``) and struct-info compatibility (``has_ty``).
-spec/partitioning.md section 3.1."""
+docs/partitioning.md#pattern-language."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from .printing import op_display_name
 
 
 def is_dtype_field(op: object, field: str) -> bool:
-    """True if an operator attribute holds a dtype (a string never equals one, spec 3.1)."""
+    """True if an operator attribute holds a dtype (a string never equals one, docs/partitioning.md#pattern-language)."""
     op_def = getattr(op, "op_def", None)
     schema = getattr(op_def, "attrs", None) if op_def is not None else None
     if schema:

@@ -304,7 +304,7 @@ def as_int(d: Dim) -> int | None:
 # --------------------------------------------------------------------------- proofs
 def can_prove_equal(a: Dim, b: Dim) -> bool:
     """True when ``a == b`` holds for every value of the shape variables (the commutative
-    form of the difference is zero); what pattern checks prove (spec/backends.md section 2)."""
+    form of the difference is zero); what pattern checks prove (docs/codegen.md#shared-matching-rules)."""
     if a is b:
         return True
     if isinstance(a, int) and isinstance(b, int):

@@ -1,6 +1,6 @@
 """Source spans and the one exception hierarchy every byocc layer raises.
 
-The CLI maps each class to an exit code (design.md): :class:`InputError` and its
+The CLI maps each class to an exit code (docs/architecture.md#exit-codes): :class:`InputError` and its
 subclasses -> 1, :class:`PathError` -> 2 (a usage error, as click's own),
 :class:`ExternalToolError` -> 3, anything else -> 70 (a bug in byocc).
 """
@@ -59,7 +59,7 @@ class UnsupportedError(InputError):
 
 
 class WellFormedError(InputError, ValueError):
-    """The module violates a well-formedness rule (spec/partitioning.md section 9). Also a
+    """The module violates a well-formedness rule (docs/partitioning.md#well-formedness). Also a
     ``ValueError``, as TVM's ``relax.analysis.well_formed`` raises."""
 
 

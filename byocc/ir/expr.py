@@ -49,7 +49,7 @@ class Expr:
     def ty(self) -> StructInfo | None:
         return self.struct_info
 
-    def __str__(self) -> str:  # the one allowed upward import (design.md)
+    def __str__(self) -> str:  # docs/architecture.md#the-one-upward-import
         from byocc.text.printer import print_expr
 
         return print_expr(self)

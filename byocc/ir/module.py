@@ -205,7 +205,7 @@ class IRModule:
 
     # ------------------------------------------------------------------ text
     def script(self, **config: Any) -> str:
-        from byocc.text.printer import print_module  # allowed upward import (design.md)
+        from byocc.text.printer import print_module  # docs/architecture.md#the-one-upward-import
 
         return print_module(self, **config)
 

@@ -1,4 +1,4 @@
-"""TVM's name supply (spec/partitioning.md section 2.1): ``lv``, ``lv1``, ``lv2`` ..."""
+"""TVM's name supply (docs/partitioning.md#name-supply): ``lv``, ``lv1``, ``lv2`` ..."""
 
 from __future__ import annotations
 

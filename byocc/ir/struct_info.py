@@ -1,6 +1,6 @@
 """Struct info ("type" in TVM 0.27): value-equal, frozen descriptions of a value.
 
-Printed forms are in spec/textual-ir.md section 3. ``dtype`` is ``None`` when unknown
+Printed forms are in docs/textual-ir.md#type-annotations. ``dtype`` is ``None`` when unknown
 (TVM's ``void``); ``ndim`` is ``-1`` when the rank is unknown.
 """
 
@@ -23,7 +23,7 @@ class StructInfo:
     __slots__ = ()
 
     def __str__(self) -> str:  # TVMScript text, ``R.Tensor((2, 3), dtype="float32")``
-        from byocc.text.printer import print_expr  # the one allowed upward import (design.md)
+        from byocc.text.printer import print_expr  # docs/architecture.md#the-one-upward-import
 
         return print_expr(self)
 

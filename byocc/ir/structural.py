@@ -14,7 +14,7 @@ Implementation: both sides are turned into a *canonical form*, a nested tuple of
 values in which every defined variable is replaced by its definition index; equality is
 tuple equality and the hash is the tuple's hash. One walk per value: linear in its size.
 Bindings are walked in a loop; recursion depth is bounded by expression and function
-nesting. Used by ``add_function``'s de-duplication (spec/partitioning.md section 2.3).
+nesting. Used by ``add_function``'s de-duplication (docs/partitioning.md#add_function-de-duplication).
 """
 
 from __future__ import annotations

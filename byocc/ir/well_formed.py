@@ -1,10 +1,10 @@
-"""Well-formedness of Relax modules and functions (spec/partitioning.md section 9).
+"""Well-formedness of Relax modules and functions (docs/partitioning.md#well-formedness).
 
 :func:`well_formed` returns *every* problem found (TVM stops at the first), each a
 :class:`~byocc.ir.WellFormedError` carrying TVM's message text and the best span known (the
 binding or node where the problem shows, else the enclosing function). An empty list means
 the module is well formed; :func:`check_well_formed` is the boolean form (TVM's
-``check_well_formed``; TVM 0.27's ``well_formed`` itself returns None and raises, quirk Q8).
+``check_well_formed``; TVM 0.27's ``well_formed`` itself returns None and raises, docs/partitioning.md#q8-well_formed-returns-none).
 
 Rules: variables defined before use and exactly once; DataflowVars defined and used only
 inside their dataflow block; global references name module functions; ``global_symbol`` equals

@@ -6,7 +6,7 @@ shape operands tuples of ints, primitive values Python scalars; attributes come 
 keywords named after the op's fields (PrimValues unwrapped). A reference returns an array
 (a list of arrays for tuple-valued ops).
 
-Numerics follow spec/backends.md section 15: float math in float64, then a cast to the
+Numerics follow docs/codegen.md#gpu-test-matrix: float math in float64, then a cast to the
 dtype the op's struct-info rule gives (float16 in, float16 out). Integer ops stay in their
 integer dtype (integer ``divide`` truncates toward zero, as TVM's ``tir.Div``).
 

@@ -20,7 +20,7 @@ from byocc.ir.well_formed import well_formed as _problems
 
 def well_formed(obj: IRModule | Function, check_ty: bool = True) -> bool:
     """True when the module (or function) breaks no well-formedness rule
-    (spec/partitioning.md section 9)."""
+    (docs/partitioning.md#well-formedness)."""
     return not _problems(obj, check_ty)
 
 

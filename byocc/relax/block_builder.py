@@ -1,6 +1,6 @@
 """``BlockBuilder``: build Relax functions binding by binding, as TVM's Python API does.
 
-Names follow TVM's builder (spec/partitioning.md section 2.2): one
+Names follow TVM's builder (docs/partitioning.md#builder-names): one
 :class:`~byocc.ir.NameSupply` per builder, shared by variables and functions; an emitted
 binding without a name hint is called ``lv``, ``lv1``... inside a dataflow block and
 ``gv``, ``gv1``... for block outputs and bindings outside one. A hint goes through the

@@ -1,5 +1,5 @@
 """DLPack structs in ctypes and the two ways the native runner fills them
-(spec/backends.md 6.1, 17.4).
+(docs/codegen.md#c-abi, #native-runner).
 
 * :func:`capsule_tensor`: the ``DLTensor*`` inside a ``__dlpack__()`` capsule (legacy
   ``"dltensor"`` or DLPack 1.x ``"dltensor_versioned"``), zero copy; the capsule must stay

@@ -20,7 +20,7 @@ from .values import ShapeValue
 from .values import describe
 
 #: (rtol, atol) per dtype when comparing a partitioned run with the original; float16
-#: follows TVM's 1e-2 (spec/backends.md section 15). Integers and bools compare exactly.
+#: follows TVM's 1e-2 (docs/codegen.md#gpu-test-matrix). Integers and bools compare exactly.
 TOLERANCES = {
     "float64": (1e-7, 1e-7),
     "float32": (1e-5, 1e-5),

@@ -1,4 +1,4 @@
-"""The native runner: call a built byocc library from Python (spec/backends.md 6, 17.4).
+"""The native runner: call a built byocc library from Python (docs/codegen.md#common-contract, #native-runner).
 
 ``lib = load(DIR)`` opens ``DIR/<manifest library>`` with ctypes and checks
 ``byocc_abi_version()``; ``lib.functions`` maps each symbol to its manifest entry;

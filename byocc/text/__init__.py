@@ -1,4 +1,4 @@
-"""byocc.text: the Relax text format, as Apache TVM 0.27 prints it (spec/textual-ir.md).
+"""byocc.text: the Relax text format, as Apache TVM 0.27 prints it (docs/textual-ir.md).
 
 Facade: ``parse_module``, ``read_file`` (parser) and ``print_module``, ``print_function``,
 ``print_expr`` (printer). Names load on first use, so printing never imports Lark and

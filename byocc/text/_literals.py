@@ -1,4 +1,4 @@
-"""Literal tokens of the Relax text: numbers and quoted strings (spec/textual-ir.md 5.7, 7.3)."""
+"""Literal tokens of the Relax text: numbers and quoted strings (docs/textual-ir.md#strings, #meaning-of-the-text)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ _ESCAPES = {"n": 10, "t": 9, "r": 13, "\\": 92, "'": 39, '"': 34, "0": 0, "a": 7
 
 
 def decode_string(raw: str) -> str:
-    """A quoted literal's value (section 7.3): ``\\xHH`` escapes are bytes and the bytes are
+    """A quoted literal's value (docs/textual-ir.md#meaning-of-the-text): ``\\xHH`` escapes are bytes and the bytes are
     read as UTF-8, so ``"caf\\xC3\\xA9"`` is ``café``; bytes that are not UTF-8 are read as
     Latin-1 (what TVM does for every ``\\xHH``)."""
     quote = 3 if raw[:3] in ('"""', "'''") and len(raw) >= 6 else 1

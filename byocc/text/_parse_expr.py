@@ -1,4 +1,4 @@
-"""Reading expressions (spec/textual-ir.md sections 5, 7.3): variables, operator calls,
+"""Reading expressions (docs/textual-ir.md#expressions, #meaning-of-the-text): variables, operator calls,
 calls of module members and local functions, tuples, items, shapes, constants, metadata.
 
 :class:`ExprReader` is a mixin of the function reader in :mod:`byocc.text.parser`.

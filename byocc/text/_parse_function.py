@@ -1,4 +1,4 @@
-"""Reading one ``@R.function``: decorator, signature, body (spec/textual-ir.md sections 2, 4, 7.3).
+"""Reading one ``@R.function``: decorator, signature, body (docs/textual-ir.md#functions, #bodies-and-bindings, #meaning-of-the-text).
 
 Statements are read in a loop (a 100 000-binding body costs no recursion); only nested
 constructs recurse: a dataflow block once, a local function once per nesting level.

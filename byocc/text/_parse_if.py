@@ -1,4 +1,4 @@
-"""Reading ``if``/``else`` (TVM's relax.If; spec/textual-ir.md section 7.3).
+"""Reading ``if``/``else`` (TVM's relax.If; docs/textual-ir.md#meaning-of-the-text).
 
 :class:`IfReader` is a mixin of :class:`~byocc.text._parse_function.FunctionReader`. TVM's
 reading: each branch ends by binding the same name; that last binding's variable becomes

@@ -1,7 +1,7 @@
 """``metadata["KEY"][i]`` references and the sidecar ``.npz`` that holds their values.
 
 TVM 0.27 prints values without a literal form as metadata references and cannot print the
-values themselves (spec/textual-ir.md sections 1.6, 7.3). byocc keeps tensor values in a
+values themselves (docs/textual-ir.md#metadata, #meaning-of-the-text). byocc keeps tensor values in a
 sidecar ``<stem>.npz`` whose keys are ``"<metadata key>/<i>"`` (``ir.GenericConst/0``).
 
 One ``(key, i)`` always maps to one object, so a constant referenced twice is one

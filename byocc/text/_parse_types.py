@@ -1,4 +1,4 @@
-"""Reading type annotations and dimensions (spec/textual-ir.md sections 3, 7.3).
+"""Reading type annotations and dimensions (docs/textual-ir.md#type-annotations, #meaning-of-the-text).
 
 :class:`TypeReader` is a mixin of the function reader in :mod:`byocc.text.parser`; it turns
 annotation syntax (``R.Tensor((n, 4), dtype="float32")``, ``R.Tuple(...)``, ``T.int64``...)

@@ -1,4 +1,4 @@
-"""Printer mixin: expressions (spec/textual-ir.md section 5).
+"""Printer mixin: expressions (docs/textual-ir.md#expressions).
 
 Every method returns the expression's text; side effects (defining a symbolic variable,
 the ``cls = Module`` line, metadata numbering, header usage) go through the printer state
@@ -43,9 +43,9 @@ from ._print_format import quote_string
 if TYPE_CHECKING:
     from .printer import _Frame
 
-# rank-0 constants of these dtypes print inline as R.const (section 5.4)
+# rank-0 constants of these dtypes print inline as R.const (docs/textual-ir.md#constants)
 _SCALAR_DTYPES = frozenset(["int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool"])
-# ops printed as R.<name>(callee, args_tuple, out_ty=...) (section 5.8)
+# ops printed as R.<name>(callee, args_tuple, out_ty=...) (docs/textual-ir.md#packed-calls-and-extern-functions)
 _DPS_OPS = {
     "relax.call_tir": "R.call_tir",
     "relax.call_dps_packed": "R.call_dps_packed",

@@ -1,4 +1,4 @@
-"""Literal spelling for the printer: floats, strings, names (spec/textual-ir.md 5.6, 5.7, 6).
+"""Literal spelling for the printer: floats, strings, names (docs/textual-ir.md#float-formatting, #strings, #variable-names).
 
 These are pure functions of their argument; the printer proper (``printer.py``) decides
 where each literal goes.
@@ -14,7 +14,7 @@ __all__ = ["NameTable", "format_float", "quote_string", "sanitize_name"]
 
 
 def format_float(value: float) -> str:
-    """A double as TVM's Python doc printer writes it (section 5.6).
+    """A double as TVM's Python doc printer writes it (docs/textual-ir.md#float-formatting).
 
     Infinite and NaN values are quoted (C++ stream spelling, so a NaN with the sign bit
     set reads ``"-nan"``); integral values use ``%.1f``; everything else ``%.17g``.
@@ -35,7 +35,7 @@ _HEX = "0123456789ABCDEF"
 
 
 def escape_string(text: str) -> str:
-    """The body of a double-quoted literal: TVM's byte-wise ``StrEscape`` (section 5.7)."""
+    """The body of a double-quoted literal: TVM's byte-wise ``StrEscape`` (docs/textual-ir.md#strings)."""
     if _PLAIN.match(text):
         return text
     out = []
@@ -77,7 +77,7 @@ def sanitize_name(hint: str) -> str:
 
 
 class NameTable:
-    """The set of printed names currently in use, with TVM's de-duplication (section 6).
+    """The set of printed names currently in use, with TVM's de-duplication (docs/textual-ir.md#variable-names).
 
     ``take(base)`` returns ``base`` if free, else the first free ``base_1``, ``base_2``, ...
     ``release(name)`` frees a name again. A per-base lower bound on the first free suffix

@@ -1,7 +1,6 @@
 """Printer mixin: type annotations, symbolic dimensions and attribute values.
 
-Section 3 of spec/textual-ir.md (annotations), 1.5 (TypeVar / PEP 695 quoting of
-signature dimensions) and 2.3 (dictionaries). The state it reads (frames, names, usage,
+docs/textual-ir.md#type-annotations, #symbolic-dimensions and #attributes-and-dictionaries (annotations, TypeVar / PEP 695 quoting of signature dimensions, dictionaries). The state it reads (frames, names, usage,
 metadata) lives in :class:`byocc.text.printer._Printer`.
 """
 
@@ -105,7 +104,7 @@ class TypePrinterMixin:
 
     def shape_dim(self, d: Dim) -> str:
         """A dimension inside a type or ``R.shape``: quoted in a TypeVar-mode signature when
-        it is an expression over the signature's own variables (section 1.5)."""
+        it is an expression over the signature's own variables (docs/textual-ir.md#symbolic-dimensions)."""
         if type(d) is int:
             return str(d)
         text, _ = self.dim(d)
@@ -122,7 +121,7 @@ class TypePrinterMixin:
 
     # ------------------------------------------------------------------ struct info
     def sinfo(self, si: StructInfo | None) -> str:
-        """The annotation text of a struct info (section 3)."""
+        """The annotation text of a struct info (docs/textual-ir.md#type-annotations)."""
         if type(si) is TensorStructInfo:
             return self._tensor_sinfo(si)
         if type(si) is TupleStructInfo:
@@ -200,7 +199,7 @@ class TypePrinterMixin:
 
     # ------------------------------------------------------------------ attribute values
     def value(self, v: object, module_attrs: bool = False) -> str:
-        """An attribute / dictionary value by its Python type (sections 2.3, 5.2)."""
+        """An attribute / dictionary value by its Python type (docs/textual-ir.md#attributes-and-dictionaries, #operator-calls)."""
         if v is None:
             return "None"
         if v is True or v is False:

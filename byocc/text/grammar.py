@@ -1,13 +1,13 @@
 """The Relax grammar (``grammars/relax.lark``), its lexer and indenter, and the Lark parser.
 
-spec/textual-ir.md section 7.2. The grammar file is the one authority on syntax: the LALR
+docs/textual-ir.md#grammar. The grammar file is the one authority on syntax: the LALR
 tables come from it, and the lexer below derives its punctuation and keyword tables from its
 terminals. The lexer is byocc's own (a single compiled regular expression) only because Lark's
 generic lexer costs several microseconds per token; it behaves as Lark's contextual lexer does
 for this grammar: a word is a keyword only where the parser state accepts that keyword, so
 ``as``, ``from`` or ``if`` stay ordinary names elsewhere (a parameter may be called ``if``).
 
-Input normalisation (section 7.1): CRLF and CR become LF, and a final newline is added.
+Input normalisation (docs/textual-ir.md#input-normalisation): CRLF and CR become LF, and a final newline is added.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Relax text -> byocc IR (spec/textual-ir.md section 7).
+"""Relax text -> byocc IR (docs/textual-ir.md#parsing).
 
 Two phases: the Lark LALR parser (:mod:`byocc.text.grammar`) builds a syntax tree
 (:mod:`byocc.text.syntax`), then readers give it meaning: :class:`ModuleReader` here for

@@ -1,6 +1,6 @@
 """TVMScript printer: byocc IR -> the text Apache TVM 0.27's ``script()`` prints, byte for byte.
 
-The rules are spec/textual-ir.md (sections 1-6, examples E1-E18). The printer mirrors the
+The rules are docs/textual-ir.md (all of it but the Parsing section). The printer mirrors the
 shape of TVM's own: a stack of *frames* (module, function, sequence) that own the names
 defined in them and collect hoisted statements (``cls = Module``, ``m = T.int64()``, free
 variable declarations), a set of header prefixes used so far, and metadata tables. It

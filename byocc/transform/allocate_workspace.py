@@ -1,5 +1,5 @@
 """``AllocateWorkspace``: give offloaded functions that need scratch memory a workspace
-argument (TVM's ``relax.transform.AllocateWorkspace``, spec/backends.md sections 1.1, 1.3).
+argument (TVM's ``relax.transform.AllocateWorkspace``, docs/codegen.md#partition_for_cutlass, #effects-on-the-printed-module).
 
 A top-level function carrying the integer attribute ``WorkspaceSize`` (set by cutlass's
 ``annotate_workspace`` on attention composites and their ``Codegen`` wrappers) is rewritten:

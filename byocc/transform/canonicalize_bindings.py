@@ -1,4 +1,4 @@
-"""CanonicalizeBindings (spec/partitioning.md section 8), function by function.
+"""CanonicalizeBindings (docs/partitioning.md#canonicalizebindings), function by function.
 
 Two steps, as TVM 0.27:
 
@@ -575,7 +575,7 @@ def canonicalize_bindings_module(mod: IRModule) -> IRModule:
 @dataclass(frozen=True)
 class CanonicalizeBindings(Pass, name="CanonicalizeBindings", opt_level=1,
                            transform=canonicalize_bindings_module):
-    """TVM ``relax.transform.CanonicalizeBindings`` (spec/partitioning.md section 8)."""
+    """TVM ``relax.transform.CanonicalizeBindings`` (docs/partitioning.md#canonicalizebindings)."""
 
 
 __all__ = ["CanonicalizeBindings", "canonicalize_bindings", "canonicalize_symbolic", "rederive"]

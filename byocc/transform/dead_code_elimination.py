@@ -1,4 +1,4 @@
-"""DeadCodeElimination (spec/partitioning.md section 8; TVM ``relax.transform.DeadCodeElimination``).
+"""DeadCodeElimination (docs/partitioning.md#deadcodeelimination; TVM ``relax.transform.DeadCodeElimination``).
 
 Steps, each linear in the size of the module:
 

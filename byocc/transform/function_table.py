@@ -1,5 +1,5 @@
 """A module under construction with TVM's ``add_function`` de-duplication
-(spec/partitioning.md section 2.3).
+(docs/partitioning.md#add_function-de-duplication).
 
 :meth:`FunctionTable.add` returns the name of a structurally equal function already in the
 module (the smallest name if several, functions that existed before the pass included), or

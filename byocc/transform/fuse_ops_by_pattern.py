@@ -1,6 +1,6 @@
-"""FuseOpsByPattern (spec/partitioning.md section 5) and its ``annotate_codegen`` step (5.6).
+"""FuseOpsByPattern (docs/partitioning.md#fuseopsbypattern) and its ``annotate_codegen`` step (docs/partitioning.md#codegen-wrappers).
 
-Driver (5.1): for each pattern entry in list order, one complete pass over the module left by
+Driver (docs/partitioning.md#driver): for each pattern entry in list order, one complete pass over the module left by
 the previous entry: partition every visited function (``pattern_partition``), then
 materialise the groups (``materialize``) with one name supply shared by the functions, which
 are visited by name (or in ``entry_functions`` order). A function where the pattern formed no
@@ -128,7 +128,7 @@ def run_pattern(mod: IRModule, entry: Any, *, bind_constants: bool = True,
 
 # ============================================================================ annotate
 def annotate_codegen(mod: IRModule) -> IRModule:
-    """Wrap every called composite in a public ``Codegen`` function (section 5.6).
+    """Wrap every called composite in a public ``Codegen`` function (docs/partitioning.md#codegen-wrappers).
 
     For each Relax function without ``Composite``/``Codegen`` (name order), a call of a
     global carrying ``Composite`` is redirected to a wrapper named
@@ -246,7 +246,7 @@ def check_single_assignment(mod: IRModule, names: Sequence[str]) -> None:
 
 @dataclass(frozen=True)
 class FuseOpsByPattern(Pass):
-    """TVM ``relax.transform.FuseOpsByPattern`` (spec/partitioning.md section 5).
+    """TVM ``relax.transform.FuseOpsByPattern`` (docs/partitioning.md#fuseopsbypattern).
 
     ``patterns``: FusionPattern entries or 2-5 element tuples, highest priority first.
     ``bind_constants``: keep tensor constants inside the composites (False: ``param_<k>``).

@@ -1,4 +1,4 @@
-"""The function of one group in one block (spec/partitioning.md 5.4): name hint, parameters
+"""The function of one group in one block (docs/partitioning.md#composite-function): name hint, parameters
 in first-occurrence order with the caller's names, shape/prim literals inline, constants
 inline or ``param_<k>``, tuple parameters split into ``<t>_<i>``, ``tir_vars``, one dataflow
 block whose outputs are named ``gv``, ``gv1``... Used by :mod:`byocc.transform.materialize`.
@@ -41,7 +41,7 @@ CALL_TIR = frozenset({"relax.call_tir", "relax.call_tir_inplace"})
 
 
 def fused_name_hint(bindings: Sequence[Binding]) -> str:
-    """``fused`` + ``_<op name>`` / ``_<callee global>`` per call binding (section 5.4)."""
+    """``fused`` + ``_<op name>`` / ``_<callee global>`` per call binding (docs/partitioning.md#composite-function)."""
     hint = "fused"
     for b in bindings:
         v = b.value
@@ -78,7 +78,7 @@ def _inlinable(e: Expr) -> bool:
 
 
 class GroupFunction:
-    """Builds the function of one group in one block (TVM FunctionCreator, section 5.4)."""
+    """Builds the function of one group in one block (TVM FunctionCreator, docs/partitioning.md#composite-function)."""
 
     def __init__(self, bindings: list, outputs: list, outer: Mapping[Var, Expr], lift: bool):
         self.bindings = bindings

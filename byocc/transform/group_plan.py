@@ -1,5 +1,4 @@
-"""Planning the materialisation of groups in dataflow blocks (spec/partitioning.md 5.3,
-steps 1-4): each materialised group's bindings and outputs, the recorded group dependencies,
+"""Planning the materialisation of groups in dataflow blocks (docs/partitioning.md#materialisation, steps 1-4): each materialised group's bindings and outputs, the recorded group dependencies,
 the emission order, and dependency cycles (TVM 0.27 only catches 2-cycles; any length is
 found here). Used by :mod:`byocc.transform.materialize`.
 """
@@ -33,7 +32,7 @@ from byocc.ir import Var
 
 @dataclass(eq=False)
 class BlockPlan:
-    """What materialisation does with one dataflow block (sections 5.3 steps 1-4)."""
+    """What materialisation does with one dataflow block (docs/partitioning.md#materialisation, steps 1-4)."""
 
     block: DataflowBlock
     groups: list  # group key of each binding

@@ -1,5 +1,4 @@
-"""Group materialisation: turn groups of bindings into functions and calls (spec/partitioning.md
-sections 5.3 and 5.4, reused by MergeCompositeFunctions in section 6.2).
+"""Group materialisation: turn groups of bindings into functions and calls (docs/partitioning.md#materialisation and #composite-function, reused by MergeCompositeFunctions in docs/partitioning.md#merged-functions-and-names).
 
 Public API (the contract MergeCompositeFunctions codes against)::
 
@@ -39,7 +38,7 @@ Behaviour per dataflow block (exactly TVM 0.27's OperatorFusor):
 4. A group with no outputs is dead: its bindings are deleted and a warning goes to stderr
    (``There are dead codes in the current IRModule, please run the DeadCodeElimination Pass
    before FuseOps``).
-5. The function (section 5.4: name hint ``fused_<op>_<op>...``, parameters in first-occurrence
+5. The function (docs/partitioning.md#composite-function: name hint ``fused_<op>_<op>...``, parameters in first-occurrence
    order with the caller's actual names, shape/prim literals inline, tuple parameters used
    only through ``t[i]`` split into ``t_<i>``, trailing ``tir_vars`` for free symbolic dims,
    body one dataflow block with outputs named ``gv``, ``gv1``... by the function's own
@@ -51,7 +50,7 @@ Behaviour per dataflow block (exactly TVM 0.27's OperatorFusor):
 Also exported here:
 
 * :class:`FunctionTable` (``function_table.py``): a module under construction with TVM's
-  ``add_function`` (2.3) de-duplication index; ``add(func, hint, supply) -> name``,
+  ``add_function`` (docs/partitioning.md#add_function-de-duplication) de-duplication index; ``add(func, hint, supply) -> name``,
   ``update(name, func)``, ``remove(name)``, ``module()``.
 * :func:`find_group_cycle`: the first dependency cycle materialisation would meet, or None;
   :func:`plan_function` (``group_plan.py``) the whole plan, which :class:`Materializer`

@@ -1,8 +1,8 @@
-"""MergeCompositeFunctions (spec/partitioning.md section 6; quirks Q4, Q5, Q7).
+"""MergeCompositeFunctions (docs/partitioning.md#mergecompositefunctions, #q4-merge-analyses-only-main, #q5-merged-names-end-in-1, #q7-dead-code-is-deleted).
 
 Input: FuseOpsByPattern's output (``annotate_codegen=False``). Steps:
 
-1. **Group assignment** (6.1) over the bindings of each analysed function, in program order.
+1. **Group assignment** (docs/partitioning.md#group-assignment) over the bindings of each analysed function, in program order.
    A call of a ``Composite`` global with backend B joins the first argument group of backend
    B that none of the argument groups depends on (directly or transitively), merging the
    other such groups into it; anything else starts a group (with backend B for a composite
@@ -10,16 +10,16 @@ Input: FuseOpsByPattern's output (``annotate_codegen=False``). Steps:
    ``[i]`` join their tuple's backend group. Dependencies are transitive sets kept as Python
    int bitsets over group ids (``deps[root]``); a merged root owns the bits of every group
    merged into it (``members[root]``), so "R is in deps" is ``deps & members[R] != 0`` and a
-   merge is two ORs (spec section 12). Cost: O(bindings x groups / 64) word operations.
-2. **Materialisation** (6.2) of every backend group through
+   merge is two ORs (docs/partitioning.md#cost-model). Cost: O(bindings x groups / 64) word operations.
+2. **Materialisation** (docs/partitioning.md#merged-functions-and-names) of every backend group through
    :func:`byocc.transform.materialize.materialize_groups` with attributes ``{Codegen: B}``
    (plus ``Primitive``), constants lifted to parameters, one name supply for the rewritten
    callers and the new function names (hence ``fused_relax_multiply1``).
-3. **Annotation and inlining** (6.3): each called ``Codegen`` function is renamed
+3. **Annotation and inlining** (docs/partitioning.md#annotation-and-local-functions): each called ``Codegen`` function is renamed
    ``<name>_<backend>`` (public, ``Primitive`` dropped), its body made non-dataflow and every
    composite call replaced by a call of a fresh local copy of the composite, bound to ``gv``,
    ``gv1``... from one pass-wide supply.
-4. **DeadCodeElimination** (6.4) with entry ``main``.
+4. **DeadCodeElimination** (docs/partitioning.md#clean-up) with entry ``main``.
 
 TVM 0.27 analyses only ``main`` and crashes on a module without ``main`` or with another
 non-primitive Relax function holding a dataflow block (Q4: "Variable lv could not be found in
@@ -361,7 +361,7 @@ class _Remapper(ExprMutator):
 
 
 def inline_composites(func: Function, mod: IRModule, supply: NameSupply) -> Function:
-    """The body of a merged function made self-contained (6.3 steps 2-3): plain bindings,
+    """The body of a merged function made self-contained (docs/partitioning.md#annotation-and-local-functions): plain bindings,
     each composite global replaced by one local copy per function, bound with
     ``supply.fresh("gv")`` just before its first call."""
     bindings, remap = _to_non_dataflow(func)

@@ -1,6 +1,6 @@
 """Pass infrastructure: :class:`Pass`, :class:`Sequential`, :class:`PassContext` and instruments.
 
-Mirrors TVM's ``tvm.transform`` / ``tvm.ir.instrument`` (style.md section 4):
+Mirrors TVM's ``tvm.transform`` / ``tvm.ir.instrument`` (docs/architecture.md#pass-manager-and-instruments):
 
 * A pass is a small frozen dataclass deriving from :class:`Pass` with ``name`` (TVM's exact
   pass name) and ``opt_level`` class variables, options as fields and ``run(mod)``.
@@ -10,7 +10,7 @@ Mirrors TVM's ``tvm.transform`` / ``tvm.ir.instrument`` (style.md section 4):
   ``instruments``; ``with PassContext(...):`` makes it current. Instruments get TVM's hooks
   ``enter_pass_ctx``, ``exit_pass_ctx``, ``should_run``, ``run_before_pass`` and
   ``run_after_pass`` (``mod, info``), for every pass run, ``Sequential`` included.
-* Instruments shipped here write to stderr or to files, never to stdout (style.md section 9):
+* Instruments shipped here write to stderr or to files, never to stdout (docs/architecture.md#pass-manager-and-instruments):
   :class:`PassTimingInstrument`, :class:`PrintBeforeAll`, :class:`PrintAfterAll`,
   :class:`DumpIR` (``NNN_<pass>.relax``) and :class:`WellFormedInstrument` (verify each).
 """

@@ -1,5 +1,5 @@
 """The partition walk of FuseOpsByPattern: one pattern, one function
-(spec/partitioning.md section 5.2, quirk Q1).
+(docs/partitioning.md#partition-walk, #q1-overlap-reads-the-original-group).
 
 Steps, per call binding in program order (blocks in order, nested blocks at the position of
 the binding holding them): match the pattern at the binding's value, call ``check``, run the
@@ -473,7 +473,7 @@ def _is_fusible(pat: Any) -> bool:
 
 
 def partition(index: FunctionIndex, entry: FusionPattern, skip: frozenset = frozenset()) -> Partition:
-    """Run ``entry`` over the function of ``index`` (section 5.2). ``skip``: root variables
+    """Run ``entry`` over the function of ``index`` (docs/partitioning.md#partition-walk). ``skip``: root variables
     whose match is not taken (used to back out matches that would create a cycle)."""
     part = Partition()
     pattern = entry.pattern

@@ -1,4 +1,4 @@
-"""The two BYOC partitioning paths as one call (design.md; spec/partitioning.md introduction).
+"""The two BYOC partitioning paths as one call (docs/partitioning.md#the-two-paths).
 
 * ``path="annotate"``: FuseOpsByPattern(patterns, bind_constants, annotate_codegen=True)
   [-> RunCodegen]
@@ -9,7 +9,7 @@ A backend's own steps come as parameters, never as its name: ``rewrites`` (funct
 ``Function -> Function``) run first as one :class:`RewriteFunctions` pass, ``post_fusion``
 (``IRModule -> IRModule`` callables or passes) right after FuseOpsByPattern, before
 MergeCompositeFunctions (as TVM's ``partition_for_cutlass(annotate_codegen=False)`` followed
-by MergeCompositeFunctions does). With ``canonicalize=True`` CanonicalizeBindings runs first (the spec's seed example E01 does;
+by MergeCompositeFunctions does). With ``canonicalize=True`` CanonicalizeBindings runs first (the seed example E01 of docs/partitioning.md#example-index does;
 the conformance oracle does not, so it is off by default). The passes run as one
 :class:`Sequential` named ``partition`` under a :class:`PassContext` carrying
 ``instruments`` (plus a :class:`WellFormedInstrument` with ``verify_each``); without

@@ -1,4 +1,4 @@
-"""RunCodegen (spec/partitioning.md section 7) and how it finds a backend's codegen.
+"""RunCodegen (docs/partitioning.md#runcodegen) and how it finds a backend's codegen.
 
 ``RunCodegen(target_options=None, entry_functions=None)``:
 

@@ -1,4 +1,4 @@
-"""Symbolic dimension variables of created functions (spec/partitioning.md section 5.4).
+"""Symbolic dimension variables of created functions (docs/partitioning.md#composite-function).
 
 * :func:`free_symbolic_vars`: TirVars a function uses but does not define through its
   parameters (those become the trailing ``tir_vars`` parameter of a composite).

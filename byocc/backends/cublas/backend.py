@@ -1,6 +1,6 @@
 """The cuBLAS backend's record (:class:`~byocc.backends.record.Backend`): its pattern table,
 its codegen and the codegen's options; no layout preference, no rewrites and no steps after
-fusion (spec/backends.md section 1.2). Its code is imported on first use."""
+fusion (docs/codegen.md#partition_for_cublas). Its code is imported on first use."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The cuBLAS backend's codegen: one light wrapper TU per offloaded function, calling
-cuBLASLt through ``src/cublaslt_runtime.cu`` (spec/backends.md sections 6, 11, 13, 14, 16).
+cuBLASLt through ``src/cublaslt_runtime.cu`` (docs/codegen.md#common-contract, #cublaslt-mapping, #build, #manifest, #tvm-027-defects-byocc-does-not-copy).
 
 ``codegen(functions, options, constant_names) -> list[GeneratedModule]`` (the contract of
 :mod:`byocc.backends.codegen`); one module per function, as TVM's cuBLAS codegen.
@@ -12,7 +12,7 @@ one ``byocc::cublaslt_matmul`` call per step; describe the entry point for the m
 Anything that cannot be generated raises :class:`CodegenError` naming the function, the
 composite and the reason, before anything is returned.
 
-Mapping (spec section 11): row-major ``D(M x N) = X(M x K) W(K x N)`` is computed as the
+Mapping (docs/codegen.md#cublaslt-mapping): row-major ``D(M x N) = X(M x K) W(K x N)`` is computed as the
 column-major ``D^T(N x M) = W^T X^T``: cuBLASLt's A is the weight (``OP_N``, N x K, lda = N; or,
 for a weight stored ``(N, K)`` and transposed in the graph, ``OP_T``, K x N, lda = K), B is X
 (K x M, ldb = K), D is N x M (ldd = N); m, n, k = N, M, K, and a bias of length N is per row of
@@ -20,7 +20,7 @@ for a weight stored ``(N, K)`` and transposed in the graph, ``OP_T``, K x N, lda
 
 Options (``target_options["cublas"]``): ``fast_gelu`` (True: cuBLASLt's ``GELU_BIAS``, the
 tanh approximation; default: the exact erf GELU, a ``BIAS`` epilogue then byocc's erf-GELU
-kernel, since ``relax.nn.gelu`` is the erf form, spec section 16 item 8; ``exact_gelu=False``
+kernel, since ``relax.nn.gelu`` is the erf form, docs/codegen.md#d8-cublaslt-gelu-is-tanh; ``exact_gelu=False``
 means the same as ``fast_gelu=True``); ``fp32_math`` (``"ieee"``, the default, full fp32
 ``CUBLAS_COMPUTE_32F``; ``"tf32"``: ``CUBLAS_COMPUTE_32F_FAST_TF32``).
 """
@@ -76,13 +76,13 @@ _TYPES = {
     "int8": (("int32",), "CUBLAS_COMPUTE_32I", "int32"),
 }
 
-#: Composites of the table whose codegen is deferred (spec section 12), with the reason.
+#: Composites of the table whose codegen is deferred (docs/codegen.md#deferred-composites), with the reason.
 DEFERRED = {
     "cublas.matmul_transposed_dequantize":
-        "the fp8 dequantize epilogue is deferred (spec/backends.md section 12: the scale becomes "
+        "the fp8 dequantize epilogue is deferred (docs/codegen.md#deferred-composites: the scale becomes "
         "alpha only while the constant stays bound)",
     "cublas.matmul_transposed_multiply":
-        "the fp8 scaled matmul (A/B scale pointers) is deferred (spec/backends.md section 12)",
+        "the fp8 scaled matmul (A/B scale pointers) is deferred (docs/codegen.md#deferred-composites)",
 }
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 
@@ -219,7 +219,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
                     "-> [relu|gelu])")
     for sinfo in (gemm.lhs_sinfo, gemm.rhs_sinfo):
         if sinfo.dtype in _FP8:
-            raise where(f"fp8 ({sinfo.dtype}) matmul codegen is deferred (spec/backends.md section 12)")
+            raise where(f"fp8 ({sinfo.dtype}) matmul codegen is deferred (docs/codegen.md#deferred-composites)")
     if gemm.residual_op is not None or gemm.post is not None:
         raise where("cuBLASLt has no residual epilogue (a residual add/multiply is not a cuBLAS pattern)")
     if gemm.act == "silu":

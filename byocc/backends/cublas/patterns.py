@@ -1,4 +1,4 @@
-"""The cuBLAS pattern table: 10 entries and their check (spec/backends.md section 4).
+"""The cuBLAS pattern table: 10 entries and their check (docs/codegen.md#cublas-table).
 
 :func:`registration_entries` lists them in TVM 0.27's registration order; the registry
 reverses it, so ``get_patterns_with_prefix("cublas")`` starts with

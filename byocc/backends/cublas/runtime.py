@@ -1,4 +1,4 @@
-"""The shared cuBLASLt unit of a generated library (spec/backends.md sections 6.5 and 11).
+"""The shared cuBLASLt unit of a generated library (docs/codegen.md#dispatch-by-compute-capability and #cublaslt-mapping).
 
 * ``src/byocc_cublaslt.h``: ``byocc::CublasLtMatmul`` (one column-major cuBLASLt
   problem), ``byocc::cublaslt_matmul`` and the small kernels the wrappers need:

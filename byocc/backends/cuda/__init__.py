@@ -1,7 +1,7 @@
 """Shared CUDA C++ for every generated library: the exported ABI header (``byocc_abi.h``),
 the internal helper header (``byocc_internal.h``: argument checks, error buffer, device
 cache, bound constants), the GEMM kernel interface (``byocc_gemm.h``) and ``runtime.cu``,
-fixed files in ``csrc/`` (spec/backends.md section 6)."""
+fixed files in ``csrc/`` (docs/codegen.md#common-contract)."""
 
 from .common import common_sources
 from .common import return_codes

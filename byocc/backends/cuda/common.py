@@ -1,5 +1,4 @@
-"""The C++ every generated library shares, fixed text in ``csrc/`` (spec/backends.md
-sections 6.1-6.5).
+"""The C++ every generated library shares, fixed text in ``csrc/`` (docs/codegen.md#common-contract).
 
 * ``src/byocc_abi.h``: the public header: DLPack-layout structs (an already included
   ``dlpack.h`` wins), return codes, the library-wide functions;

@@ -1,4 +1,4 @@
-"""Safe C++ text from model-derived names (spec/backends.md section 6; issue: a crafted model
+"""Safe C++ text from model-derived names (docs/codegen.md#c-abi; issue: a crafted model
 must not inject code into the sources a user compiles).
 
 Every name that comes from the model reaches C++ only through one of these:

@@ -1,5 +1,5 @@
 """Fused elementwise kernels for composites made only of elementwise and broadcasting ops
-(spec/backends.md section 17.1).
+(docs/codegen.md#elementwise-composites).
 
 :func:`elementwise_plan` reads a composite's body into an :class:`ElementwisePlan`: the
 kernel inputs (composite parameters and non-scalar constants; scalar constants and
@@ -19,7 +19,7 @@ broadcast correctly.
 Numerics follow the numpy references (:mod:`byocc.ops.reference`, ``reference_nn``): same
 formulas (sigmoid as ``0.5*(tanh(x/2)+1)``, erf GELU, NaN-propagating maximum/minimum,
 truncating integer division with 0 for a zero divisor), except that a 16-bit intermediate is
-not rounded to 16 bits (spec 17.1); ``astype`` always rounds.
+not rounded to 16 bits (docs/codegen.md#elementwise-composites); ``astype`` always rounds.
 """
 
 from __future__ import annotations

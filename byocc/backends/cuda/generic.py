@@ -1,5 +1,5 @@
 """byocc's own light CUDA kernels: the generic SIMT GEMM and the generic (broadcasting)
-epilogue (spec/backends.md sections 7.1 and 7.3).
+epilogue (docs/codegen.md#epilogue-and-fallback-kernels).
 
 * ``src/byocc_generic.cuh`` (fixed, ``csrc/byocc_generic.cuh``): templates shared by every light unit
   and the host helpers the wrappers call: :cpp:`Operand` (one tensor read through

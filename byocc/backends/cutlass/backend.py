@@ -1,6 +1,6 @@
 """The CUTLASS backend's record (:class:`~byocc.backends.record.Backend`): its pattern table,
 NHWC convolutions, the attention rewrites before fusion and the workspace steps after it
-(spec/backends.md section 1.1), its codegen and the codegen's options. Its code is imported
+(docs/codegen.md#partition_for_cutlass), its codegen and the codegen's options. Its code is imported
 on first use."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Check functions of the CUTLASS pattern table (spec/backends.md sections 3.1-3.5).
+"""Check functions of the CUTLASS pattern table (docs/codegen.md#cutlass-checks).
 
 Each returns a :class:`~byocc.dpl.CheckResult`: falsy when the match is rejected, with the
 first rule that failed as ``.reason``. Rules and their order are TVM 0.27's
@@ -100,7 +100,7 @@ def check_conv2d(context: PatternCheckContext) -> CheckResult:
 
 
 def check_decode_matmul(context: PatternCheckContext) -> CheckResult:
-    """``_check_decode_matmul`` (deferred family, spec/backends.md section 3.3)."""
+    """``_check_decode_matmul`` (deferred family, docs/codegen.md#cutlass-checks)."""
     reason = leak_reason(context)
     if reason:
         return fail(reason)

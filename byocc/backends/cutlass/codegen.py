@@ -1,5 +1,4 @@
-"""The CUTLASS backend's codegen: ``codegen(functions, options, constant_names)`` (spec/backends.md
-sections 6, 7, 16 and 17.1).
+"""The CUTLASS backend's codegen: ``codegen(functions, options, constant_names)`` (docs/codegen.md#common-contract, #cutlass-gemm-family, #tvm-027-defects-byocc-does-not-copy and #elementwise-composites).
 
 For every offloaded function: one :class:`~byocc.backends.codegen.EntryPoint`, its light
 wrapper ``src/funcs/<symbol>.cu`` (:func:`~byocc.backends.cuda.wrapper.emit_wrapper`) and

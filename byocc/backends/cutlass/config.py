@@ -21,7 +21,7 @@ _ACTS = (None, "relu", "gelu", "silu")
 
 @dataclass(frozen=True)
 class EpilogueSpec:
-    """The fused epilogue of a GEMM, computed in fp32 (spec 7.1, 7.2):
+    """The fused epilogue of a GEMM, computed in fp32 (docs/codegen.md#epilogue-and-fallback-kernels, #hopper-units):
     ``D = post(bin(act(acc + bias [+ C]), residual))``.
 
     Operand placement in :c:struct:`byocc::GemmArgs`: the per-column bias is ``args.bias``
@@ -29,7 +29,7 @@ class EpilogueSpec:
     "full"``) is ``args.C`` (M x N, ``ldc``, ``batch_stride_c``) and is either a full-shape
     addend (no residual) or the full residual; a per-column residual is also ``args.C``
     (N elements, ``ldc`` ignored, batch stride ``batch_stride_c``). Bias and residual have the
-    output dtype (spec 7.6).
+    output dtype (docs/codegen.md#edge-cases).
     """
 
     bias: Literal["per_column"] | None = None
@@ -89,7 +89,7 @@ class EpilogueSpec:
 
 @dataclass(frozen=True)
 class GemmKernelConfig:
-    """Everything one kernel unit is keyed by (spec 13); M, N, K, L, strides and pointers are
+    """Everything one kernel unit is keyed by (docs/codegen.md#build-units); M, N, K, L, strides and pointers are
     run-time arguments. sm_90a units use ``cluster``/``schedule``/``stream_k``; sm_80 units use
     ``stages``. Alignments are in elements."""
 

@@ -79,7 +79,7 @@ def _is_one(dims) -> bool:
 # --------------------------------------------------------------------------- operand classes
 def classify(shape, out_shape, n_dim) -> str:
     """The operand class of a bias or residual of shape ``shape`` against the output
-    ``out_shape`` with GEMM N ``n_dim`` (spec 7.1): full, per_column, batched_row, per_row,
+    ``out_shape`` with GEMM N ``n_dim`` (docs/codegen.md#problem-mapping): full, per_column, batched_row, per_row,
     general."""
     s = list(shape)
     rank = len(out_shape)
@@ -193,7 +193,7 @@ def _batch_case(lb: tuple, rb: tuple, where: str) -> str:
 
 
 def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) -> GemmPlan:
-    """Problem mapping, operand classes and the variants to compile (spec 7.1, 7.3)."""
+    """Problem mapping, operand classes and the variants to compile (docs/codegen.md#problem-mapping, #alignment-tiers)."""
     lhs_dt, rhs_dt = step.lhs_sinfo.dtype, step.rhs_sinfo.dtype
     out_dt = step.out_sinfo.dtype
     for what, si in (("lhs", step.lhs_sinfo), ("rhs", step.rhs_sinfo), ("output", step.out_sinfo)):
@@ -330,7 +330,7 @@ def _b_layout(plan: GemmPlan) -> str:
 
 
 def _static_sm80(plan: GemmPlan, spec, dims) -> list:
-    """With static K and N: kernels.sm80_config's per-operand largest alignments (spec 7.3),
+    """With static K and N: kernels.sm80_config's per-operand largest alignments (docs/codegen.md#alignment-tiers),
     fused when the unit supports the epilogue, else the GEMM into the accumulator; the
     alignment-1 Sm75 path is left to the generic SIMT GEMM."""
     for fused in (True, False):
@@ -374,7 +374,7 @@ def _width_holds(plan: GemmPlan, width: int, d_dtype: str) -> bool | None:
 
 
 def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
-    """sm_90a then sm_80 tiers (spec 7.3): only the applicable alignments when the deciding
+    """sm_90a then sm_80 tiers (docs/codegen.md#alignment-tiers): only the applicable alignments when the deciding
     dims are static, every tier when one is symbolic."""
     archs = OPTIONS.resolve(options)["arch"]
     want90, want80 = "sm_90a" in archs, "sm_80" in archs

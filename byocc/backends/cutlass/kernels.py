@@ -1,5 +1,5 @@
 """CUTLASS GEMM kernel translation units: one ``src/kernels/k_<hash>.cu`` per configuration
-(spec/backends.md 7.1-7.4, 7.7, 13).
+(docs/codegen.md#cutlass-gemm-family, #build-units).
 
 * :class:`EpilogueSpec`, :class:`GemmKernelConfig` (defined in :mod:`.config`): the fused
   epilogue and everything a unit is keyed by (its ``hash`` names the unit);
@@ -79,7 +79,7 @@ def sm90_supports(cfg: GemmKernelConfig) -> bool:
     K-major B); fp32 accumulate
     (int32 for 8-bit), C (when read) of D's dtype; every operand on the 16-byte TMA tier
     (align * bits == 128: 8 for 16-bit, 4 for 32-bit, 16 for 8-bit); tile and cluster from the
-    spec 7.7 menu (k-tile scaled by :func:`~byocc.backends.cutlass.tiles.scale_k`), cooperative
+    docs/codegen.md#kernel-choice menu (k-tile scaled by :func:`~byocc.backends.cutlass.tiles.scale_k`), cooperative
     only with a 128-row tile, stream-K only with cooperative, a swizzle from
     :data:`~byocc.backends.cutlass.tiles.SM90_SWIZZLES`. Every valid
     :class:`EpilogueSpec` is supported (library fusion ops or a custom EVT tree).
@@ -102,7 +102,7 @@ def sm90_supports(cfg: GemmKernelConfig) -> bool:
 
 
 def sm80_alignments(dtype: str) -> tuple[int, ...]:
-    """Operand alignments (elements) the 2.x units are built for, largest first (spec 7.3):
+    """Operand alignments (elements) the 2.x units are built for, largest first (docs/codegen.md#alignment-tiers):
     16-bit 8/4/2 on the Sm80 cp.async path and 1 on the Sm75 16x8x8 two-stage path; f32
     4/2/1; 8-bit 16 only."""
     return {"float16": (8, 4, 2, 1), "bfloat16": (8, 4, 2), "float32": (4, 2, 1),
@@ -114,7 +114,7 @@ def sm80_supports(cfg: GemmKernelConfig) -> bool:
 
     Dtypes as :func:`sm90_supports` (any layout for float inputs, "tn" for 8-bit). A and B
     alignments from :func:`sm80_alignments` (alignment 1 only for f16 A/B, with 2 stages);
-    D alignment dividing 128 bits, C's equal to D's. The tile is one of the spec 7.4 menu
+    D alignment dividing 128 bits, C's equal to D's. The tile is one of the docs/codegen.md#ampere-units menu
     (k scaled per dtype). Epilogues: without a residual, at most one addend besides the
     accumulator (a per-column bias *or* a full C, passed as the 2.x C operand) and any act;
     with a residual (``GemmUniversalWithBroadcast`` + ``LinearCombinationResidualBlock``), a
@@ -174,7 +174,7 @@ def _largest_dividing(dim: int | None, candidates: tuple[int, ...]) -> int:
 def sm90_config(m: int | None, n: int | None, k: int | None, l: int | None, *, dtype: str,
                 dtype_d: str, b_layout: Literal["nn", "tn"],
                 epilogue: EpilogueSpec) -> GemmKernelConfig:
-    """The sm_90a configuration of a problem: spec 7.7's tile choice, 16-byte alignments.
+    """The sm_90a configuration of a problem: the tile choice of docs/codegen.md#kernel-choice, 16-byte alignments.
     Check :func:`sm90_supports` on the result (and the dims' divisibility at run time)."""
     tile, cluster, schedule, stream_k, swizzle = select_sm90(m, n, k, l, dtype)
     dtype_c = dtype_d if epilogue.has_c else None
@@ -191,7 +191,7 @@ def sm80_config(m: int | None, n: int | None, k: int | None, l: int | None, *, d
                 dtype_d: str, b_layout: Literal["nn", "tn"],
                 epilogue: EpilogueSpec) -> GemmKernelConfig:
     """The sm_80 configuration of a problem: :func:`sm80_tile`'s tile, and the largest
-    alignments (spec 7.3) dividing K (A; B when "tn"), N (B when "nn"; C and D). Alignment-1
+    alignments (docs/codegen.md#alignment-tiers) dividing K (A; B when "tn"), N (B when "nn"; C and D). Alignment-1
     f16 units get 2 stages (the Sm75 path). Check :func:`sm80_supports` on the result."""
     tile, stages = sm80_tile(m, n, k, l, dtype)
     aligns = sm80_alignments(dtype)

@@ -1,4 +1,4 @@
-"""The CUTLASS pattern table: 79 entries (spec/backends.md section 3).
+"""The CUTLASS pattern table: 79 entries (docs/codegen.md#cutlass-table).
 
 :func:`registration_entries` lists them in TVM 0.27's registration order (conv2d, matmul,
 decode_matmul, residual blocks, attention, layer_norm, rms_norm); the registry reverses it,

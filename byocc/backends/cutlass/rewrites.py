@@ -1,4 +1,4 @@
-"""The attention rewrites of ``partition_for_cutlass`` (spec/backends.md section 1.1, step 1).
+"""The attention rewrites of ``partition_for_cutlass`` (docs/codegen.md#partition_for_cutlass, step 1).
 
 A hand-written attention chain::
 

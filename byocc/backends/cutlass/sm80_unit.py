@@ -1,4 +1,4 @@
-"""sm_80 CUTLASS GEMM units (spec/backends.md 7.3, 7.4): a CUTLASS 2.x tensor-op
+"""sm_80 CUTLASS GEMM units (docs/codegen.md#alignment-tiers, #ampere-units): a CUTLASS 2.x tensor-op
 ``GemmUniversal`` (``GemmUniversalWithBroadcast`` with a residual), which also runs on Hopper.
 """
 

@@ -1,4 +1,4 @@
-"""sm_90a CUTLASS GEMM units (spec/backends.md 7.2, 7.7): a CUTLASS 3.x TMA warp-specialized
+"""sm_90a CUTLASS GEMM units (docs/codegen.md#hopper-units, #kernel-choice): a CUTLASS 3.x TMA warp-specialized
 kernel from the collective builders, the instantiation text from ``cutlass_library``'s
 ``EmitGemmUniversal3xInstance``; byocc writes the fusion (a library fusion op or a custom
 Sm90EVT tree), the argument mapping and the error handling.

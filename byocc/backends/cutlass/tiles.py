@@ -1,10 +1,10 @@
-"""Tile menus and the deterministic kernel choice for CUTLASS GEMMs (spec/backends.md 7.4, 7.7).
+"""Tile menus and the deterministic kernel choice for CUTLASS GEMMs (docs/codegen.md#kernel-choice).
 
 * :func:`select_sm90`: byocc's H200 rule over the sm_90a candidates C1..C6;
 * :func:`sm80_tile`: the 2.x tile/stage menu (large, medium, fewer CTAs, tiny).
 
 Both are pure functions of the problem (M, N, K, L; ``None`` for a symbolic dim) and the input
-dtype, so the number of distinct compiled units stays small (spec 13).
+dtype, so the number of distinct compiled units stays small (docs/codegen.md#build-units).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from typing import Literal
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
 
-#: SMs of the H200 the rule is tuned for (spec 7.7).
+#: SMs of the H200 the rule is tuned for (docs/codegen.md#kernel-choice).
 H200_SM_COUNT = 132
 
 Schedule = Literal["cooperative", "pingpong"]
 Tile = tuple[int, int, int]
 
-#: spec 7.7 candidates for 16-bit inputs: name -> (tile, cluster, schedule). C1..C4 are the
-#: spec's; C3 runs with a 2x1 cluster and C5, C6 are byocc's additions, all measured on the
+#: docs/codegen.md#kernel-choice candidates for 16-bit inputs: name -> (tile, cluster, schedule). C1..C4 are the first rule's; C3 runs with a 2x1 cluster and C5, C6 are byocc's additions, all measured on the
 #: H200 (select_sm90 says where each wins and by how much).
 SM90_CANDIDATES: dict[str, tuple[Tile, Tile, Schedule]] = {
     "C1": ((128, 256, 64), (2, 1, 1), "cooperative"),
@@ -78,8 +77,7 @@ def _fills_waves(m: int, n: int, l: int, tile: Tile) -> bool:
 
 def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
                 dtype: str) -> tuple[Tile, Tile, Schedule, bool, int]:
-    """``(tile, cluster, schedule, stream_k, swizzle)`` for an sm_90a GEMM: spec 7.7's H200
-    rule with the branches re-chosen from measurements.
+    """``(tile, cluster, schedule, stream_k, swizzle)`` for an sm_90a GEMM: the H200 rule of docs/codegen.md#kernel-choice with the branches re-chosen from measurements.
 
     Steps: (1) a symbolic dim takes C2 without stream-K; (2) K <= 1024: C6 (128x128 ping-pong,
     2x1 cluster) when it fills waves (>= 132 tiles, wave efficiency >= 0.75); (3) the first of
@@ -97,7 +95,7 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
       (734 vs 713), and at 4096^3 (745 vs 700).
     * (3) C1 beat 256x128 and the other clusters at 4096^3, 8192^3 and 16384x1024x3072
       (within 1-2 %, except 1x1 and 1x2 clusters at 8192^3: -5 %, -3 %).
-    * (4) is spec 7.7's stream-K branch, kept for problems too small for any wave
+    * (4) is the stream-K branch of docs/codegen.md#kernel-choice, kept for problems too small for any wave
       (unmeasured); CUTLASS's ping-pong kernel rejects the stream-K scheduler.
     * (5), (6) the wave-starved shapes. 2x1 clusters multicast each B tile to the two CTAs
       above each other, halving the weight's L2 reads, which dominate when M is small:
@@ -136,7 +134,7 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
 
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
               dtype: str) -> tuple[Tile, int]:
-    """``(tile, stages)`` for a 2.x sm_80 GEMM from the spec 7.4 menu.
+    """``(tile, stages)`` for a 2.x sm_80 GEMM from the docs/codegen.md#ampere-units menu.
 
     Rule (CTA counts on a 132-SM H200, which also serves an A100's 108): symbolic dims ->
     medium; 128x256 tiles filling a wave (>= 132 CTAs) -> large; 128x128 giving >= 100 CTAs ->

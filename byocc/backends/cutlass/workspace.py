@@ -1,8 +1,8 @@
-"""CUTLASS's step after fusion: ``annotate_workspace`` (spec/backends.md section 1.1 step 3;
+"""CUTLASS's step after fusion: ``annotate_workspace`` (docs/codegen.md#partition_for_cutlass, step 3;
 ``AllocateWorkspace`` is step 4).
 
 Attention composites need output-sized scratch memory. TVM 0.27's own step fails with
-``KeyError: 'T.float16'`` (spec section 16, item 1); byocc sizes the workspace as intended.
+``KeyError: 'T.float16'`` (docs/codegen.md#d1-attention-workspace-keyerror); byocc sizes the workspace as intended.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``tvm.contrib.cutlass.build``: ``is_shape_valid_for_cutlass_matmul``.
 
 The rule is the one byocc's CUTLASS matmul check applies
-(:func:`byocc.backends.is_shape_valid_for_cutlass_matmul`, spec/backends.md section 2);
+(:func:`byocc.backends.is_shape_valid_for_cutlass_matmul`, docs/codegen.md#shared-matching-rules);
 this spelling returns a plain ``bool`` as TVM's does (byocc's own carries the reason).
 """
 

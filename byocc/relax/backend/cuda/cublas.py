@@ -1,4 +1,4 @@
-"""``relax.backend.cuda.cublas``: ``partition_for_cublas`` (spec/backends.md section 1.2)."""
+"""``relax.backend.cuda.cublas``: ``partition_for_cublas`` (docs/codegen.md#partition_for_cublas)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``relax.backend.cuda.cutlass``: ``partition_for_cutlass`` (spec/backends.md section 1.1).
+"""``relax.backend.cuda.cutlass``: ``partition_for_cutlass`` (docs/codegen.md#partition_for_cutlass).
 
 TVM 0.27's driver, read from the cutlass backend's record
 (:func:`byocc.backends.partition_for_backend`; ``byocc partition --backend cutlass
@@ -14,7 +14,7 @@ TVM 0.27's driver, read from the cutlass backend's record
 4. ``AllocateWorkspace``.
 
 TVM 0.27 defects byocc does not copy: its workspace step fails with ``KeyError:
-'T.float16'`` (spec section 16, item 1); its rewriter raises ``TypeError`` for every chain
+'T.float16'`` (docs/codegen.md#d1-attention-workspace-keyerror); its rewriter raises ``TypeError`` for every chain
 with a BSH output (``R.reshape`` given an FFI array) and for every chain whose q/k/v
 sub-check fails. byocc rewrites the former as intended and leaves the latter unchanged.
 """
