@@ -28,24 +28,13 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "byocc_generic.cuh"
+
 namespace byocc {
 namespace norm {
 
-// ---- element conversion -------------------------------------------------------------------
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
+// Element conversions are byocc_generic.cuh's (Num<T>::load / Num<T>::store).
+using generic::Num;
 
 // A vector of kVec elements of T, loaded and stored as one access.
 template <typename T, int kVec>
@@ -57,14 +46,14 @@ template <typename T, int kVec>
 __device__ __forceinline__ void load_vec(const T* p, float (&out)[kVec]) {
   Vec<T, kVec> r = *reinterpret_cast<const Vec<T, kVec>*>(p);
 #pragma unroll
-  for (int i = 0; i < kVec; ++i) out[i] = to_float(r.v[i]);
+  for (int i = 0; i < kVec; ++i) out[i] = Num<T>::load(r.v[i]);
 }
 
 template <typename T, int kVec>
 __device__ __forceinline__ void store_vec(T* p, const float (&in)[kVec]) {
   Vec<T, kVec> r;
 #pragma unroll
-  for (int i = 0; i < kVec; ++i) r.v[i] = from_float<T>(in[i]);
+  for (int i = 0; i < kVec; ++i) r.v[i] = Num<T>::store(in[i]);
   *reinterpret_cast<Vec<T, kVec>*>(p) = r;
 }
 
@@ -146,10 +135,10 @@ __device__ __forceinline__ void norm_row(const T* __restrict__ x, const T* __res
       if (kKind == Kind::kLayer) {
 #pragma unroll
         for (int i = 0; i < kVec; ++i)
-          o[i] = (v[j][i] - mean) * scale * to_float(gv[j].v[i]) + to_float(bv[j].v[i]);
+          o[i] = (v[j][i] - mean) * scale * Num<T>::load(gv[j].v[i]) + Num<T>::load(bv[j].v[i]);
       } else {
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) o[i] = v[j][i] * scale * to_float(gv[j].v[i]);
+        for (int i = 0; i < kVec; ++i) o[i] = v[j][i] * scale * Num<T>::load(gv[j].v[i]);
       }
       store_vec<T, kVec>(y + c * kVec, o);
     }
@@ -191,10 +180,10 @@ __global__ void __launch_bounds__(kThreads)
   const T* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   T* yr = y + static_cast<int64_t>(blockIdx.x) * n;
   // Welford-free shifted sums: shift by the row's first element for a stable variance.
-  const float shift = kKind == Kind::kLayer ? to_float(xr[0]) : 0.f;
+  const float shift = kKind == Kind::kLayer ? Num<T>::load(xr[0]) : 0.f;
   float s = 0.f, sq = 0.f;
   for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const float d = to_float(xr[i]) - shift;
+    const float d = Num<T>::load(xr[i]) - shift;
     s += d;
     sq += d * d;
   }
@@ -205,10 +194,10 @@ __global__ void __launch_bounds__(kThreads)
   const float var = kKind == Kind::kLayer ? fmaxf(sq - s * s, 0.f) : sq;
   const float scale = rsqrtf(var + eps);
   for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const float g = to_float(gamma[i]);
-    float o = (to_float(xr[i]) - mean) * scale * g;
-    if (kKind == Kind::kLayer) o += to_float(beta[i]);
-    yr[i] = from_float<T>(o);
+    const float g = Num<T>::load(gamma[i]);
+    float o = (Num<T>::load(xr[i]) - mean) * scale * g;
+    if (kKind == Kind::kLayer) o += Num<T>::load(beta[i]);
+    yr[i] = Num<T>::store(o);
   }
 }
 
