@@ -223,3 +223,18 @@ def test_a_c_program_links_and_calls_through_the_header(mlp, tmp_path, monkeypat
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert done.stdout.startswith("abi=1 rc=1 need=0 error=")
+
+
+@needs_cc
+def test_the_readme_c_snippet_compiles(tmp_path):
+    include = find_optional_cuda_include()
+    if include is None:
+        pytest.skip("no CUDA toolkit headers (the snippet calls cudaMalloc)")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("Calling the library from C"):]
+    snippet = section[section.index("```c\n") + 5:section.index("\n```\n")]
+    out = tmp_path / "out"
+    result = run("partition", SAMPLES / "mlp_fp16.relax", "--backend", "cublas", "-o", out)  # as the README's
+    assert result.exit_code == 0, result.output
+    (tmp_path / "app.c").write_text(snippet + "\n")
+    compile_c(tmp_path / "app.c", f"-I{out / 'src'}", f"-I{include}")
