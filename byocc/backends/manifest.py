@@ -2,7 +2,8 @@
 native runner share (docs/codegen.md#manifest).
 
 Top level: ``byocc_version``, ``abi_version``, ``codegen_version``, ``cutlass_version`` (when
-a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``build_file``,
+a unit uses CUTLASS), ``archs``, ``library`` (``lib/libbyocc_<stem>.so``), ``header`` (the
+public header declaring its functions, ``src/byocc_<stem>.h``), ``build_file``,
 ``cmake_file``, ``uses_cutlass``, ``uses_cublaslt``, ``constants_file``, ``codegen_options`` (per
 backend that generated code, the options its codegen used, defaults filled in), ``build`` (the build
 plan, :meth:`byocc.backends.codegen.BuildPlan.to_json`: what ``byocc build`` reads) and
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from byocc.ir import InputError
+from byocc.ir import Span
 
 from .codegen import ABI_VERSION
 from .codegen import CODEGEN_VERSION
@@ -39,9 +41,10 @@ def constants_file(stem: str) -> str:
 
 def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_version: str | None,
                    archs: Iterable[str] | None = None, extra_functions: Iterable[dict] = (),
-                   plan: BuildPlan | None = None) -> dict[str, Any]:
+                   plan: BuildPlan | None = None, header: str | None = None) -> dict[str, Any]:
     """The manifest of an output folder. ``plan`` defaults to the plan of ``modules`` alone
-    (none without modules: nothing to build); ``archs`` to the plan's."""
+    (none without modules: nothing to build); ``archs`` to the plan's; ``header``: the path
+    of the library's public header (``src/byocc_<stem>.h``), recorded when given."""
     from byocc import __version__
 
     mods = list(modules)
@@ -66,6 +69,8 @@ def build_manifest(stem: str, modules: Iterable[GeneratedModule], *, cutlass_ver
         manifest["build"] = plan.to_json()
     else:  # nothing to build (stand-in modules only): no build files either
         del manifest["build_file"], manifest["cmake_file"]
+    if header is not None:
+        manifest["header"] = header
     if cutlass_version is not None and manifest["uses_cutlass"]:
         manifest["cutlass_version"] = cutlass_version
     if any(f.get("constants") for f in functions):
@@ -78,7 +83,9 @@ def dumps(manifest: dict[str, Any]) -> str:
 
 
 def load_manifest(directory: str | Path) -> dict[str, Any]:
-    """Read and validate ``DIR/manifest.json``; :class:`InputError` names what is wrong."""
+    """Read and validate ``DIR/manifest.json``; :class:`InputError` names what is wrong and
+    where: every message starts with the manifest's path (a JSON syntax error carries its
+    line and column as the error's span)."""
     path = Path(directory) / MANIFEST
     try:
         text = path.read_text(encoding="utf-8")
@@ -89,7 +96,7 @@ def load_manifest(directory: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: error: not valid JSON: {exc.msg}") from None
+        raise InputError(f"not valid JSON: {exc.msg}", Span(str(path), exc.lineno, exc.colno)) from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: the manifest must be a JSON object")
     for key in REQUIRED_TOP:

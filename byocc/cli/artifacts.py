@@ -3,7 +3,8 @@
 * ``<stem>.partitioned.relax``: the module after partitioning (what stdout shows without -o);
 * ``<stem>.codegen.relax``: the module after RunCodegen;
 * the sources of every module RunCodegen's codegens returned (under ``src/``), the common
-  sources of a CUDA library, and the build files written from its build plan
+  sources of a CUDA library, its public header ``src/byocc_<stem>.h`` (declaring every
+  exported function) and the build files written from its build plan
   (:class:`byocc.backends.codegen.BuildPlan`);
 * ``manifest.json`` (:mod:`byocc.backends.manifest`, one schema): one entry per external
   function, the build plan (``build``), the library.
@@ -66,7 +67,7 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
     from byocc.backends.manifest import dumps
 
     files: dict[str, str | bytes] = {}
-    plan = None
+    plan = header = None
     if modules:
         from byocc.backends.build_files import build_files
         from byocc.backends.cuda import common_sources
@@ -76,6 +77,8 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
             _put(files, src.path, src.text)
         plan = BuildPlan.of(stem, modules, common)
         files.update(build_files(plan))
+        header = library_header_file(stem, modules, files)
+        files[header.path] = header.text
     cutlass_version = None
     if plan is not None and plan.needs_cutlass:
         from byocc.backends.toolchain import optional_cutlass_version
@@ -91,7 +94,7 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
             entry["source_files"] = sorted(set(stand_in_files[sym]))
         extra.append(entry)
     manifest = build_manifest(stem, modules, cutlass_version=cutlass_version, plan=plan,
-                              extra_functions=extra)
+                              extra_functions=extra, header=header and header.path)
     files["manifest.json"] = dumps(manifest)
     arrays = constant_values(modules, named_constants)
     if arrays:
@@ -103,6 +106,19 @@ def generated_files(stem: str, modules: list, offloaded: Mapping[str, Function],
         np.savez(buffer, **arrays)
         files[constants_file(stem)] = buffer.getvalue()
     return files
+
+
+def library_header_file(stem: str, modules: list, taken: Mapping[str, object]):
+    """``src/byocc_<stem>.h``, the library's public header (not a build input: no unit
+    includes it), as a :class:`~byocc.backends.codegen.SourceFile`."""
+    from byocc.backends.codegen import SourceFile
+    from byocc.backends.cuda.library_header import header_name
+    from byocc.backends.cuda.library_header import library_header
+    from byocc.backends.manifest import library_path
+
+    path = header_name(stem, taken)
+    text = library_header(path, stem, library_path(stem), [e for m in modules for e in m.entries])
+    return SourceFile(path, text, "header")
 
 
 def constant_values(modules: list, named: Mapping) -> dict:

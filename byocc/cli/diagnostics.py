@@ -96,13 +96,24 @@ def format_error(exc: BaseException, default_source: str | None = None) -> list[
             out.append(("source", shown))
             out.append(("caret", caret))
     else:
-        where = default_source or "byocc"
-        message = exc.message
-        if message.startswith(f"{where}: "):  # a library message that names the file already
-            message = message[len(where) + 2:]
+        where, message = _location(exc.message, default_source or "byocc")
         out.append(("location", f"{where}: error: {message}"))
     out += [("note", f"note: {note}") for note in exc.notes]
     return out
+
+
+def _location(message: str, where: str) -> tuple[str, str]:
+    """``(location, rest)`` of a message without a span. A library message that names the
+    file already (``DIR: ...``, or a file inside ``DIR``: ``DIR/manifest.json: ...``; a
+    relative path without spaces) is located there, so the file is named once."""
+    if message.startswith(f"{where}: "):
+        return where, message[len(where) + 2:]
+    for sep in {"/", os.sep}:
+        prefix = where.rstrip(sep) + sep
+        inner, colon, rest = message[len(prefix):].partition(": ")
+        if message.startswith(prefix) and colon and inner and " " not in inner:
+            return prefix + inner, rest
+    return where, message
 
 
 def render_error(exc: BaseException, default_source: str | None = None) -> None:

@@ -139,16 +139,34 @@ def test_an_unwritable_output_folder_is_a_usage_error(where, monkeypatch):
 
 
 @pytest.mark.parametrize(("manifest", "message"), [
-    (None, "no manifest"),
-    ("{", "not valid JSON"),
-    ("[]", "must be a JSON object"),
+    (None, "{m}: error: no manifest (write one with `byocc partition MODEL -o {d}`)"),
+    ("{", "{m}:1:2: error: not valid JSON: Expecting property name enclosed in double quotes"),
+    ("[]", "{m}: error: the manifest must be a JSON object"),
+    ("{}", "{m}: error: missing field 'abi_version'"),
 ])
 def test_a_build_folder_without_a_valid_manifest_is_bad_input(where, manifest, message):
     if manifest is not None:
         (where / "empty" / "manifest.json").write_text(manifest)
     result = run("build", where / "empty")
     assert result.exit_code == EXIT_INPUT, result.output
-    assert message in result.stderr
+    # one located message: the manifest named once, one "error:"
+    first = result.stderr.splitlines()[0]
+    assert first == message.format(m=where / "empty" / "manifest.json", d=where / "empty")
+    assert result.stderr.count("error:") == 1 and result.stderr.count("manifest.json") == 1
+
+
+def test_a_manifest_error_from_the_library_names_the_manifest_once(where):
+    from byocc.backends.manifest import load_manifest
+    from byocc.ir import InputError
+
+    (where / "empty" / "manifest.json").write_text('{"abi_version": 1,\n "functions": [}')
+    with pytest.raises(InputError) as info:
+        load_manifest(where / "empty")
+    assert str(info.value) == f"{where / 'empty' / 'manifest.json'}:2:16: not valid JSON: Expecting value"
+    result = run("build", where / "empty")
+    assert result.stderr.splitlines() == [
+        f"{where / 'empty' / 'manifest.json'}:2:16: error: not valid JSON: Expecting value",
+        ' "functions": [}', "               ^"]
 
 
 @pytest.mark.parametrize("args", [

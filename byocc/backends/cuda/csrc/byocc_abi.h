@@ -7,11 +7,25 @@
 // args: the function's parameters in printed order, then its output(s) (destination passing).
 // All work is enqueued on `stream`; nothing synchronises, allocates, prints or aborts.
 // A non-zero return is one of the codes below; byocc_last_error() then says why.
+// byocc_<stem>.h, beside this file, declares the library's functions (it includes this one).
+//
+// Valid C (C99 and later) and C++. cudaStream_t comes from <cuda_runtime_api.h> when the
+// compiler finds it (nvcc, or -I<CUDA>/include); without the CUDA toolkit's headers it is
+// declared here as the runtime API declares it (a pointer to struct CUstream_st).
 #ifndef BYOCC_ABI_H_
 #define BYOCC_ABI_H_
 
 #include <stdint.h>
+#if defined(__has_include)
+#if __has_include(<cuda_runtime_api.h>)
+#define BYOCC_HAVE_CUDA_RUNTIME_API_H_ 1
+#endif
+#endif
+#if defined(__CUDACC__) || defined(BYOCC_HAVE_CUDA_RUNTIME_API_H_)
 #include <cuda_runtime_api.h>
+#else
+typedef struct CUstream_st* cudaStream_t;
+#endif
 
 #ifndef DLPACK_VERSION
 // Layout-identical to DLPack's DLDevice, DLDataType and DLTensor.
@@ -30,7 +44,12 @@ typedef struct {
 } DLTensor;
 #endif
 
-#define BYOCC_EXPORT extern "C" __attribute__((visibility("default")))
+#ifdef __cplusplus
+#define BYOCC_EXTERN_C extern "C"
+#else
+#define BYOCC_EXTERN_C
+#endif
+#define BYOCC_EXPORT BYOCC_EXTERN_C __attribute__((visibility("default")))
 
 enum {
   BYOCC_OK = 0,
