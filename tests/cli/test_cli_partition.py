@@ -232,6 +232,7 @@ def test_output_folder_with_a_codegen(tmp_path, stub_backend):
     assert manifest == {
         "abi_version": 1, "byocc_version": "0.1.0", "codegen_version": "1", "archs": [],
         "library": "lib/libbyocc_seed.so", "uses_cutlass": False, "uses_cublaslt": False,
+        "codegen_options": {},
         "functions": [{
             "symbol": "fused_relax_multiply1_stubbed", "backend": "stubbed",
             "composites": ["stubbed.multiply"],
