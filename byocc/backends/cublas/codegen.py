@@ -42,6 +42,7 @@ from ..codegen import GeneratedModule
 from ..codegen import Variant
 from ..cuda.common import fixed_constant
 from ..cuda.function import FunctionCodegen
+from ..cuda.function import exported_functions
 from ..cuda.function import generate_function as generate_cuda_function
 from ..cuda.step import Operand
 from ..cuda.step import Size
@@ -489,9 +490,10 @@ def function_codegen(opts: Options) -> FunctionCodegen:
 
 
 def generate_function(symbol: str, func: Function, opts: Options,
-                      constant_names: Mapping | None = None) -> GeneratedModule:
-    """The module of one offloaded function."""
-    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names)
+                      constant_names: Mapping | None = None, global_symbol: str = "") -> GeneratedModule:
+    """The module of one offloaded function (``symbol``: the C symbol; ``global_symbol``: its
+    Relax name when that differs)."""
+    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names, global_symbol)
     return GeneratedModule(BACKEND, (fn.entry,), (fn.source, *runtime_sources()), needs_cublaslt=True)
 
 
@@ -500,8 +502,8 @@ def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, obj
     """RunCodegen's entry for backend ``cublas``: one :class:`GeneratedModule` per function."""
     opts = parse_options(options or {})
     used = OPTIONS.to_json(OPTIONS.resolve(options))
-    return [replace(generate_function(symbol, func, opts, constant_names), options=used)
-            for symbol, func in functions]
+    return [replace(generate_function(symbol, func, opts, constant_names, global_symbol), options=used)
+            for symbol, global_symbol, func in exported_functions(functions)]
 
 
 def supports(composite: str) -> bool:

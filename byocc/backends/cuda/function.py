@@ -11,6 +11,7 @@ every call, lays out the scratch once (:func:`~.scratch.scratch_layout`), render
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 from byocc.ir import Function
 from byocc.ir.prim import dim_text
+from byocc.transform.c_symbols import export_symbols
+from byocc.transform.c_symbols import is_c_identifier
 
 from ..codegen import CodegenError
 from ..codegen import ConstantSpec
@@ -73,10 +76,25 @@ class GeneratedFunction:
     layout: ScratchLayout
 
 
+def exported_functions(functions: Sequence[tuple[str, Function]]) -> list[tuple[str, str, Function]]:
+    """``(C symbol, global symbol, function)`` for a codegen's ``functions``: a name that is
+    no usable C identifier (a caller other than RunCodegen, which passes the C symbol already)
+    gets its short form (:func:`~byocc.transform.c_symbols.export_symbols` over these names);
+    the global symbol is the function's own when the given name is its C symbol."""
+    exports = export_symbols(name for name, _ in functions if isinstance(name, str))
+    out = []
+    for name, func in functions:
+        own = func.attrs.get("global_symbol")
+        relax = own if isinstance(own, str) and not is_c_identifier(own) and is_c_identifier(name) else name
+        out.append((exports.get(name, name), relax, func))
+    return out
+
+
 def generate_function(codegen: FunctionCodegen, symbol: str, func: Function,
-                      constant_names: Mapping | None = None) -> GeneratedFunction:
-    """Plan, render and describe the offloaded function ``symbol``; CodegenError (nothing
-    returned) when one of its calls cannot be generated."""
+                      constant_names: Mapping | None = None, global_symbol: str = "") -> GeneratedFunction:
+    """Plan, render and describe the offloaded function ``symbol`` (the C symbol; its Relax
+    name is ``global_symbol``, default the same); CodegenError (nothing returned) when one of
+    its calls cannot be generated."""
     c_identifier(symbol, "global symbol")
     program = offloaded_program(symbol, func, dict(constant_names or {}))
     if not program.calls:
@@ -90,6 +108,8 @@ def generate_function(codegen: FunctionCodegen, symbol: str, func: Function,
     source = SourceFile(f"src/funcs/{symbol}.cu", text, "light")
     units = {u.path: u for s in steps for u in s.units}
     entry = _entry(codegen, program, steps, layout, source.path, tuple(units))
+    if global_symbol and global_symbol != symbol:
+        entry = dataclasses.replace(entry, global_symbol=global_symbol)
     return GeneratedFunction(entry, source, tuple(units.values()), layout)
 
 
@@ -137,4 +157,5 @@ def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[
         constants=constants, steps=tuple(dict(s.record) for s in steps))
 
 
-__all__ = ["FunctionCodegen", "GeneratedFunction", "PlanCall", "generate_function", "tensor_specs"]
+__all__ = ["FunctionCodegen", "GeneratedFunction", "PlanCall", "exported_functions", "generate_function",
+           "tensor_specs"]
