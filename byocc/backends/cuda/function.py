@@ -3,8 +3,9 @@
 A backend describes itself with a :class:`FunctionCodegen` (its name, the includes and compute
 capabilities of its wrappers, and ``plan``, which turns one composite call into a
 :class:`~.step.Step`). :func:`generate_function` does the rest, the same way for every
-backend: it reads the function as an :class:`~byocc.backends.program.OffloadedProgram`, plans
-every call, lays out the scratch once (:func:`~.scratch.scratch_layout`), renders the wrapper
+backend: it reads the function as an :class:`~byocc.backends.program.OffloadedProgram` (a
+composite of matmuls and elementwise ops that is not one GEMM split into one call per piece,
+:mod:`.split`), plans every call, lays out the scratch once (:func:`~.scratch.scratch_layout`), renders the wrapper
 (:func:`~.wrapper.emit_wrapper`) and builds the :class:`~byocc.backends.codegen.EntryPoint`
 (argument specs from the steps' operand roles, symbols, constants, scratch, variants, steps).
 """
@@ -36,6 +37,7 @@ from ..program import symbolic_positions
 from .cxx import c_identifier
 from .scratch import ScratchLayout
 from .scratch import scratch_layout
+from .split import split_composites
 from .step import Operand
 from .step import Step
 from .wrapper import WrapperContext
@@ -96,18 +98,20 @@ def generate_function(codegen: FunctionCodegen, symbol: str, func: Function,
     name is ``global_symbol``, default the same); CodegenError (nothing returned) when one of
     its calls cannot be generated."""
     c_identifier(symbol, "global symbol")
-    program = offloaded_program(symbol, func, dict(constant_names or {}))
+    whole = offloaded_program(symbol, func, dict(constant_names or {}))
+    program = split_composites(whole)
     if not program.calls:
         raise CodegenError(codegen.no_calls.format(symbol=symbol))
     ctx = wrapper_context(program)
     steps = [codegen.plan(program, i, call, ctx) for i, call in enumerate(program.calls)]
     layout = scratch_layout(program, steps, ctx)
     header = [codegen.title(len(steps)), *(line for s in steps for line in s.header)]
-    text = emit_wrapper(ctx, steps, layout, header=header, includes=codegen.includes,
+    includes = tuple(dict.fromkeys([*codegen.includes, *(i for s in steps for i in s.includes)]))
+    text = emit_wrapper(ctx, steps, layout, header=header, includes=includes,
                         compute_capabilities=codegen.compute_capabilities)
     source = SourceFile(f"src/funcs/{symbol}.cu", text, "light")
     units = {u.path: u for s in steps for u in s.units}
-    entry = _entry(codegen, program, steps, layout, source.path, tuple(units))
+    entry = _entry(codegen, program, steps, layout, source.path, tuple(units), whole.composites)
     if global_symbol and global_symbol != symbol:
         entry = dataclasses.replace(entry, global_symbol=global_symbol)
     return GeneratedFunction(entry, source, tuple(units.values()), layout)
@@ -137,7 +141,7 @@ def tensor_specs(program: OffloadedProgram, steps: Sequence[Step]) -> tuple[tupl
 
 
 def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[Step], layout: ScratchLayout,
-           source_path: str, kernel_sources: tuple[str, ...]) -> EntryPoint:
+           source_path: str, kernel_sources: tuple[str, ...], composites: tuple[str, ...]) -> EntryPoint:
     args, outputs = tensor_specs(program, steps)
     tensors = [p.struct_info for p in program.params] + list(program.output_sinfo)
     symbols = {k: tuple(tuple(x) for x in v) for k, v in symbolic_positions(tensors).items()}
@@ -147,9 +151,9 @@ def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[
             variants.append(v)
     constants = tuple(ConstantSpec(name, c.struct_info.dtype, _dims_json(c.struct_info.shape))
                       for name, c in program.constants)
-    ranks = codegen.pattern_ranks(program.composites) if codegen.pattern_ranks else ()
+    ranks = codegen.pattern_ranks(composites) if codegen.pattern_ranks else ()
     return EntryPoint(
-        symbol=program.symbol, backend=codegen.backend, composites=program.composites,
+        symbol=program.symbol, backend=codegen.backend, composites=composites,
         source_file=source_path, args=args, outputs=outputs, kernel_sources=kernel_sources,
         pattern_ranks=ranks, symbols=symbols,
         attrs=dict(steps[0].attrs) if len(steps) == 1 else {},  # a merged function: see steps
