@@ -3,9 +3,11 @@ derived from it.
 
 A codegen is a callable ``codegen(functions, options, constant_names) -> list[GeneratedModule]``:
 
-* ``functions``: ``[(global_symbol, Function), ...]``, every function of the module carrying
+* ``functions``: ``[(symbol, Function), ...]``, every function of the module carrying
   ``Codegen == backend`` (annotate path: a wrapper calling one ``Composite`` local function;
-  merge path: a wrapper calling several, in order);
+  merge path: a wrapper calling several, in order); ``symbol`` is the C symbol to export: the
+  function's ``global_symbol`` when that is a usable C identifier, else RunCodegen's short
+  form of it (:mod:`byocc.transform.c_symbols`; the function keeps the Relax name);
 * ``options``: ``target_options[backend]`` (plain values: ``arch``, ``exact_gelu``, ...),
   read through the backend's :class:`~byocc.backends.options.OptionSchema`;
 * ``constant_names``: :class:`~byocc.ir.Constant` -> the name RunCodegen gave it.
@@ -130,6 +132,9 @@ class EntryPoint:
     source_file: str
     args: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    global_symbol: str = ""
+    """The function's Relax name; ``symbol`` when empty. It differs from ``symbol`` when it is
+    no usable C identifier (:func:`byocc.transform.c_symbols.export_symbols`)."""
     kernel_sources: tuple[str, ...] = ()
     pattern_ranks: tuple = ()
     symbols: Mapping[str, tuple] = field(default_factory=dict)  # dim name -> ((arg, axis), ...)
@@ -157,6 +162,7 @@ class EntryPoint:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "symbol": self.symbol,
+            "global_symbol": self.global_symbol or self.symbol,
             "backend": self.backend,
             "composites": list(self.composites),
             "composite": self.composites[0] if len(self.composites) == 1 else None,

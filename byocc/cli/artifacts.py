@@ -160,6 +160,7 @@ def function_entry(symbol: str, func: Function) -> dict[str, Any]:
                 composites.append(str(value.attrs["Composite"]))
     return {
         "symbol": symbol,
+        "global_symbol": func.attrs.get("global_symbol", symbol),
         "backend": func.attrs.get("Codegen"),
         "composites": composites,
         "args": [dict(name=p.name_hint, **tensor_fields(p.struct_info)) for p in func.params],

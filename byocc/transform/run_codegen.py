@@ -5,14 +5,18 @@
 1. Entry functions: the given names, then every public Relax function without ``Codegen`` in
    *descending* name order (TVM's order).
 2. In each entry function every call ``f(args)`` of a global ``f`` carrying ``Codegen`` becomes
-   ``R.call_dps_packed("<f's global_symbol>", (args...), out_ty=<the call's type>)``;
+   ``R.call_dps_packed("<f's C symbol>", (args...), out_ty=<the call's type>)``;
    ``f`` loses ``global_symbol`` and ``Codegen`` (private and unreferenced afterwards). The
-   constants inside ``f`` are named ``<global_symbol>_<backend>_const_<k>`` (``k`` from 0 per
-   function, post-order).
+   C symbol is the global symbol itself when it is a usable C identifier, else its short form
+   (:func:`~byocc.transform.c_symbols.export_symbols` over every ``Codegen`` function of the
+   module: a merged function's name can run to thousands of characters). The constants inside
+   ``f`` are named ``<global_symbol>_<backend>_const_<k>`` (``k`` from 0 per function,
+   post-order).
 3. Every function of the *input* module carrying ``Codegen`` (top-level or nested) is handed,
    grouped by backend (backends in order of first appearance, functions by global name), to
    the backend's codegen: ``fn(functions, options, constant_names)`` where ``functions`` is a
-   list of ``(symbol, Function)``, ``options`` is ``target_options[backend]`` (or ``{}``) and
+   list of ``(C symbol, Function)`` (the function keeps its ``global_symbol``, the Relax
+   name), ``options`` is ``target_options[backend]`` (or ``{}``) and
    ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name. It returns a
    list of runtime-module-like objects (``is_runtime_module = True``, e.g.
    :class:`CodegenModule`); a backend without a codegen is a :class:`PassError`.
@@ -58,12 +62,13 @@ from byocc.ir import sinfo_of
 from byocc.ir.analysis import all_global_vars
 from byocc.ir.analysis import post_order_visit
 
+from .c_symbols import export_symbols
 from .dead_code_elimination import dead_code_elimination
 from .dead_code_elimination import is_public
 from .pass_manager import Pass
 
 #: ``fn(functions, options, constant_names) -> runtime modules``: ``functions`` are
-#: ``(global symbol, Function)`` pairs (None for a nested function without one).
+#: ``(C symbol, Function)`` pairs (None for a nested function without a global symbol).
 CodegenFn = Callable[[list[tuple[Any, Function]], dict[str, Any], dict[Constant, str]], Any]
 #: ``lookup(backend) -> codegen or None``: how RunCodegen finds a backend's codegen.
 CodegenLookup = Callable[[str], "CodegenFn | None"]
@@ -153,10 +158,11 @@ class _CallRewriter(ExprMutator):
 
 
 class _Runner:
-    def __init__(self, mod: IRModule) -> None:
+    def __init__(self, mod: IRModule, exports: dict[str, str]) -> None:
         self.original = mod
         self.mod = mod
-        self.externs: dict[str, str] = {}       # global name -> external symbol
+        self.exports = exports                  # global symbol -> C symbol
+        self.externs: dict[str, str] = {}       # global name -> C symbol
         self.constant_names: dict[Constant, str] = {}
         self.offloaded: dict[str, Function] = {}
 
@@ -179,6 +185,7 @@ class _Runner:
                 count += 1
 
         post_order_visit(func.body, name_constant)
+        sym = self.exports.get(sym, sym)
         self.externs[name] = sym
         self.offloaded[sym] = func
         stripped = func.with_attrs(global_symbol=None, Codegen=None)
@@ -214,11 +221,19 @@ def _codegen_functions(mod: IRModule) -> dict[str, list[tuple[Any, Function]]]:
     return by_backend
 
 
+def _exports(functions: dict[str, list[tuple[Any, Function]]]) -> dict[str, str]:
+    """Global symbol -> C symbol for every ``Codegen`` function of the module (all backends:
+    they link into one library)."""
+    return export_symbols(sym for funcs in functions.values() for sym, _ in funcs if isinstance(sym, str))
+
+
 def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] | None = None,
                 entry_functions: Sequence[str] = (),
                 codegens: Mapping[str, CodegenFn] | None = None) -> IRModule:
     """Functional form of :class:`RunCodegen`; ``codegens`` overrides the lookup per backend."""
-    runner = _Runner(mod)
+    functions = _codegen_functions(mod)
+    exports = _exports(functions)
+    runner = _Runner(mod, exports)
     entries: list[str] = []
     for name in entry_functions:
         if name not in mod:
@@ -239,9 +254,10 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] |
 
     ext_mods: list[Any] = []
     options = dict(target_options or {})
-    for backend, functions in _codegen_functions(mod).items():
+    for backend, funcs in functions.items():
         fn = find_codegen(backend, codegens)
-        produced = fn(list(functions), dict(options.get(backend, {})), dict(runner.constant_names))
+        exported = [(exports.get(sym, sym) if isinstance(sym, str) else sym, f) for sym, f in funcs]
+        produced = fn(exported, dict(options.get(backend, {})), dict(runner.constant_names))
         for m in produced or ():
             if not getattr(m, "is_runtime_module", False):
                 raise PassError(f"the codegen of backend '{backend}' returned {type(m).__name__}, "

@@ -156,17 +156,22 @@ def test_crafted_composite_name_stays_in_comments(tmp_path):
         nvcc_compile(tmp_path, [entry.source_file])
 
 
-def test_crafted_global_symbol_is_a_codegen_error():
+def test_crafted_global_symbol_is_exported_under_a_safe_name():
     from byocc.backends.cutlass.codegen import codegen as cg
+    from byocc.transform.c_symbols import short_symbol
 
     text = module_text('x: R.Tensor((4, 8), dtype="float32"), y: R.Tensor((4, 8), dtype="float32")',
                        ["out = R.multiply(x, y)"])
     pats = [("cutlass.multiply", is_op("relax.multiply")(wildcard(), wildcard()))]
     out = partition(parse_module(text), pats)
     (name, func), = [(n, f) for n, f in out.functions.items() if getattr(f, "attrs", {}).get("Codegen")]
-    bad = func.with_attrs(global_symbol='f"; system("x"); //')
-    with pytest.raises(CodegenError, match="is not a valid C identifier"):
-        cg([('f"; system("x"); //', bad)], {}, {})
+    crafted = 'f"; system("x"); //'
+    [gm] = cg([(crafted, func.with_attrs(global_symbol=crafted))], {}, {})
+    [entry] = gm.entries
+    assert entry.symbol == short_symbol(crafted) and entry.symbol.startswith("f_system_x_")
+    assert entry.global_symbol == crafted
+    assert entry.source_file == f"src/funcs/{entry.symbol}.cu"
+    assert all("system(" not in s.text for s in gm.sources)
 
 
 @needs_nvcc

@@ -40,8 +40,13 @@ from byocc.ir.prim import dim_text
 from ..codegen import CodegenError
 from ..codegen import GeneratedModule
 from ..codegen import Variant
+from ..cuda import generic
 from ..cuda.common import fixed_constant
+from ..cuda.elementwise import elementwise_plan
+from ..cuda.elementwise import elementwise_step
+from ..cuda.elementwise import is_elementwise
 from ..cuda.function import FunctionCodegen
+from ..cuda.function import exported_functions
 from ..cuda.function import generate_function as generate_cuda_function
 from ..cuda.step import Operand
 from ..cuda.step import Size
@@ -470,8 +475,23 @@ def _pattern_ranks(composites: Sequence[str]) -> tuple:
 _VARIANT = Variant("sm_80", "cublaslt", {"runs_on": ["8.x", "9.x"], "workspace_bytes": WORKSPACE_BYTES})
 
 
+#: The wrapper's include for byocc's generic kernels (an elementwise step's declaration).
+_GENERIC_INCLUDE = f'#include "{generic.HEADER_PATH.removeprefix("src/")}"'
+
+
+def _elementwise_step(program: OffloadedProgram, index: int, call: CompositeCall, ctx: WrapperContext) -> WrapperStep:
+    """An elementwise composite (a pattern file's ``cublas.add``): byocc's fused elementwise
+    kernel, the one every backend uses (:mod:`byocc.backends.cuda.elementwise`)."""
+    plan = elementwise_plan(call.func, f"function {program.symbol}, composite {call.composite}")
+    step = elementwise_step(plan, call, ctx)
+    header = (f"step {index}: {call.composite}: elementwise", *(f"  {line}" for line in step.header))
+    return replace(step, header=header, includes=(_GENERIC_INCLUDE,))
+
+
 def _wrapper_step(opts: Options, program: OffloadedProgram, index: int, call: CompositeCall,
                   ctx: WrapperContext) -> WrapperStep:
+    if gemm_step(call.func) is None and is_elementwise(call.func):
+        return _elementwise_step(program, index, call, ctx)
     s = plan_step(program, index, call, opts)
     return WrapperStep(call.composite, step_code(s, ctx), scratch=_scratch(s, ctx), units=(runtime_sources()[1],),
                        header=tuple(_header_lines(program, s)), record=_step_json(s), variants=(_VARIANT,),
@@ -489,10 +509,14 @@ def function_codegen(opts: Options) -> FunctionCodegen:
 
 
 def generate_function(symbol: str, func: Function, opts: Options,
-                      constant_names: Mapping | None = None) -> GeneratedModule:
-    """The module of one offloaded function."""
-    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names)
-    return GeneratedModule(BACKEND, (fn.entry,), (fn.source, *runtime_sources()), needs_cublaslt=True)
+                      constant_names: Mapping | None = None, global_symbol: str = "") -> GeneratedModule:
+    """The module of one offloaded function (``symbol``: the C symbol; ``global_symbol``: its
+    Relax name when that differs)."""
+    fn = generate_cuda_function(function_codegen(opts), symbol, func, constant_names, global_symbol)
+    sources = {s.path: s for s in (fn.source, *runtime_sources(), *fn.units)}
+    if any(u.path.startswith("src/kernels/") for u in fn.units):  # byocc's generic kernels
+        sources[generic.HEADER_PATH] = generic.header_source()
+    return GeneratedModule(BACKEND, (fn.entry,), tuple(sources.values()), needs_cublaslt=True)
 
 
 def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, object] | None,
@@ -500,14 +524,16 @@ def codegen(functions: Sequence[tuple[str, Function]], options: Mapping[str, obj
     """RunCodegen's entry for backend ``cublas``: one :class:`GeneratedModule` per function."""
     opts = parse_options(options or {})
     used = OPTIONS.to_json(OPTIONS.resolve(options))
-    return [replace(generate_function(symbol, func, opts, constant_names), options=used)
-            for symbol, func in functions]
+    return [replace(generate_function(symbol, func, opts, constant_names, global_symbol), options=used)
+            for symbol, global_symbol, func in exported_functions(functions)]
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    matmuls, but not the fp8 ones whose codegen is deferred (:data:`DEFERRED`)."""
-    return composite.partition(".")[2].startswith("matmul") and composite not in DEFERRED
+    matmuls but the fp8 ones whose codegen is deferred (:data:`DEFERRED`), and a pattern
+    file's composites of any name (elementwise bodies take byocc's fused kernel; the body
+    decides, at codegen)."""
+    return composite not in DEFERRED
 
 
 __all__ = ["DEFERRED", "Options", "Step", "codegen", "function_codegen", "generate_function", "parse_options",

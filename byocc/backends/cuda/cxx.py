@@ -5,7 +5,9 @@ Every name that comes from the model reaches C++ only through one of these:
 
 * :func:`c_identifier` - a global symbol or other name used as an identifier: validated
   (``[A-Za-z_][A-Za-z0-9_]*``, not a C++ keyword, at most 200 characters), else
-  :class:`~byocc.backends.codegen.CodegenError`;
+  :class:`~byocc.backends.codegen.CodegenError` (an offloaded function's global symbol never
+  gets here as itself: it is exported under :func:`~byocc.transform.c_symbols.export_symbols`'
+  name);
 * :func:`c_string` - a string literal with every byte outside printable ASCII, quotes,
   backslashes and ``?`` (trigraphs) escaped;
 * :func:`c_comment` - text for a ``//`` comment: one line, control characters and
@@ -14,29 +16,10 @@ Every name that comes from the model reaches C++ only through one of these:
 
 from __future__ import annotations
 
-import re
-
 from byocc.backends.codegen import CodegenError
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-CXX_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
-char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
-co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
-extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq
-nullptr operator or or_eq private protected public register reinterpret_cast requires return
-short signed sizeof static static_assert static_cast struct switch template this thread_local
-throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while
-xor xor_eq main
-""".split())
-
-MAX_IDENTIFIER = 200
-
-
-def is_c_identifier(name: str) -> bool:
-    return (isinstance(name, str) and bool(_IDENT.match(name)) and name not in CXX_KEYWORDS
-            and len(name) <= MAX_IDENTIFIER and not name.startswith("__"))
+from byocc.transform.c_symbols import CXX_KEYWORDS
+from byocc.transform.c_symbols import MAX_IDENTIFIER
+from byocc.transform.c_symbols import is_c_identifier
 
 
 def c_identifier(name: str, what: str = "symbol") -> str:
@@ -80,4 +63,4 @@ def c_comment(text: str) -> str:
     return "".join(out)
 
 
-__all__ = ["CXX_KEYWORDS", "c_comment", "c_identifier", "c_string", "is_c_identifier"]
+__all__ = ["CXX_KEYWORDS", "MAX_IDENTIFIER", "c_comment", "c_identifier", "c_string", "is_c_identifier"]

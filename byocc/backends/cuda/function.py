@@ -3,14 +3,16 @@
 A backend describes itself with a :class:`FunctionCodegen` (its name, the includes and compute
 capabilities of its wrappers, and ``plan``, which turns one composite call into a
 :class:`~.step.Step`). :func:`generate_function` does the rest, the same way for every
-backend: it reads the function as an :class:`~byocc.backends.program.OffloadedProgram`, plans
-every call, lays out the scratch once (:func:`~.scratch.scratch_layout`), renders the wrapper
+backend: it reads the function as an :class:`~byocc.backends.program.OffloadedProgram` (a
+composite of matmuls and elementwise ops that is not one GEMM split into one call per piece,
+:mod:`.split`), plans every call, lays out the scratch once (:func:`~.scratch.scratch_layout`), renders the wrapper
 (:func:`~.wrapper.emit_wrapper`) and builds the :class:`~byocc.backends.codegen.EntryPoint`
 (argument specs from the steps' operand roles, symbols, constants, scratch, variants, steps).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 
 from byocc.ir import Function
 from byocc.ir.prim import dim_text
+from byocc.transform.c_symbols import export_symbols
+from byocc.transform.c_symbols import is_c_identifier
 
 from ..codegen import CodegenError
 from ..codegen import ConstantSpec
@@ -33,6 +37,7 @@ from ..program import symbolic_positions
 from .cxx import c_identifier
 from .scratch import ScratchLayout
 from .scratch import scratch_layout
+from .split import split_composites
 from .step import Operand
 from .step import Step
 from .wrapper import WrapperContext
@@ -73,23 +78,42 @@ class GeneratedFunction:
     layout: ScratchLayout
 
 
+def exported_functions(functions: Sequence[tuple[str, Function]]) -> list[tuple[str, str, Function]]:
+    """``(C symbol, global symbol, function)`` for a codegen's ``functions``: a name that is
+    no usable C identifier (a caller other than RunCodegen, which passes the C symbol already)
+    gets its short form (:func:`~byocc.transform.c_symbols.export_symbols` over these names);
+    the global symbol is the function's own when the given name is its C symbol."""
+    exports = export_symbols(name for name, _ in functions if isinstance(name, str))
+    out = []
+    for name, func in functions:
+        own = func.attrs.get("global_symbol")
+        relax = own if isinstance(own, str) and not is_c_identifier(own) and is_c_identifier(name) else name
+        out.append((exports.get(name, name), relax, func))
+    return out
+
+
 def generate_function(codegen: FunctionCodegen, symbol: str, func: Function,
-                      constant_names: Mapping | None = None) -> GeneratedFunction:
-    """Plan, render and describe the offloaded function ``symbol``; CodegenError (nothing
-    returned) when one of its calls cannot be generated."""
+                      constant_names: Mapping | None = None, global_symbol: str = "") -> GeneratedFunction:
+    """Plan, render and describe the offloaded function ``symbol`` (the C symbol; its Relax
+    name is ``global_symbol``, default the same); CodegenError (nothing returned) when one of
+    its calls cannot be generated."""
     c_identifier(symbol, "global symbol")
-    program = offloaded_program(symbol, func, dict(constant_names or {}))
+    whole = offloaded_program(symbol, func, dict(constant_names or {}))
+    program = split_composites(whole)
     if not program.calls:
         raise CodegenError(codegen.no_calls.format(symbol=symbol))
     ctx = wrapper_context(program)
     steps = [codegen.plan(program, i, call, ctx) for i, call in enumerate(program.calls)]
     layout = scratch_layout(program, steps, ctx)
     header = [codegen.title(len(steps)), *(line for s in steps for line in s.header)]
-    text = emit_wrapper(ctx, steps, layout, header=header, includes=codegen.includes,
+    includes = tuple(dict.fromkeys([*codegen.includes, *(i for s in steps for i in s.includes)]))
+    text = emit_wrapper(ctx, steps, layout, header=header, includes=includes,
                         compute_capabilities=codegen.compute_capabilities)
     source = SourceFile(f"src/funcs/{symbol}.cu", text, "light")
     units = {u.path: u for s in steps for u in s.units}
-    entry = _entry(codegen, program, steps, layout, source.path, tuple(units))
+    entry = _entry(codegen, program, steps, layout, source.path, tuple(units), whole.composites)
+    if global_symbol and global_symbol != symbol:
+        entry = dataclasses.replace(entry, global_symbol=global_symbol)
     return GeneratedFunction(entry, source, tuple(units.values()), layout)
 
 
@@ -117,7 +141,7 @@ def tensor_specs(program: OffloadedProgram, steps: Sequence[Step]) -> tuple[tupl
 
 
 def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[Step], layout: ScratchLayout,
-           source_path: str, kernel_sources: tuple[str, ...]) -> EntryPoint:
+           source_path: str, kernel_sources: tuple[str, ...], composites: tuple[str, ...]) -> EntryPoint:
     args, outputs = tensor_specs(program, steps)
     tensors = [p.struct_info for p in program.params] + list(program.output_sinfo)
     symbols = {k: tuple(tuple(x) for x in v) for k, v in symbolic_positions(tensors).items()}
@@ -127,9 +151,9 @@ def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[
             variants.append(v)
     constants = tuple(ConstantSpec(name, c.struct_info.dtype, _dims_json(c.struct_info.shape))
                       for name, c in program.constants)
-    ranks = codegen.pattern_ranks(program.composites) if codegen.pattern_ranks else ()
+    ranks = codegen.pattern_ranks(composites) if codegen.pattern_ranks else ()
     return EntryPoint(
-        symbol=program.symbol, backend=codegen.backend, composites=program.composites,
+        symbol=program.symbol, backend=codegen.backend, composites=composites,
         source_file=source_path, args=args, outputs=outputs, kernel_sources=kernel_sources,
         pattern_ranks=ranks, symbols=symbols,
         attrs=dict(steps[0].attrs) if len(steps) == 1 else {},  # a merged function: see steps
@@ -137,4 +161,5 @@ def _entry(codegen: FunctionCodegen, program: OffloadedProgram, steps: Sequence[
         constants=constants, steps=tuple(dict(s.record) for s in steps))
 
 
-__all__ = ["FunctionCodegen", "GeneratedFunction", "PlanCall", "generate_function", "tensor_specs"]
+__all__ = ["FunctionCodegen", "GeneratedFunction", "PlanCall", "exported_functions", "generate_function",
+           "tensor_specs"]

@@ -103,6 +103,9 @@ class Step:
     """Kernel units the step's code calls (the entry's ``kernel_sources``)."""
     declarations: tuple[str, ...] = ()
     """C declarations of what the code calls in those units (placed after the includes)."""
+    includes: tuple[str, ...] = ()
+    """``#include`` lines the declarations need besides the backend's own (added once, after
+    them)."""
     header: tuple[str, ...] = ()
     """Comment lines describing the step at the top of the wrapper."""
     record: Mapping[str, Any] = field(default_factory=dict)

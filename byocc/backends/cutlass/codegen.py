@@ -36,6 +36,7 @@ from ..cuda.elementwise import elementwise_step
 from ..cuda.elementwise import first_unsupported_op
 from ..cuda.elementwise import is_elementwise
 from ..cuda.function import FunctionCodegen
+from ..cuda.function import exported_functions
 from ..cuda.function import generate_function
 from ..cuda.step import Operand
 from ..cuda.step import Step
@@ -148,8 +149,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     skeleton = function_codegen(options)
     units: dict[str, SourceFile] = {}
     entries = []
-    for symbol, func in functions:
-        fn = generate_function(skeleton, symbol, func, constant_names)
+    for symbol, global_symbol, func in exported_functions(functions):
+        fn = generate_function(skeleton, symbol, func, constant_names, global_symbol)
         units.update((u.path, u) for u in fn.units)
         units[fn.source.path] = fn.source
         entries.append(fn.entry)

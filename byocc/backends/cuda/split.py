@@ -1,0 +1,166 @@
+"""Composites the GEMM reading cannot map, run as several steps (docs/codegen.md#elementwise-composites).
+
+A pattern can match more than ``[permute_dims(w)] -> matmul -> epilogue``: TVM's
+``matmul_bias`` accepts ``add(matmul(x, w), matmul(x, w))`` (the bias is the product itself),
+a pattern file can put two matmuls and an add in one composite. :func:`split_composites`
+rewrites such a call of an :class:`~byocc.backends.program.OffloadedProgram` into a sequence
+of calls of the same composite name, each over a piece of its body: every matmul (with the
+``permute_dims`` of its weight, when that is its only use) is one GEMM call, each run of
+elementwise ops in between one elementwise call. A piece's result that a later piece reads
+becomes a new temporary (in scratch); the last piece writes the call's own result. The
+backend then plans each piece as usual (a GEMM step, a fused elementwise step).
+
+Calls are split only when their body is not one GEMM (:func:`~byocc.backends.program.gemm_step`),
+calls a matmul, and holds nothing but matmuls, weight permutes and the ops of the fused
+elementwise kernel; every other call is left as it is, so anything that generated code before
+generates the same code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import DataflowBlock
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import SeqExpr
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir.analysis import post_order_visit
+
+from ..program import CompositeCall
+from ..program import OffloadedProgram
+from ..program import ValueRef
+from ..program import gemm_step
+from .elementwise import SUPPORTED_OPS
+
+_MATMUL = "relax.matmul"
+_PERMUTE = "relax.permute_dims"
+
+
+def _op_bindings(comp: Function) -> list[VarBinding] | None:
+    out = []
+    for block in comp.body.blocks:
+        for b in block.bindings:
+            if not isinstance(b, VarBinding) or not isinstance(b.value, Call) or not isinstance(b.value.op, Op):
+                return None
+            out.append(b)
+    return out
+
+
+def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
+    uses: dict[Var, list[int]] = {}
+    for k, b in enumerate(bindings):
+        for arg in b.value.args:
+            if isinstance(arg, Var):
+                uses.setdefault(arg, []).append(k)
+    return uses
+
+
+def _pieces(comp: Function) -> list[list[VarBinding]] | None:
+    """The body cut into pieces, or None when the call is not split."""
+    bindings = _op_bindings(comp)
+    if not bindings or gemm_step(comp) is not None:
+        return None
+    names = [b.value.op.name for b in bindings]
+    if _MATMUL not in names:
+        return None
+    uses = _uses(bindings)
+    params = set(comp.params)
+    pieces: list[list[VarBinding]] = []
+    current: list[VarBinding] = []
+    for k, b in enumerate(bindings):
+        name = names[k]
+        if name == _PERMUTE and uses.get(b.var) and all(names[u] == _MATMUL and bindings[u].value.args[1] is b.var
+                                                        for u in uses[b.var]) and len(uses[b.var]) == 1 \
+                and (b.value.args[0] in params or isinstance(b.value.args[0], Constant)):
+            if current:
+                pieces.append(current)
+            current = [b]  # the weight's permute goes with its matmul
+        elif name == _MATMUL:
+            if current and current[-1].value.op.name != _PERMUTE:
+                pieces.append(current)
+                current = []
+            pieces.append([*current, b])
+            current = []
+        elif name in SUPPORTED_OPS:
+            current.append(b)
+        else:
+            return None
+    if current:
+        pieces.append(current)
+    return _cut_at_escapes(pieces, uses, bindings, comp.body.body)
+
+
+def _cut_at_escapes(pieces, uses, bindings, result) -> list[list[VarBinding]]:
+    """Cut an elementwise piece after every value a later piece (or the result) reads, so
+    that each piece has one result."""
+    index = {b.var: k for k, b in enumerate(bindings)}
+    out: list[list[VarBinding]] = []
+    for piece in pieces:
+        last = index[piece[-1].var]
+        run: list[VarBinding] = []
+        for b in piece:
+            run.append(b)
+            escapes = b.var is result or any(u > last for u in uses.get(b.var, ()))
+            if escapes and b is not piece[-1] and b.value.op.name != _PERMUTE:
+                out.append(run)
+                run = []
+        if run:
+            out.append(run)
+    return out
+
+
+def _piece_function(comp: Function, piece: list[VarBinding]) -> tuple[Function, list[Var]]:
+    """A composite function of ``piece``: its parameters are the values it reads from
+    outside (the original parameters or earlier pieces' results), in first-use order."""
+    defined = {b.var for b in piece}
+    reads: list[Var] = []
+    for b in piece:
+        for arg in b.value.args:
+            if isinstance(arg, Var) and arg not in defined and arg not in reads:
+                reads.append(arg)
+    result = piece[-1].var
+    body = SeqExpr((DataflowBlock(tuple(piece)),), result)
+    return Function(tuple(reads), body, result.struct_info, True, dict(comp.attrs)), reads
+
+
+def _constants_of(func: Function, call: CompositeCall) -> tuple:
+    found: list = []
+    post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, Constant) else None)
+    ids = {id(c) for c in found}
+    return tuple((c, ref) for c, ref in call.constants if id(c) in ids)
+
+
+def split_composites(program: OffloadedProgram) -> OffloadedProgram:
+    """``program`` with every call the GEMM reading cannot map but whose body is matmuls and
+    elementwise ops replaced by one call per piece (module docstring); ``program`` itself
+    when there is none."""
+    calls: list[CompositeCall] = []
+    temps = list(program.temps)
+    changed = False
+    for call in program.calls:
+        pieces = _pieces(call.func)
+        if pieces is None or len(pieces) < 2:
+            calls.append(call)
+            continue
+        changed = True
+        refs: dict[Var, ValueRef] = {p: call.args[i] for i, p in enumerate(call.func.params)}
+        for n, piece in enumerate(pieces):
+            func, reads = _piece_function(call.func, piece)
+            last = n == len(pieces) - 1
+            result = call.result if last else len(temps)
+            sinfo = call.sinfo if last else piece[-1].var.struct_info
+            if not last:
+                temps.append(sinfo)
+            calls.append(CompositeCall(call.composite, func, tuple(refs[v] for v in reads),
+                                       _constants_of(func, call), result, sinfo))
+            refs[piece[-1].var] = ValueRef("temp", result)
+    if not changed:
+        return program
+    return dataclasses.replace(program, calls=tuple(calls), temps=tuple(temps))
+
+
+__all__ = ["split_composites"]
