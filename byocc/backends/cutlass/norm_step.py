@@ -52,9 +52,8 @@ MAX_ROWS = 2**31 - 1
 #: Operand roles in the manifest, per kind.
 ROLES = {"layer_norm": ("data", "gamma", "beta"), "rms_norm": ("data", "weight")}
 
-_FLOAT = r"T\.float(?:16|32|64)\(\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\)"
-#: ``... + T.float32(c)`` or ``T.float32(c) + ...``: a float constant added to something.
-_ADDED_CONSTANT = re.compile(rf"\+\s*{_FLOAT}|{_FLOAT}\s*\+")
+#: A float constant of TVMScript (``T.float32(1.0000000000000001e-05)``).
+_FLOAT = re.compile(r"T\.float(?:16|32|64)\(\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*\)")
 _SQRT = re.compile(r"\bT\.r?sqrt\(")
 
 
@@ -105,13 +104,21 @@ def norm_call(comp: Function) -> tuple[str, Call] | None:
     return None
 
 
+def _is_addend(text: str, start: int, end: int) -> bool:
+    """The constant at ``text[start:end]`` is an operand of a ``+`` (``a + c``, ``c + a``),
+    not of a ``*`` or ``/`` that binds tighter (``a * c + b``)."""
+    before = text[:start].rstrip()[-1:]
+    after = text[end:].lstrip()[:1]
+    return (before == "+" and after not in ("*", "/")) or (after == "+" and before not in ("*", "/"))
+
+
 def prim_func_epsilon(text: str) -> float | None:
     """The epsilon of an rms_norm prim_func in the standard form: its text takes a square
     root and adds exactly one float constant (``mean + T.float32(1e-05)``), a positive
     finite one; None for anything else (no constant, several, no sqrt/rsqrt)."""
     if not _SQRT.search(text):
         return None
-    found = [m.group(1) or m.group(2) for m in _ADDED_CONSTANT.finditer(text)]
+    found = [m.group(1) for m in _FLOAT.finditer(text) if _is_addend(text, m.start(), m.end())]
     if len(found) != 1:
         return None
     eps = float(found[0])
@@ -186,11 +193,11 @@ def _check_tensors(kind: str, comp: Function, operands: tuple, call: CompositeCa
             raise CodegenError(f"{where}: the {role} is {si.dtype} and the data {x.dtype}: one dtype is needed")
         if len(si.shape) != 1 or not _same_dim(si.shape[0], x.shape[-1]):
             raise CodegenError(f"{where}: the {role} has shape {dims_text(si.shape)}, not "
-                               f"({dim_text(x.shape[-1])},)")
-    for what, out in (("the composite's result", comp.body.body.struct_info), ("the call's output", call.sinfo)):
+                               f"({dim_text(x.shape[-1])}) (N, the last dim of the data)")
+    for out in (comp.body.body.struct_info, call.sinfo):  # the composite's result, as called
         if (not isinstance(out, TensorStructInfo) or out.shape is None or out.dtype != x.dtype
                 or not _same_shape(out.shape, x.shape)):
-            raise CodegenError(f"{where}: {what} ({out}) differs from the input's shape or dtype "
+            raise CodegenError(f"{where}: the call's output ({out}) differs from the input's shape or dtype "
                                f"({x.dtype} {dims_text(x.shape)})")
     if x.dtype not in norm.NORM_DTYPES:
         raise CodegenError(f"{where}: {kind} of {x.dtype}: byocc's norm kernels take "
@@ -223,8 +230,10 @@ def plan_norm(comp_call: CompositeCall, where: str, options: dict) -> NormPlan |
     kind, call = found
     comp = comp_call.func
     operands = _operands(kind, call, comp, where)
+    x = _sinfo(comp, operands[0])
+    if isinstance(x, TensorStructInfo) and x.shape is not None:
+        _check_attrs(kind, call, len(x.shape), where)
     x = _check_tensors(kind, comp, operands, comp_call, where)
-    _check_attrs(kind, call, len(x.shape), where)
     eps, source = _epsilon(call, options, where)
     callee = call.args[0].name_hint if call.op.name == "relax.call_tir" else None
     return NormPlan(kind, comp_call, operands, x.dtype, tuple(x.shape), eps, source, callee)
