@@ -67,9 +67,11 @@ class Module:
 
 #: The square root of TVM's LegalizeOps rms_norm: ``{eps}`` is what is added to the mean.
 STANDARD = "T.sqrt(Ared_temp[v_i] * T.float32(0.0013020833333333333) + {eps})"
+#: TVM's text for epsilon 1e-6.
+STANDARD_1E6 = STANDARD.format(eps="T.float32(9.9999999999999995e-07)")
 
 
-def rms_norm_module(dims=(64, 768), dtype="float16", sqrt=STANDARD.format(eps="T.float32(9.9999999999999995e-07)"),
+def rms_norm_module(dims=(64, 768), dtype="float16", sqrt=STANDARD_1E6,
                     out_dims=None, out_dtype=None, matmul=False):
     """A ``call_tir`` of an rms_norm prim_func (its body as TVM writes it; kept as text), then
     optionally a matmul, parsed with TIR allowed (a script, not a .relax file)."""
@@ -335,7 +337,7 @@ def test_norm_units_and_wrappers_compile_and_link(tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(src.text)
     light = sorted(p for p, s in sources.items() if s.unit == "light") + ["src/runtime.cu"]
-    assert [p for p in light if "norm_" in p] == ["src/kernels/norm_bf16.cu", "src/kernels/norm_f16.cu"]
+    assert [p for p in light if p.startswith("src/kernels/norm_")] == ["src/kernels/norm_bf16.cu", "src/kernels/norm_f16.cu"]
     objs = []
     for rel in light:
         obj = tmp_path / (Path(rel).name + ".o")
