@@ -8,7 +8,8 @@ help). It parses a value from the command line's text or from a Python value (th
 * ``bool``: ``true``/``false`` (also ``1/0``, ``yes/no``, ``on/off``; a Python bool);
 * ``choice``: one of ``choices``;
 * ``set``: a non-empty subset of ``choices``, written comma-separated (``sm_90a,sm_80``) or
-  given as a list; kept in the order of ``choices``.
+  given as a list; kept in the order of ``choices``;
+* ``float``: a finite number greater than ``above`` (``1e-6``; a Python int or float).
 
 A bool option may be the negation of another (``negates``): two spellings of one setting
 (cuBLAS's ``exact_gelu`` is ``not fast_gelu``); given both, they must agree.
@@ -19,6 +20,7 @@ Keys the schema does not name are passed through by the API (a TVM script's ``sm
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from typing import Any
 
 from .codegen import CodegenError
 
-KINDS = ("bool", "choice", "set")
+KINDS = ("bool", "choice", "set", "float")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -51,17 +53,21 @@ class CodegenOption:
     """Other spellings of the key (``archs`` for ``arch``)."""
     negates: str | None = None
     """For a bool: the key of the bool option this one is the negation of."""
+    above: float | None = None
+    """For a float: the values must be greater than this (None: any finite number)."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"codegen option {self.key}: unknown kind {self.kind!r}")
-        if self.kind != "bool" and not self.choices:
+        if self.kind in ("choice", "set") and not self.choices:
             raise ValueError(f"codegen option {self.key}: a {self.kind} option needs choices")
 
     def expected(self) -> str:
         """What a value must be, for error messages and ``byocc list``."""
         if self.kind == "bool":
             return "true or false"
+        if self.kind == "float":
+            return "a finite number" + ("" if self.above is None else f" > {self.above:g}")
         names = [f"'{c}'" for c in self.choices]
         if self.kind == "choice":
             return " or ".join(names) if len(names) == 2 else "one of " + ", ".join(names)
@@ -72,6 +78,8 @@ class CodegenOption:
         (the text of :meth:`expected`) otherwise."""
         if self.kind == "bool":
             return self._bool(value)
+        if self.kind == "float":
+            return self._float(value)
         if self.kind == "choice":
             return self._choice(value)
         items = value.split(",") if isinstance(value, str) else value
@@ -92,6 +100,17 @@ class CodegenOption:
             return False
         raise ValueError(self.expected())
 
+    def _float(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(self.expected())
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(self.expected()) from None
+        if not math.isfinite(number) or (self.above is not None and not number > self.above):
+            raise ValueError(self.expected())
+        return number
+
     def _choice(self, value: Any) -> str:
         text = str(value).strip() if isinstance(value, str) else None
         text = (self.aliases or {}).get(text, text)
@@ -105,6 +124,8 @@ class CodegenOption:
             return "true" if value else "false"
         if self.kind == "set":
             return ",".join(value)
+        if self.kind == "float":
+            return repr(float(value))
         return str(value)
 
     def to_json(self, value: Any) -> Any:

@@ -47,6 +47,7 @@ from .run_codegen import CodegenLookup
 from .run_codegen import CodegenModule
 from .run_codegen import RunCodegen
 from .run_codegen import call_dps_packed
+from .run_codegen import codegen_module
 from .run_codegen import find_codegen
 from .run_codegen import run_codegen
 from .run_codegen import set_codegen_lookup
@@ -61,5 +62,5 @@ __all__ = [
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RewriteFunctions", "RunCodegen", "Sequential",
     "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",
     "find_codegen", "merge_composite_functions", "partition", "partition_passes",
-    "pass_instrument", "rewrite_functions", "run_codegen", "set_codegen_lookup", "stub_codegen",
+    "pass_instrument", "rewrite_functions", "codegen_module", "run_codegen", "set_codegen_lookup", "stub_codegen",
 ]

@@ -17,7 +17,9 @@
    the backend's codegen: ``fn(functions, options, constant_names)`` where ``functions`` is a
    list of ``(C symbol, Function)`` (the function keeps its ``global_symbol``, the Relax
    name), ``options`` is ``target_options[backend]`` (or ``{}``) and
-   ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name. It returns a
+   ``constant_names`` maps each named :class:`~byocc.ir.Constant` to its name; during the
+   call :func:`codegen_module` is the input module (a codegen reads the ``@T.prim_func`` a
+   ``call_tir`` inside a composite names from it, e.g. its text). It returns a
    list of runtime-module-like objects (``is_runtime_module = True``, e.g.
    :class:`CodegenModule`); a backend without a codegen is a :class:`PassError`.
 4. Module attributes: ``external_mods`` = existing list + the returned modules (if any);
@@ -34,6 +36,7 @@ own: ``byocc.backends`` installs the lookup over its backend records when it is 
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -74,6 +77,16 @@ CodegenFn = Callable[[list[tuple[Any, Function]], dict[str, Any], dict[Constant,
 CodegenLookup = Callable[[str], "CodegenFn | None"]
 
 _lookup: CodegenLookup | None = None
+
+#: The module whose ``Codegen`` functions are being handed to a codegen (None outside).
+_MODULE: contextvars.ContextVar[IRModule | None] = contextvars.ContextVar("byocc_codegen_module", default=None)
+
+
+def codegen_module() -> IRModule | None:
+    """Inside a codegen called by RunCodegen: the module RunCodegen was given (its
+    ``@T.prim_func`` members included, which the ``functions`` handed over only name through
+    GlobalVars); None outside such a call."""
+    return _MODULE.get()
 
 
 def set_codegen_lookup(lookup: CodegenLookup | None) -> CodegenLookup | None:
@@ -257,7 +270,11 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] |
     for backend, funcs in functions.items():
         fn = find_codegen(backend, codegens)
         exported = [(exports.get(sym, sym) if isinstance(sym, str) else sym, f) for sym, f in funcs]
-        produced = fn(exported, dict(options.get(backend, {})), dict(runner.constant_names))
+        token = _MODULE.set(mod)
+        try:
+            produced = fn(exported, dict(options.get(backend, {})), dict(runner.constant_names))
+        finally:
+            _MODULE.reset(token)
         for m in produced or ():
             if not getattr(m, "is_runtime_module", False):
                 raise PassError(f"the codegen of backend '{backend}' returned {type(m).__name__}, "

@@ -266,11 +266,11 @@ def test_mlp_merge_and_annotate_share_kernel_units():
     assert len(kernel_units) == 3  # two layers share the (K=64 / K=128, N=128) units
 
 
-def test_layer_norm_is_a_codegen_error():
-    mod = read_file(SAMPLES / "transformer_block_fp16.relax")
-    with pytest.raises(CodegenError, match=r"function fused_relax_nn_layer_norm_cutlass, composite cutlass.layer_norm: "
-                       r"the cutlass backend cannot generate code for this composite \(first unsupported op: "
-                       r"relax.nn.layer_norm\)"):
+def test_a_composite_without_code_is_a_codegen_error():
+    mod = read_file(SAMPLES / "conv2d_nhwc_fp16.relax")
+    with pytest.raises(CodegenError, match=r"function fused_relax_nn_conv2d_relax_add_relax_nn_relu_cutlass, composite "
+                       r"cutlass.conv2d_bias_relu: the cutlass backend cannot generate code for this composite "
+                       r"\(first unsupported op: relax.nn.conv2d\)"):
         generate(mod)
 
 

@@ -3,7 +3,9 @@
 * every file compiles alone with nvcc (compile only; a header through a unit that includes it
   twice, so it is self-contained and include-guarded), warnings as errors, with the include
   folders a build uses (the output folder's ``src/``, cuBLASLt's headers for the cuBLAS files);
-* the generated libraries get these files byte for byte;
+* the generated libraries get these files byte for byte: every library the common ones, a
+  CUTLASS library ``byocc_generic.cuh``, one that uses the norm kernels ``byocc_norm.cuh``, a
+  cuBLAS one the cuBLASLt files;
 * the tables the Python side reads from them agree with the C++: the return codes (the enum
   of ``byocc_abi.h`` is the one table; the runner's error names come from it), the ABI
   version, the generic kernels' limits and the cuBLASLt workspace.
@@ -23,6 +25,7 @@ from byocc.backends.cublas import codegen as cublas_codegen
 from byocc.backends.cublas.runtime import WORKSPACE_BYTES
 from byocc.backends.cublas.runtime import runtime_sources
 from byocc.backends.cuda import generic
+from byocc.backends.cuda import norm
 from byocc.backends.cuda.common import common_sources
 from byocc.backends.cuda.common import fixed_constant
 from byocc.backends.cuda.common import return_codes
@@ -49,11 +52,23 @@ FIXED = sorted(f"{pkg}/{p.name}" for pkg in PACKAGES for p in _csrc(pkg).iterdir
 
 
 def test_the_fixed_files_are_what_every_library_gets():
-    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), *runtime_sources())}
+    """Every fixed file reaches a library (the common files always, the others when used),
+    byte for byte."""
+    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), norm.header_source(),
+                                       *runtime_sources())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"
         assert (_csrc(package) / Path(path).name).read_text(encoding="utf-8") == text, path
+
+
+def test_the_norm_header_comes_with_a_norm_unit_only():
+    from byocc.backends.codegen import SourceFile
+
+    unit = norm.norm_unit("float16")
+    assert norm.uses_norm([unit]) and unit.unit == "light"
+    assert '#include "byocc_norm.cuh"' in unit.text and "BYOCC_NORM_ENTRY_POINTS(f16, __half)" in unit.text
+    assert not norm.uses_norm([generic.header_source(), SourceFile("src/kernels/ew_1.cu", "", "light")])
 
 
 @needs_nvcc

@@ -100,13 +100,13 @@ def test_cublas_exact_gelu_true_is_the_default_code(tmp_path):
 
 def test_cutlass_arch_picks_the_generated_variants(tmp_path):
     both, manifest = generate(tmp_path, F16_MATMUL, "cutlass")
-    assert manifest["codegen_options"] == {"cutlass": {"arch": ["sm_90a", "sm_80"]}}
+    assert manifest["codegen_options"] == {"cutlass": {"arch": ["sm_90a", "sm_80"], "rms_eps": 1e-05}}
     assert manifest["archs"] == ["sm_80", "sm_90a"]
     assert {v["arch"] for v in manifest["functions"][0]["variants"]} >= {"sm_90a", "sm_80"}
     assert "cutlass/gemm/collective/collective_builder.hpp" in "".join(both.values())  # a 3.x unit
 
     sm80, manifest = generate(tmp_path, F16_MATMUL, "cutlass", "cutlass.arch=sm_80")
-    assert manifest["codegen_options"] == {"cutlass": {"arch": ["sm_80"]}}
+    assert manifest["codegen_options"] == {"cutlass": {"arch": ["sm_80"], "rms_eps": 1e-05}}
     assert manifest["archs"] == ["sm_80"]
     assert "sm_90a" not in {v["arch"] for v in manifest["functions"][0]["variants"]}
     assert "sm_80" in {v["arch"] for v in manifest["functions"][0]["variants"]}
@@ -142,7 +142,7 @@ def test_the_api_reads_target_options_through_the_same_schema():
                   target_options={"cublas": {"fp32_math": "fast"}})
     cut = partition(parse_module(F16_MATMUL), get_backend("cutlass").patterns(), run_codegen=True,
                     codegens={"cutlass": cutlass_codegen}, target_options={"cutlass": {"archs": ["sm_80"]}})
-    assert cut.attrs["external_mods"][0].options == {"arch": ["sm_80"]}
+    assert cut.attrs["external_mods"][0].options == {"arch": ["sm_80"], "rms_eps": 1e-05}
 
 
 # --------------------------------------------------------------------------- usage errors
@@ -152,7 +152,7 @@ def test_the_api_reads_target_options_through_the_same_schema():
     ("cublas.nope=1", "cublas has no codegen option 'nope' (options: fast_gelu, exact_gelu, fp32_math)"),
     ("cutlass.arch=sm_75", "cutlass option arch must be a comma-separated list of 'sm_90a', 'sm_80', got 'sm_75'"),
     ("cutlass.arch=", "cutlass option arch must be a comma-separated list of 'sm_90a', 'sm_80', got ''"),
-    ("cutlass.fp32_math=tf32", "cutlass has no codegen option 'fp32_math' (options: arch)"),
+    ("cutlass.fp32_math=tf32", "cutlass has no codegen option 'fp32_math' (options: arch, rms_eps)"),
     ("nosuch.x=1", "unknown backend 'nosuch' (known: cublas, cutlass)"),
     ("cublas.fp32_math", "expected BACKEND.KEY=VALUE (e.g. cublas.fp32_math=tf32), got 'cublas.fp32_math'"),
     ("fp32_math=tf32", "expected BACKEND.KEY=VALUE"),
@@ -206,6 +206,29 @@ def test_the_schema_parses_text_and_python_values():
         CodegenOption("math", "choice", "a", "")
 
 
+def test_a_float_option_is_a_finite_number_above_its_bound():
+    schema = OptionSchema((CodegenOption("eps", "float", 1e-5, "a float", above=0.0),), backend="demo")
+    assert schema.resolve({}) == {"eps": 1e-5}
+    assert schema.resolve({"eps": "2.5e-6"}) == {"eps": 2.5e-6} and schema.resolve({"eps": 3}) == {"eps": 3.0}
+    for bad in ("0", -1.0, "nan", "inf", "tiny", True, [1e-5]):
+        with pytest.raises(OptionError, match="demo option eps must be a finite number > 0, got"):
+            schema.parse({"eps": bad})
+    option = schema.get("eps")
+    assert option.text(1e-6) == "1e-06" and option.expected() == "a finite number > 0"
+    assert CodegenOption("x", "float", 0.0, "").expected() == "a finite number"
+
+
+def test_rms_eps_on_the_command_line(tmp_path):
+    bad = run("partition", SAMPLES / "mlp_fp16.relax", "--backend", "cutlass", "-o", tmp_path / "bad",
+              "--codegen-option", "cutlass.rms_eps=0")
+    assert bad.exit_code == 2 and "cutlass option rms_eps must be a finite number > 0, got '0'" in bad.stderr
+    ok = run("partition", SAMPLES / "mlp_fp16.relax", "--backend", "cutlass", "-o", tmp_path / "ok",
+             "--codegen-option", "cutlass.rms_eps=1e-6")
+    assert ok.exit_code == 0, ok.output
+    manifest = json.loads((tmp_path / "ok" / "manifest.json").read_text())
+    assert manifest["codegen_options"]["cutlass"]["rms_eps"] == 1e-06
+
+
 # --------------------------------------------------------------------------- byocc list
 def test_list_shows_patterns_checks_code_support_and_options():
     result = run("list")
@@ -214,7 +237,7 @@ def test_list_shows_patterns_checks_code_support_and_options():
     assert text.index("cublas: 10 patterns") < text.index("cutlass: 79 patterns")
     lines = text.splitlines()
     rms = next(line for line in lines if " cutlass.rms_norm " in line)
-    assert rms.split()[:3] == ["1", "cutlass.rms_norm", "no"]
+    assert rms.split()[:3] == ["1", "cutlass.rms_norm", "yes"]
     assert "check_rms_norm: the called function's name contains rms_norm." in rms
     matmul = next(line for line in lines if line.split()[1:2] == ["cutlass.matmul"])
     assert matmul.split()[:3] == ["75", "cutlass.matmul", "yes"]
@@ -236,8 +259,8 @@ def test_list_json_and_the_backends_alias():
     assert generated["cublas.matmul_bias_gelu"] is True and generated["cublas.matmul_transposed_dequantize"] is False
     generated = {p["name"]: p["generated"] for p in cutlass["patterns"]}
     assert generated["cutlass.matmul_bias_residual_add_relu"] is True
-    assert not any(generated[n] for n in ("cutlass.conv2d", "cutlass.attention", "cutlass.layer_norm",
-                                          "cutlass.rms_norm", "cutlass.decode_matmul"))
+    assert generated["cutlass.layer_norm"] is True and generated["cutlass.rms_norm"] is True
+    assert not any(generated[n] for n in ("cutlass.conv2d", "cutlass.attention", "cutlass.decode_matmul"))
     assert cutlass["preferred_layout"] == "NHWC" and cutlass["rewrites"] == ["rewrite_attention"]
     assert cublas["codegen_options"][2] == {
         "key": "fp32_math", "kind": "choice", "choices": ["ieee", "tf32"], "default": "ieee",

@@ -348,8 +348,8 @@ def test_a_failed_rerun_leaves_the_folder_as_it_was(tmp_path):
     out = tmp_path / "out"
     assert run("partition", MLP, "--backend", "cutlass", "--path", "merge", "-o", out).exit_code == 0
     before = {p: (out / p).read_bytes() for p in _tree(out)}
-    # a layer_norm composite has no CUDA code: the run fails before anything is written or removed
-    failed = run("partition", SAMPLES / "transformer_block_fp16.relax", "--backend", "cutlass", "--path", "merge",
+    # a conv2d composite has no CUDA code: the run fails before anything is written or removed
+    failed = run("partition", SAMPLES / "conv2d_nhwc_fp16.relax", "--backend", "cutlass", "--path", "merge",
                  "-o", out)
     assert failed.exit_code == 1
     assert {p: (out / p).read_bytes() for p in _tree(out)} == before

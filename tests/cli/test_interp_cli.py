@@ -93,11 +93,11 @@ def test_verify_ok(cli, path):
 
 
 def test_verify_says_it_checked_the_program_on_the_interpreter_not_the_generated_code(cli, tmp_path):
-    # the layer_norm composite has no CUDA code yet: partition -o fails, verify still says ok,
+    # the conv2d composite has no CUDA code yet: partition -o fails, verify still says ok,
     # and it says what that ok is about
     from byocc.cli import cli as byocc
 
-    args = [SAMPLES / "transformer_block_fp16.relax", "--backend", "cutlass", "--path", "merge"]
+    args = [SAMPLES / "conv2d_nhwc_fp16.relax", "--backend", "cutlass", "--path", "merge"]
     generated = invoke(byocc, "partition", *args, "-o", tmp_path / "out")
     assert generated.exit_code == 1 and "cannot generate code" in generated.stderr
     r = invoke(cli, "verify", *args, "--trials", "1")

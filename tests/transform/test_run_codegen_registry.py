@@ -26,6 +26,7 @@ from byocc.ir import tensor
 from byocc.ir.well_formed import well_formed
 from byocc.transform import CodegenModule
 from byocc.transform import RunCodegen
+from byocc.transform import codegen_module
 from byocc.transform import run_codegen
 from byocc.transform import stub_codegen
 
@@ -98,6 +99,26 @@ def test_call_rewritten_to_call_dps_packed_and_function_dropped():
     assert out.names() == ["main"]
     assert out.extras["offloaded"]["f"] is mod["f"]
     assert well_formed(out) == []
+
+
+def test_a_codegen_sees_the_module_it_was_called_for():
+    mod = IRModule({"main": caller("f"), "f": external("f", "cutlass")})
+    seen = []
+
+    def spy(functions, options, constant_names):
+        seen.append(codegen_module())
+        return stub_codegen("cutlass")(functions, options, constant_names)
+
+    assert codegen_module() is None
+    run_codegen(mod, codegens={"cutlass": spy})
+    assert len(seen) == 1 and seen[0] is mod and codegen_module() is None
+
+    def failing(functions, options, constant_names):
+        raise PassError("no")
+
+    with pytest.raises(PassError):
+        run_codegen(mod, codegens={"cutlass": failing})
+    assert codegen_module() is None  # reset after a failing codegen too
 
 
 def test_module_count_per_call_or_per_function_and_existing_mods_kept():

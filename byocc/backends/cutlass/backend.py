@@ -23,6 +23,10 @@ OPTIONS = OptionSchema((
                   choices=ARCHS, aliases={"sm_90": "sm_90a", "sm90": "sm_90a", "sm90a": "sm_90a",
                                           "sm80": "sm_80"},
                   key_aliases=("archs",)),
+    CodegenOption("rms_eps", "float", 1e-5,
+                  "epsilon of an rms_norm composite (call_tir of an rms_norm prim_func) whose "
+                  "prim_func text does not show it in the standard form (... + T.float32(eps))",
+                  above=0.0),
 ), backend="cutlass")
 
 BACKEND = Backend(

@@ -1,4 +1,4 @@
-"""The CUTLASS backend's codegen: ``codegen(functions, options, constant_names)`` (docs/codegen.md#common-contract, #cutlass-gemm-family, #tvm-027-defects-byocc-does-not-copy and #elementwise-composites).
+"""The CUTLASS backend's codegen: ``codegen(functions, options, constant_names)`` (docs/codegen.md#common-contract, #cutlass-gemm-family, #layer_norm-and-rms_norm, #tvm-027-defects-byocc-does-not-copy and #elementwise-composites).
 
 For every offloaded function: one :class:`~byocc.backends.codegen.EntryPoint`, its light
 wrapper ``src/funcs/<symbol>.cu`` (:func:`~byocc.backends.cuda.wrapper.emit_wrapper`) and
@@ -12,8 +12,11 @@ Steps per composite call:
    planned by :mod:`.gemm_plan` (problem mapping, operand classes, the CUTLASS tiers and the
    generic SIMT GEMM in run-time order, scratch need), written by :mod:`.gemm_step` (the
    wrapper code from ``templates/gemm_step.cu.j2`` and the kernel units it uses).
-2. **Elementwise composites** (:mod:`byocc.backends.cuda.elementwise`): one fused kernel.
-3. Anything else is a :class:`~byocc.backends.codegen.CodegenError` naming the function, the
+2. **layer_norm and rms_norm** (read from the body by :func:`.norm_step.plan_norm`): one call
+   of byocc's norm kernels (``src/kernels/norm_<dtype>.cu`` over the fixed
+   ``src/byocc_norm.cuh``, which a library gets when it uses them).
+3. **Elementwise composites** (:mod:`byocc.backends.cuda.elementwise`): one fused kernel.
+4. Anything else is a :class:`~byocc.backends.codegen.CodegenError` naming the function, the
    composite and the first unsupported op.
 
 Scratch: the wrapper's temporaries plus the largest step region (a GEMM step's is
@@ -31,6 +34,7 @@ from ..codegen import CodegenError
 from ..codegen import GeneratedModule
 from ..codegen import SourceFile
 from ..cuda import generic
+from ..cuda import norm
 from ..cuda.elementwise import elementwise_plan
 from ..cuda.elementwise import elementwise_step
 from ..cuda.elementwise import first_unsupported_op
@@ -51,6 +55,9 @@ from .backend import OPTIONS
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
 from .gemm_step import step_kernels
+from .norm_step import NormPlan
+from .norm_step import norm_step
+from .norm_step import plan_norm
 
 BACKEND = "cutlass"
 
@@ -61,6 +68,9 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
     step = gemm_step(call.func)
     if step is not None:
         return gemm_plan.plan_gemm(step, call, where, options)
+    plan = plan_norm(call, where, options)
+    if plan is not None:
+        return plan
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
     op = first_unsupported_op(call.func) or "no supported operator"
@@ -116,11 +126,13 @@ def _gemm_step(plan: GemmPlan, ctx: WrapperContext) -> Step:
 
 
 def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeCall, ctx: WrapperContext) -> Step:
-    """Composite call ``index`` as a GEMM or an elementwise step, its header lines under
+    """Composite call ``index`` as a GEMM, norm or elementwise step, its header lines under
     ``step <index>: ...``."""
     plan = _plan_call(program, call, options)
     if isinstance(plan, GemmPlan):
         step = _gemm_step(plan, ctx)
+    elif isinstance(plan, NormPlan):
+        step = norm_step(plan, ctx)
     else:
         step = elementwise_step(plan, call, ctx)
     header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
@@ -155,6 +167,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
         units[fn.source.path] = fn.source
         entries.append(fn.entry)
     units[generic.HEADER_PATH] = generic.header_source()
+    if norm.uses_norm(units.values()):
+        units[norm.HEADER_PATH] = norm.header_source()
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
@@ -163,13 +177,14 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
 
 #: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
 #: generate yet.
-_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
+_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention")
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    GEMM family (``matmul*``) and elementwise composites; convolutions, decode matmuls,
-    attention and norms are refused (a CodegenError naming the composite)."""
+    GEMM family (``matmul*``), ``layer_norm``, ``rms_norm`` and elementwise composites;
+    convolutions, decode matmuls and attention are refused (a CodegenError naming the
+    composite)."""
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 
