@@ -12,8 +12,12 @@ Steps per composite call:
    planned by :mod:`.gemm_plan` (problem mapping, operand classes, the CUTLASS tiers and the
    generic SIMT GEMM in run-time order, scratch need), written by :mod:`.gemm_step` (the
    wrapper code from ``templates/gemm_step.cu.j2`` and the kernel units it uses).
-2. **Elementwise composites** (:mod:`byocc.backends.cuda.elementwise`): one fused kernel.
-3. Anything else is a :class:`~byocc.backends.codegen.CodegenError` naming the function, the
+2. **Conv2d family** (read by :func:`.conv_plan.conv_step`): planned by :mod:`.conv_plan`
+   (per-group implicit GEMM, operand classes, the sm_80 CUTLASS tier and the generic direct
+   convolution), written by :mod:`.conv_step` (``templates/conv_step.cu.j2``, the units of
+   :mod:`.conv_unit`).
+3. **Elementwise composites** (:mod:`byocc.backends.cuda.elementwise`): one fused kernel.
+4. Anything else is a :class:`~byocc.backends.codegen.CodegenError` naming the function, the
    composite and the first unsupported op.
 
 Scratch: the wrapper's temporaries plus the largest step region (a GEMM step's is
@@ -47,6 +51,10 @@ from ..program import gemm_step
 from ..program import resolve
 from . import gemm_plan
 from .backend import OPTIONS
+from .conv_plan import ConvPlan
+from .conv_plan import conv_step
+from .conv_plan import plan_conv
+from .conv_step import conv_step_of
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
 from .gemm_step import step_kernels
@@ -60,6 +68,9 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
     step = gemm_step(call.func)
     if step is not None:
         return gemm_plan.plan_gemm(step, call, where, options)
+    conv = conv_step(call.func)
+    if conv is not None:
+        return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
     op = first_unsupported_op(call.func) or "no supported operator"
@@ -120,6 +131,8 @@ def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeC
     plan = _plan_call(program, call, options)
     if isinstance(plan, GemmPlan):
         step = _gemm_step(plan, ctx)
+    elif isinstance(plan, ConvPlan):
+        step = conv_step_of(plan, ctx)
     else:
         step = elementwise_step(plan, call, ctx)
     header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
@@ -154,6 +167,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
         units[fn.source.path] = fn.source
         entries.append(fn.entry)
     units[generic.HEADER_PATH] = generic.header_source()
+    if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):
+        units.update((h.path, h) for h in generic.conv_header_sources())
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
@@ -162,12 +177,12 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
 
 #: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
 #: generate yet.
-_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
+_NOT_GENERATED = ("decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    GEMM family (``matmul*``) and elementwise composites; convolutions, decode matmuls,
+    GEMM family (``matmul*``), the conv2d family and elementwise composites; decode matmuls,
     attention and norms are refused (a CodegenError naming the composite)."""
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
