@@ -12,39 +12,42 @@
 namespace byocc {
 namespace generic {
 
-// `a` is group 0's problem (C, K per group; lda = C * groups); the output (N, P, Q, K * groups)
-// is row-major and is the epilogue's index space.
+// Output element i of the whole output (N, P, Q, K * groups), row-major, which is also the
+// epilogue's index space; `a` is group 0's problem (C, K per group; lda = C * groups).
 template <typename TA, typename TB, typename TOut>
-__global__ void __launch_bounds__(256) conv_kernel(ConvArgs a, int64_t groups, Epilogue e, int64_t numel) {
+__host__ __device__ __forceinline__ void conv_output(const ConvArgs& a, int64_t groups, const Epilogue& e, int64_t i) {
   using AccT = typename Acc<TA>::type;
   using C = typename Num<TOut>::C;
   const TA* x = static_cast<const TA*>(a.A);
-  const TB* w = static_cast<const TB*>(a.B);
-  TOut* out = static_cast<TOut*>(a.D);
   const int64_t channels = a.K * groups;
+  const int64_t k = i % channels;
+  int64_t t = i / channels;
+  const int64_t q = t % a.Q;
+  t /= a.Q;
+  const int64_t p = t % a.P;
+  const int64_t n = t / a.P;
+  const int64_t g = k / a.K;
+  const TB* wk = static_cast<const TB*>(a.B) + k * a.R * a.S * a.C;
+  AccT acc = AccT(0);
+  for (int64_t r = 0; r < a.R; ++r) {
+    const int64_t h = p * a.stride_h - a.pad_h + r * a.dilation_h;
+    if (h < 0 || h >= a.H) continue;
+    for (int64_t s = 0; s < a.S; ++s) {
+      const int64_t v = q * a.stride_w - a.pad_w + s * a.dilation_w;
+      if (v < 0 || v >= a.W) continue;
+      const TA* xp = x + ((n * a.H + h) * a.W + v) * a.lda + g * a.C;
+      const TB* wp = wk + (r * a.S + s) * a.C;
+      for (int64_t c = 0; c < a.C; ++c) acc += to_acc(xp[c]) * to_acc(wp[c]);
+    }
+  }
+  epilogue_store<TOut>(static_cast<C>(acc), i, e, static_cast<TOut*>(a.D));
+}
+
+template <typename TA, typename TB, typename TOut>
+__global__ void __launch_bounds__(256) conv_kernel(ConvArgs a, int64_t groups, Epilogue e, int64_t numel) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += step) {
-    const int64_t k = i % channels;
-    int64_t t = i / channels;
-    const int64_t q = t % a.Q;
-    t /= a.Q;
-    const int64_t p = t % a.P;
-    const int64_t n = t / a.P;
-    const int64_t g = k / a.K;
-    const TB* wk = w + k * a.R * a.S * a.C;
-    AccT acc = AccT(0);
-    for (int64_t r = 0; r < a.R; ++r) {
-      const int64_t h = p * a.stride_h - a.pad_h + r * a.dilation_h;
-      if (h < 0 || h >= a.H) continue;
-      for (int64_t s = 0; s < a.S; ++s) {
-        const int64_t v = q * a.stride_w - a.pad_w + s * a.dilation_w;
-        if (v < 0 || v >= a.W) continue;
-        const TA* xp = x + ((n * a.H + h) * a.W + v) * a.lda + g * a.C;
-        const TB* wp = wk + (r * a.S + s) * a.C;
-        for (int64_t c = 0; c < a.C; ++c) acc += to_acc(xp[c]) * to_acc(wp[c]);
-      }
-    }
-    epilogue_store<TOut>(static_cast<C>(acc), i, e, out);
+    conv_output<TA, TB, TOut>(a, groups, e, i);
   }
 }
 
