@@ -166,13 +166,15 @@ def emit_conv(cfg: ConvKernelConfig) -> SourceFile:
     ep = cfg.epilogue
     arch_tag, warp, inst = _shapes(cfg)
     includes = ["cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/functional.h",
-                "cutlass/epilogue/thread/activation.h", "cutlass/conv/device/implicit_gemm_convolution.h"]
+                "cutlass/epilogue/thread/activation.h", "cutlass/conv/conv2d_problem_size.h"]
     if ep.residual is not None:
         includes += ["cutlass/epilogue/thread/linear_combination_residual_block.h",
                      "cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h"]
     else:
         includes += [f"cutlass/epilogue/thread/{_FUNCTORS[ep.act][1]}.h",
                      "cutlass/conv/kernel/default_conv2d_fprop.h"]
+    # the device adapter after the kernel headers: its templates name conv2d_problem_size.h's functions
+    includes.append("cutlass/conv/device/implicit_gemm_convolution.h")
     lib, _ = cutlass_library()
     text = render(
         "cutlass/conv_sm80_unit.cu.j2", cfg=cfg, ep=ep, includes=includes,
