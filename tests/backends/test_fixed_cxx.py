@@ -49,7 +49,8 @@ FIXED = sorted(f"{pkg}/{p.name}" for pkg in PACKAGES for p in _csrc(pkg).iterdir
 
 
 def test_the_fixed_files_are_what_every_library_gets():
-    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), *runtime_sources())}
+    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), *generic.conv_header_sources(),
+                                      *runtime_sources())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"
