@@ -240,9 +240,15 @@ def _operand(e, params: dict) -> Any:
     return None
 
 
-def gemm_step(comp: Function) -> GemmStep | None:
-    """The GEMM reading of a composite, or None when its body is not of that form."""
-    params = {p: i for i, p in enumerate(comp.params)}
+
+def composite_operand(e, params: dict) -> Any:
+    """A composite-parameter index (``params``: Var -> index) or a Constant, else None."""
+    return _operand(e, params)
+
+
+def composite_bindings(comp: Function) -> list[tuple[Var, Call]] | None:
+    """The bindings of a composite body, each an operator call, the last one returned; None
+    when the body is not of that form."""
     binds: list[tuple[Var, Call]] = []
     for binding in _bindings(comp.body):
         if not isinstance(binding.value, Call) or not isinstance(binding.value.op, Op):
@@ -250,32 +256,17 @@ def gemm_step(comp: Function) -> GemmStep | None:
         binds.append((binding.var, binding.value))
     if not binds or comp.body.body is not binds[-1][0]:
         return None
-    i = 0
-    transposed, perm_axes, rhs_expr = False, None, None
-    permuted: Var | None = None
-    if binds[0][1].op.name == "relax.permute_dims":
-        permuted = binds[0][0]
-        rhs_expr = binds[0][1].args[0]
-        perm_axes = binds[0][1].attrs.get("axes") if binds[0][1].attrs is not None else None
-        transposed = True
-        i = 1
-    if i >= len(binds) or binds[i][1].op.name != "relax.matmul":
-        return None
-    mm_var, mm = binds[i]
-    lhs_e, rhs_e = mm.args
-    if transposed:
-        if rhs_e is not permuted:
-            return None
-    else:
-        rhs_expr = rhs_e
-    lhs = _operand(lhs_e, params)
-    rhs = _operand(rhs_expr, params)
-    if lhs is None or rhs is None:
-        return None
-    prev = mm_var
+    return binds
+
+
+def epilogue_chain(binds, prev: Var, params: dict) -> tuple | None:
+    """``(bias, act, residual_op, residual, post)`` of the bindings after the root op (whose
+    result is ``prev``): ``[add bias] -> [relu|gelu|silu] -> [add|multiply residual] ->
+    [relu]``, each stage the sole use of the previous one; None when they are not of that
+    form. Operands are composite-parameter indices or Constants."""
     bias = act = residual_op = residual = post = None
-    stage = 0  # 0: after matmul, 1: after bias, 2: after act, 3: after residual, 4: done
-    for var, call in binds[i + 1:]:
+    stage = 0  # 0: after the root, 1: after bias, 2: after act, 3: after residual, 4: done
+    for var, call in binds:
         name = call.op.name
         if name in ("relax.add", "relax.multiply") and len(call.args) == 2:
             a, b = call.args
@@ -305,6 +296,40 @@ def gemm_step(comp: Function) -> GemmStep | None:
         else:
             return None
         prev = var
+    return bias, act, residual_op, residual, post
+
+def gemm_step(comp: Function) -> GemmStep | None:
+    """The GEMM reading of a composite, or None when its body is not of that form."""
+    params = {p: i for i, p in enumerate(comp.params)}
+    binds = composite_bindings(comp)
+    if binds is None:
+        return None
+    i = 0
+    transposed, perm_axes, rhs_expr = False, None, None
+    permuted: Var | None = None
+    if binds[0][1].op.name == "relax.permute_dims":
+        permuted = binds[0][0]
+        rhs_expr = binds[0][1].args[0]
+        perm_axes = binds[0][1].attrs.get("axes") if binds[0][1].attrs is not None else None
+        transposed = True
+        i = 1
+    if i >= len(binds) or binds[i][1].op.name != "relax.matmul":
+        return None
+    mm_var, mm = binds[i]
+    lhs_e, rhs_e = mm.args
+    if transposed:
+        if rhs_e is not permuted:
+            return None
+    else:
+        rhs_expr = rhs_e
+    lhs = _operand(lhs_e, params)
+    rhs = _operand(rhs_expr, params)
+    if lhs is None or rhs is None:
+        return None
+    chain = epilogue_chain(binds[i + 1:], mm_var, params)
+    if chain is None:
+        return None
+    bias, act, residual_op, residual, post = chain
     def sinfo(e):
         return e.struct_info if isinstance(e, Constant) else comp.params[e].struct_info
     return GemmStep(
@@ -350,6 +375,7 @@ def static_numel(dims) -> int | None:
 
 
 __all__ = [
-    "ACTIVATIONS", "CompositeCall", "GemmStep", "OffloadedProgram", "ValueRef", "gemm_step",
+    "ACTIVATIONS", "CompositeCall", "GemmStep", "OffloadedProgram", "ValueRef", "composite_bindings",
+    "composite_operand", "epilogue_chain", "gemm_step",
     "static_numel", "offloaded_program", "resolve", "symbolic_positions",
 ]

@@ -55,7 +55,7 @@ def test_the_fixed_files_are_what_every_library_gets():
     """Every fixed file reaches a library (the common files always, the others when used),
     byte for byte."""
     files = {s.path: s.text for s in (*common_sources(), generic.header_source(), norm.header_source(),
-                                       *runtime_sources())}
+                                       *generic.conv_header_sources(), *runtime_sources())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"

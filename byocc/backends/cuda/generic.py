@@ -13,6 +13,9 @@ epilogue (docs/codegen.md#epilogue-and-fallback-kernels).
   (:func:`gemm_unit`, :func:`epilogue_unit`, from ``templates/generic_gemm.cu.j2`` and
   ``generic_epilogue.cu.j2``). The wrapper declares the entry points with
   :func:`gemm_declaration` / :func:`epilogue_declaration`.
+* The direct convolution (``csrc/byocc_conv.cuh``, problem ``ConvArgs`` in
+  ``csrc/byocc_conv.h``): NHWC x OHWI, every group, the epilogue fused; one unit per dtype
+  combination, ``src/kernels/generic_conv_<a>_<b>_<d>.cu`` (:func:`conv_unit`).
 
 Correct for every shape, stride pattern and alignment (element alignment only), so it is
 the last variant every GEMM step compiles. Not fast: a correctness fallback.
@@ -103,8 +106,38 @@ def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
     return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
 
 
+# --------------------------------------------------------------------------- conv units
+#: The conv problem header (``ConvArgs``) and the direct convolution's templates: in a library
+#: only when a function has a conv2d step.
+CONV_HEADER_PATHS = ("src/byocc_conv.h", "src/byocc_conv.cuh")
+
+
+def conv_header_sources() -> tuple[SourceFile, ...]:
+    return tuple(SourceFile(path, fixed_source("cuda/" + path.removeprefix("src/")), "header")
+                 for path in CONV_HEADER_PATHS)
+
+
+def conv_name(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
+    return f"conv_{short(dtype_a)}_{short(dtype_b)}_{short(dtype_d)}"
+
+
+def conv_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
+    """Prototype of the generic direct convolution's entry (``byocc::generic::<name>_run``)."""
+    return (f"namespace byocc {{ namespace generic {{ int {conv_name(dtype_a, dtype_b, dtype_d)}_run("
+            "const ConvArgs& a, int64_t groups, const Epilogue& e, cudaStream_t stream); } }")
+
+
+def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
+    """``src/kernels/generic_<name>.cu``: the direct convolution for one dtype combination."""
+    name = conv_name(dtype_a, dtype_b, dtype_d)
+    text = render("cuda/generic_conv.cu.j2", name=name, dtype_a=dtype_a, dtype_b=dtype_b, dtype_d=dtype_d,
+                  a_type=ctype(dtype_a), b_type=ctype(dtype_b), d_type=ctype(dtype_d))
+    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+
+
 __all__ = [
-    "ACT_CODES", "BIN_CODES", "GENERIC_DTYPES", "HEADER_PATH", "MAX_EW_INPUTS",
-    "MAX_RANK", "POST_CODES", "ctype", "epilogue_declaration", "epilogue_name", "epilogue_unit",
+    "ACT_CODES", "BIN_CODES", "CONV_HEADER_PATHS", "GENERIC_DTYPES", "HEADER_PATH", "MAX_EW_INPUTS",
+    "MAX_RANK", "POST_CODES", "conv_declaration", "conv_header_sources", "conv_name", "conv_unit",
+    "ctype", "epilogue_declaration", "epilogue_name", "epilogue_unit",
     "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
 ]

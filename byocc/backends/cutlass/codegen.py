@@ -15,6 +15,10 @@ Steps per composite call:
 2. **layer_norm and rms_norm** (read from the body by :func:`.norm_step.plan_norm`): one call
    of byocc's norm kernels (``src/kernels/norm_<dtype>.cu`` over the fixed
    ``src/byocc_norm.cuh``, which a library gets when it uses them).
+3. **Conv2d family** (read by :func:`.conv_plan.conv_step`): planned by :mod:`.conv_plan`
+   (per-group implicit GEMM, operand classes, the sm_80 CUTLASS tier and the generic direct
+   convolution), written by :mod:`.conv_step` (``templates/conv_step.cu.j2``, the units of
+   :mod:`.conv_unit`).
 3. **Elementwise composites** (:mod:`byocc.backends.cuda.elementwise`): one fused kernel.
 4. Anything else is a :class:`~byocc.backends.codegen.CodegenError` naming the function, the
    composite and the first unsupported op.
@@ -52,6 +56,10 @@ from ..program import gemm_step
 from ..program import resolve
 from . import gemm_plan
 from .backend import OPTIONS
+from .conv_plan import ConvPlan
+from .conv_plan import conv_step
+from .conv_plan import plan_conv
+from .conv_step import conv_step_of
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
 from .gemm_step import step_kernels
@@ -71,6 +79,9 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
     plan = plan_norm(call, where, options)
     if plan is not None:
         return plan
+    conv = conv_step(call.func)
+    if conv is not None:
+        return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
     op = first_unsupported_op(call.func) or "no supported operator"
@@ -133,6 +144,8 @@ def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeC
         step = _gemm_step(plan, ctx)
     elif isinstance(plan, NormPlan):
         step = norm_step(plan, ctx)
+    elif isinstance(plan, ConvPlan):
+        step = conv_step_of(plan, ctx)
     else:
         step = elementwise_step(plan, call, ctx)
     header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
@@ -169,6 +182,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     units[generic.HEADER_PATH] = generic.header_source()
     if norm.uses_norm(units.values()):
         units[norm.HEADER_PATH] = norm.header_source()
+    if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):
+        units.update((h.path, h) for h in generic.conv_header_sources())
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
@@ -177,14 +192,14 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
 
 #: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
 #: generate yet.
-_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention")
+_NOT_GENERATED = ("decode_matmul", "attention", "stacked_attention")
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    GEMM family (``matmul*``), ``layer_norm``, ``rms_norm`` and elementwise composites;
-    convolutions, decode matmuls and attention are refused (a CodegenError naming the
-    composite)."""
+    GEMM family (``matmul*``), the conv2d family, ``layer_norm``, ``rms_norm`` and
+    elementwise composites; decode matmuls and attention are refused (a CodegenError naming
+    the composite)."""
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 

@@ -1,0 +1,65 @@
+// byocc_conv.cuh: byocc's generic direct convolution (no CUTLASS): conv2d fprop of NHWC
+// activations and KRSC (OHWI) filters, every group in one launch, with the generic epilogue
+// D = post(bin(act(acc + bias), residual)) fused. One thread per output element; fp32
+// accumulation for float inputs, int32 for 8-bit. Correct for every shape, stride, padding,
+// dilation, group count and alignment; a correctness fallback, not fast.
+#ifndef BYOCC_CONV_CUH_
+#define BYOCC_CONV_CUH_
+
+#include "byocc_conv.h"
+#include "byocc_generic.cuh"
+
+namespace byocc {
+namespace generic {
+
+// Output element i of the whole output (N, P, Q, K * groups), row-major, which is also the
+// epilogue's index space; `a` is group 0's problem (C, K per group; lda = C * groups).
+template <typename TA, typename TB, typename TOut>
+__host__ __device__ __forceinline__ void conv_output(const ConvArgs& a, int64_t groups, const Epilogue& e, int64_t i) {
+  using AccT = typename Acc<TA>::type;
+  using C = typename Num<TOut>::C;
+  const TA* x = static_cast<const TA*>(a.A);
+  const int64_t channels = a.K * groups;
+  const int64_t k = i % channels;
+  int64_t t = i / channels;
+  const int64_t q = t % a.Q;
+  t /= a.Q;
+  const int64_t p = t % a.P;
+  const int64_t n = t / a.P;
+  const int64_t g = k / a.K;
+  const TB* wk = static_cast<const TB*>(a.B) + k * a.R * a.S * a.C;
+  AccT acc = AccT(0);
+  for (int64_t r = 0; r < a.R; ++r) {
+    const int64_t h = p * a.stride_h - a.pad_h + r * a.dilation_h;
+    if (h < 0 || h >= a.H) continue;
+    for (int64_t s = 0; s < a.S; ++s) {
+      const int64_t v = q * a.stride_w - a.pad_w + s * a.dilation_w;
+      if (v < 0 || v >= a.W) continue;
+      const TA* xp = x + ((n * a.H + h) * a.W + v) * a.lda + g * a.C;
+      const TB* wp = wk + (r * a.S + s) * a.C;
+      for (int64_t c = 0; c < a.C; ++c) acc += to_acc(xp[c]) * to_acc(wp[c]);
+    }
+  }
+  epilogue_store<TOut>(static_cast<C>(acc), i, e, static_cast<TOut*>(a.D));
+}
+
+template <typename TA, typename TB, typename TOut>
+__global__ void __launch_bounds__(256) conv_kernel(ConvArgs a, int64_t groups, Epilogue e, int64_t numel) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += step) {
+    conv_output<TA, TB, TOut>(a, groups, e, i);
+  }
+}
+
+template <typename TA, typename TB, typename TOut>
+int launch_conv(const ConvArgs& a, int64_t groups, const Epilogue& e, cudaStream_t stream) {
+  const int64_t numel = a.N * a.P * a.Q * a.K * groups;
+  if (numel == 0) return BYOCC_OK;
+  conv_kernel<TA, TB, TOut><<<grid_for(numel, 256, a.sm_count), 256, 0, stream>>>(a, groups, e, numel);
+  return byocc::check_launch("byocc generic direct convolution");
+}
+
+}  // namespace generic
+}  // namespace byocc
+
+#endif  // BYOCC_CONV_CUH_

@@ -1,0 +1,315 @@
+"""The plan of one CUTLASS conv2d step (docs/codegen.md#cutlass-conv2d-family).
+
+:func:`conv_step` reads a composite of the conv2d family *from its body*:
+``conv2d(data, weight) -> [add bias] -> [relu|gelu|silu] -> [add|multiply residual] ->
+[relu]`` with NHWC data, OHWI weight and an NHWC (or unset) output layout. :func:`plan_conv`
+maps it onto the per-group implicit GEMM (M = N*P*Q, N = K/groups, K = R*S*C/groups),
+classifies bias and residual (per-channel, full, general) and lists the compiled variants in
+run-time order: the sm_80 CUTLASS 2.x unit at the largest alignment tier C and K allow (one
+launch per group, channel slices of the full tensors), then byocc's generic direct
+convolution, always compiled. A tier whose unit cannot fuse the epilogue writes an fp32
+accumulator into scratch and the generic epilogue kernel finishes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from byocc.ir import Constant
+from byocc.ir import Function
+from byocc.ir import TensorStructInfo
+from byocc.ir.prim import dim_text
+
+from ..codegen import CodegenError
+from ..codegen import Variant
+from ..cuda.step import Size
+from ..cuda.step import tensor_bytes
+from ..cuda.wrapper import WrapperContext
+from ..dtypes import itemsize
+from ..program import CompositeCall
+from ..program import composite_bindings
+from ..program import composite_operand
+from ..program import epilogue_chain
+from . import tiles
+from .backend import OPTIONS
+from .config import EpilogueSpec
+from .conv_unit import CONV_ALIGNMENTS
+from .conv_unit import ConvKernelConfig
+from .conv_unit import conv_supports
+from .gemm_plan import classify
+
+
+@dataclass(frozen=True)
+class ConvStep:
+    """``out = post(bin(act(conv2d(data, weight) + bias), residual))``. Operands are
+    composite-parameter indices or Constant nodes (:func:`~byocc.backends.program.resolve`)."""
+
+    data: Any
+    weight: Any
+    strides: tuple[int, int]
+    padding: tuple[int, int, int, int]  # top, left, bottom, right
+    dilation: tuple[int, int]
+    groups: int
+    bias: Any
+    act: str | None
+    residual_op: str | None
+    residual: Any
+    post: str | None
+    data_sinfo: TensorStructInfo
+    weight_sinfo: TensorStructInfo
+    conv_sinfo: TensorStructInfo
+    out_sinfo: TensorStructInfo
+    bias_sinfo: TensorStructInfo | None
+    residual_sinfo: TensorStructInfo | None
+    layouts: tuple[str, str, str]  # data, kernel, out
+
+    def describe(self) -> str:
+        parts = ["conv2d(x, w)"]
+        if self.bias is not None:
+            parts.append("+ bias")
+        if self.act:
+            parts.append(self.act)
+        if self.residual_op:
+            parts.append(f"{self.residual_op} residual")
+        if self.post:
+            parts.append(self.post)
+        return " -> ".join(parts)
+
+
+def _ints(value, n: int) -> tuple[int, ...]:
+    v = (value,) if isinstance(value, int) else tuple(int(x) for x in value)
+    return v * n if len(v) == 1 else v
+
+
+def _padding(value) -> tuple[int, int, int, int]:
+    p = _ints(value, 1)
+    if len(p) == 1:
+        return (p[0],) * 4
+    if len(p) == 2:
+        return (p[0], p[1], p[0], p[1])
+    return tuple(p[:4])  # type: ignore[return-value]
+
+
+def conv_step(comp: Function) -> ConvStep | None:
+    """The conv2d reading of a composite, or None when its body is not of that form."""
+    params = {p: i for i, p in enumerate(comp.params)}
+    binds = composite_bindings(comp)
+    if binds is None or binds[0][1].op.name != "relax.nn.conv2d":
+        return None
+    conv_var, conv = binds[0]
+    data, weight = (composite_operand(a, params) for a in conv.args[:2])
+    chain = epilogue_chain(binds[1:], conv_var, params)
+    if data is None or weight is None or chain is None:
+        return None
+    bias, act, residual_op, residual, post = chain
+    attrs = conv.attrs or {}
+
+    def sinfo(e):
+        return e.struct_info if isinstance(e, Constant) else comp.params[e].struct_info
+
+    layouts = (attrs.get("data_layout") or "NCHW", attrs.get("kernel_layout") or "OIHW",
+               attrs.get("out_layout") or attrs.get("data_layout") or "NCHW")
+    return ConvStep(
+        data=data, weight=weight, strides=_ints(attrs.get("strides", 1), 2),
+        padding=_padding(attrs.get("padding", 0)), dilation=_ints(attrs.get("dilation", 1), 2),
+        groups=int(attrs.get("groups", 1)), bias=bias, act=act, residual_op=residual_op,
+        residual=residual, post=post, data_sinfo=sinfo(data), weight_sinfo=sinfo(weight),
+        conv_sinfo=conv.struct_info, out_sinfo=comp.body.body.struct_info,
+        bias_sinfo=None if bias is None else sinfo(bias),
+        residual_sinfo=None if residual is None else sinfo(residual), layouts=tuple(layouts))
+
+
+@dataclass
+class ConvTier:
+    """One compiled variant of a conv step."""
+
+    arch: str  # "sm80" | "generic"
+    cfg: ConvKernelConfig | None = None
+    fused: bool = True  # False: the conv into the fp32 accumulator, then the generic epilogue
+
+
+@dataclass
+class ConvPlan:
+    step: ConvStep
+    call: CompositeCall
+    where: str
+    N: Any  # the batch (may be symbolic)
+    H: int
+    W: int
+    C: int  # input channels, all groups
+    K: int  # output channels, all groups
+    R: int
+    S: int
+    P: int
+    Q: int
+    groups: int
+    bias_class: str | None
+    residual_class: str | None
+    out_dtype: str
+    acc_dtype: str
+    tiers: list[ConvTier] = field(default_factory=list)
+
+    @property
+    def c_group(self) -> int:
+        return self.C // self.groups
+
+    @property
+    def k_group(self) -> int:
+        return self.K // self.groups
+
+    @property
+    def out_shape(self) -> tuple:
+        return (self.N, self.P, self.Q, self.K)
+
+    @property
+    def needs_acc(self) -> bool:
+        return any(not t.fused for t in self.tiers if t.arch != "generic")
+
+
+def _static(d, what: str, where: str) -> int:
+    if not isinstance(d, int):
+        raise CodegenError(f"{where}: the {what} ({dim_text(d)}) must be static for conv2d code generation")
+    return d
+
+
+def _check_form(step: ConvStep, where: str) -> None:
+    if step.layouts != ("NHWC", "OHWI", "NHWC"):
+        raise CodegenError(f"{where}: conv2d layouts data={step.layouts[0]} kernel={step.layouts[1]} "
+                           f"out={step.layouts[2]}: only NHWC data, OHWI kernel and NHWC output are generated")
+    for what, si in (("data", step.data_sinfo), ("weight", step.weight_sinfo), ("output", step.out_sinfo)):
+        if si.shape is None or len(si.shape) != 4:
+            raise CodegenError(f"{where}: the conv2d {what} must be a rank-4 tensor of known shape")
+    if step.data_sinfo.dtype != step.weight_sinfo.dtype:
+        raise CodegenError(f"{where}: mixed conv2d dtypes {step.data_sinfo.dtype} x {step.weight_sinfo.dtype}")
+    if step.conv_sinfo.dtype != step.out_sinfo.dtype:
+        raise CodegenError(f"{where}: the epilogue changes the dtype ({step.conv_sinfo.dtype} -> {step.out_sinfo.dtype})")
+
+
+def plan_conv(step: ConvStep, call: CompositeCall, where: str, options: dict) -> ConvPlan:
+    """Problem, operand classes and the variants to compile (docs/codegen.md#cutlass-conv2d-family)."""
+    _check_form(step, where)
+    n, h, w, c = step.data_sinfo.shape
+    k, r, s, cg = step.weight_sinfo.shape
+    h, w, c = (_static(d, "data's " + a, where) for d, a in ((h, "H"), (w, "W"), (c, "C")))
+    k, r, s, cg = (_static(d, "weight's " + a, where) for d, a in ((k, "K"), (r, "R"), (s, "S"), (cg, "C")))
+    g = step.groups
+    if g < 1 or c % g or k % g or cg * g != c:
+        raise CodegenError(f"{where}: groups={g} does not divide C={c} and K={k} into weight slices of {cg} channels")
+    (sh, sw), (dh, dw) = step.strides, step.dilation
+    pt, pl, pb, pr = step.padding
+    p = (h + pt + pb - dh * (r - 1) - 1) // sh + 1
+    q = (w + pl + pr - dw * (s - 1) - 1) // sw + 1
+    out_shape = tuple(step.out_sinfo.shape)
+    conv_shape = tuple(step.conv_sinfo.shape)
+    for got in (conv_shape, out_shape):
+        static = [d for d in got[1:]]
+        if static != [p, q, k] or not (got[0] is n or dim_text(got[0]) == dim_text(n)):
+            raise CodegenError(f"{where}: the conv2d output shape {tuple(dim_text(d) for d in got)} is not "
+                               f"(N, P, Q, K) = ({dim_text(n)}, {p}, {q}, {k}) (an epilogue that broadcasts "
+                               "the convolution to a larger output is not generated)")
+    bias_cls = None if step.bias is None else _class(step.bias_sinfo, out_shape, k)
+    res_cls = None if step.residual is None else _class(step.residual_sinfo, out_shape, k)
+    acc = "int32" if step.data_sinfo.dtype in ("int8", "uint8") else "float32"
+    plan = ConvPlan(step, call, where, n, h, w, c, k, r, s, p, q, g, bias_cls, res_cls,
+                    step.out_sinfo.dtype, acc)
+    if "sm_80" in OPTIONS.resolve(options)["arch"]:
+        plan.tiers.extend(_cutlass_tiers(plan))
+    plan.tiers.append(ConvTier("generic"))
+    return plan
+
+
+def _class(sinfo: TensorStructInfo, out_shape: tuple, k: int) -> str:
+    """per_column (one value per output channel), full (the output's shape) or general."""
+    cls = classify(tuple(sinfo.shape), out_shape, k)
+    return cls if cls in ("full", "per_column") else "general"
+
+
+def _epilogue_spec(plan: ConvPlan) -> EpilogueSpec | None:
+    """The fused EpilogueSpec, or None when the operand classes do not fit the unit's
+    operands (bias / C)."""
+    st = plan.step
+    bias = source = residual = None
+    if st.bias is not None:
+        if plan.bias_class == "per_column":
+            bias = "per_column"
+        elif plan.bias_class == "full":
+            source = "full"
+        else:
+            return None
+    if st.residual is not None:
+        if source is not None or plan.residual_class not in ("full", "per_column"):
+            return None
+        residual = plan.residual_class
+        source = "full" if residual == "full" else None
+    try:
+        spec = EpilogueSpec(bias=bias, source=source, act=st.act, residual_op=st.residual_op if residual else None,
+                            residual=residual, post=st.post if residual else None)
+    except ValueError:
+        return None
+    return spec if residual is None or bias is not None else None
+
+
+def _largest(n: int, candidates) -> int:
+    return max((a for a in candidates if n % a == 0), default=1)
+
+
+def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
+    """The sm_80 unit at the alignment tier C/groups and K/groups allow, fused when it can be
+    (else into the accumulator), none for dtypes without a unit."""
+    dt = plan.step.data_sinfo.dtype
+    aligns = CONV_ALIGNMENTS.get(dt)
+    if aligns is None or plan.acc_dtype != "float32":
+        return []
+    align_ab = _largest(plan.c_group, aligns)
+    if plan.c_group % align_ab:
+        return []
+    m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
+    tile, stages = tiles.sm80_tile(m, plan.k_group, plan.R * plan.S * plan.c_group, 1, dt)
+    if align_ab == 1:
+        stages = 2
+    iterator = "optimized" if plan.R <= 32 and plan.S <= 32 else "analytic"
+    spec = _epilogue_spec(plan)
+    for fused in (True, False):
+        if fused and spec is None:
+            continue
+        d_dt = plan.out_dtype if fused else plan.acc_dtype
+        if d_dt not in ("float16", "float32"):
+            continue
+        ep = spec if fused else EpilogueSpec()
+        align_d = _largest(plan.k_group, tuple(a for a in (8, 4, 2, 1) if a * itemsize(d_dt) <= 16))
+        try:
+            cfg = ConvKernelConfig(dtype_a=dt, dtype_b=dt, dtype_c=d_dt if ep.has_c else None, dtype_d=d_dt,
+                                   accumulator="float32", align_a=align_ab, align_b=align_ab,
+                                   align_c=align_d if ep.has_c else 0, align_d=align_d, tile=tile,
+                                   stages=stages, iterator=iterator, epilogue=ep)
+        except ValueError:
+            continue
+        if conv_supports(cfg):
+            return [ConvTier("sm80", cfg, fused)]
+    return []
+
+
+# --------------------------------------------------------------------------- manifest, scratch
+def impl_name(tier: ConvTier) -> str:
+    return "cutlass2x_implicit_gemm" if tier.arch == "sm80" else "generic_direct_conv"
+
+
+def variant(tier: ConvTier) -> Variant:
+    """The manifest record of one tier."""
+    if tier.arch == "generic":
+        return Variant("sm_80", impl_name(tier), {"align": 1, "epilogue": "generic (fused)"})
+    cfg = tier.cfg
+    return Variant("sm_80", impl_name(tier), {
+        "tile": list(cfg.tile), "stages": cfg.stages, "align": min(cfg.align_a, cfg.align_d),
+        "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d}, "iterator": cfg.iterator,
+        "kernel": cfg.path, "epilogue": "fused" if tier.fused else "generic kernel"})
+
+
+def step_scratch(plan: ConvPlan, ctx: WrapperContext) -> Size:
+    """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue."""
+    return tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+
+
+__all__ = ["ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "plan_conv", "step_scratch", "variant"]

@@ -1,0 +1,199 @@
+"""sm_80 CUTLASS conv2d units (docs/codegen.md#cutlass-conv2d-family): one
+``src/kernels/conv_<hash>.cu`` per :class:`ConvKernelConfig`, a CUTLASS 2.x implicit-GEMM
+fprop (``conv::device::ImplicitGemmConvolution`` over ``conv::kernel::DefaultConv2dFprop``,
+``DefaultConv2dFpropWithBroadcast`` + ``LinearCombinationResidualBlock`` with a residual),
+NHWC activations, KRSC (OHWI) filters, strided, which also runs on Hopper.
+
+The epilogue is the GEMM family's :class:`~.config.EpilogueSpec`: a per-channel bias is the C
+operand with a zero stride, a full-shape bias the C operand itself; a residual is C and the
+bias the broadcast vector. Alignment-1 f16 units take the Sm75 16x8x8 two-stage path
+(cp.async moves 4, 8 or 16 bytes). The text is ``templates/conv_sm80_unit.cu.j2``; the kernel
+name in its header is ``cutlass_library``'s ``Conv2dOperation.procedural_name()``.
+
+Every unit defines, in namespace ``byocc``, ``conv_<hash>_can_implement``,
+``conv_<hash>_workspace_bytes`` and ``conv_<hash>_run`` (``byocc_conv.h``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from dataclasses import fields
+from typing import Literal
+
+from ..codegen import CodegenError
+from ..codegen import SourceFile
+from ..cuda.templates import render
+from ..dtypes import dtype as dtype_row
+from .config import EpilogueSpec
+from .sm80_unit import _FUNCTORS
+from .tiles import SM80_MENU
+from .tiles import scale_k
+from .unit_text import ACT_FUNCTORS
+from .unit_text import BIN_FUNCTORS
+from .unit_text import cutlass_library
+from .unit_text import element_type
+from .unit_text import library_type
+
+#: Input dtypes with an sm_80 conv unit, and their A/B alignments (elements), largest first.
+CONV_ALIGNMENTS = {"float16": (8, 4, 2, 1), "float32": (4, 2)}
+
+
+@dataclass(frozen=True)
+class ConvKernelConfig:
+    """Everything one conv unit is keyed by; the problem (N, H, W, C, K, R, S, P, Q, padding,
+    stride, dilation), pointers and channel strides are run-time arguments. Alignments are
+    in elements: A and B along C, C/D along K."""
+
+    dtype_a: str
+    dtype_b: str
+    dtype_c: str | None
+    """dtype of the C operand, None when the unit reads none."""
+    dtype_d: str
+    accumulator: Literal["float32"]
+    align_a: int
+    align_b: int
+    align_c: int
+    align_d: int
+    tile: tuple[int, int, int]
+    stages: int
+    iterator: Literal["optimized", "analytic"] = "optimized"
+    epilogue: EpilogueSpec = EpilogueSpec()
+    arch: Literal["sm80"] = "sm80"
+
+    def __post_init__(self):
+        if (self.dtype_c is None) == self.epilogue.has_c:
+            raise ValueError("dtype_c is set exactly when the epilogue reads C")
+        if self.iterator not in ("optimized", "analytic"):
+            raise ValueError(f"unknown iterator {self.iterator!r}")
+
+    @property
+    def canonical_text(self) -> str:
+        """``kind=conv2d_fprop`` then ``field=value`` lines: what :attr:`hash` digests."""
+        lines = ["kind=conv2d_fprop"]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, EpilogueSpec):
+                lines.extend(f"epilogue.{g.name}={getattr(value, g.name)}" for g in fields(value))
+            else:
+                lines.append(f"{f.name}={value}")
+        return "\n".join(lines) + "\n"
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:12]
+
+    @property
+    def path(self) -> str:
+        return f"src/kernels/conv_{self.hash}.cu"
+
+    @property
+    def prefix(self) -> str:
+        return f"conv_{self.hash}"
+
+    @property
+    def sm75_path(self) -> bool:
+        """Alignment-1 16-bit operands: the Sm75 16x8x8 two-stage mainloop."""
+        return 1 in (self.align_a, self.align_b)
+
+
+def conv_supports(cfg: ConvKernelConfig) -> bool:
+    """Whether an sm_80 conv unit exists for ``cfg``: A and B both f16 (alignments 8/4/2, or
+    1 with 2 stages) or both f32 (TF32 math, alignments 4/2), fp32 accumulation; D f16 or
+    f32 with an alignment dividing 128 bits, C's equal to D's; a tile of the 2.x menu (k
+    scaled per dtype); epilogues as the 2.x GEMM units (one addend without a residual; a
+    per-channel bias with a residual)."""
+    aligns = CONV_ALIGNMENTS.get(cfg.dtype_a)
+    if aligns is None or cfg.dtype_b != cfg.dtype_a or cfg.accumulator != "float32":
+        return False
+    if cfg.align_a not in aligns or cfg.align_b not in aligns:
+        return False
+    if cfg.sm75_path and cfg.stages != 2:
+        return False
+    if cfg.dtype_d not in ("float16", "float32"):
+        return False
+    bits_d = dtype_row(cfg.dtype_d).bits
+    if cfg.align_d < 1 or (128 // bits_d) % cfg.align_d != 0:
+        return False
+    if cfg.dtype_c is not None and (cfg.dtype_c != cfg.dtype_d or cfg.align_c != cfg.align_d):
+        return False
+    if cfg.tile not in {scale_k(t, cfg.dtype_a) for t, _ in SM80_MENU.values()}:
+        return False
+    ep = cfg.epilogue
+    if ep.residual is None:
+        return not (ep.bias and ep.source)
+    return ep.bias == "per_column"
+
+
+def _shapes(cfg: ConvKernelConfig) -> tuple[str, tuple[int, int, int], tuple[int, int, int]]:
+    """``(arch tag, warp shape, instruction shape)`` as the 2.x GEMM units choose them."""
+    m, n, k = cfg.tile
+    warp = (64, 64, k) if m >= 128 else (m // 2, n // 2, k)
+    if cfg.dtype_a == "float32":
+        return "cutlass::arch::Sm80", warp, (16, 8, 8)
+    if cfg.sm75_path:
+        return "cutlass::arch::Sm75", warp, (16, 8, 8)
+    return "cutlass::arch::Sm80", warp, (16, 8, 16)
+
+
+def _kernel_name(cfg: ConvKernelConfig, arch_tag: str, inst, warp) -> str:
+    """CUTLASS's procedural name of the kernel (cutlass_library Conv2dOperation)."""
+    lib, _ = cutlass_library()
+    from cutlass_library import conv2d_operation
+
+    math_in = library_type(lib, cfg.dtype_a, tf32=True)
+    math = lib.MathInstruction(list(inst), math_in, math_in, lib.DataType.f32, lib.OpcodeClass.TensorOp,
+                               lib.MathOperation.multiply_add)
+    arch = 75 if arch_tag.endswith("Sm75") else 80
+    tile = lib.TileDescription(list(cfg.tile), cfg.stages, [cfg.tile[i] // warp[i] for i in range(3)],
+                               math, arch, 1024)
+    nhwc = lib.LayoutType.TensorNHWC
+    iterator = lib.IteratorAlgorithm.Optimized if cfg.iterator == "optimized" else lib.IteratorAlgorithm.Analytic
+    op = conv2d_operation.Conv2dOperation(
+        lib.ConvKind.Fprop, iterator, arch, tile,
+        lib.TensorDescription(library_type(lib, cfg.dtype_a), nhwc, cfg.align_a),
+        lib.TensorDescription(library_type(lib, cfg.dtype_b), nhwc, cfg.align_b),
+        lib.TensorDescription(library_type(lib, cfg.dtype_d), nhwc, cfg.align_d),
+        lib.DataType.f32, lib.StrideSupport.Strided, swizzling_functor=lib.SwizzlingFunctor.Identity4)
+    return op.procedural_name()
+
+
+def emit_conv(cfg: ConvKernelConfig) -> SourceFile:
+    """The translation unit of ``cfg`` (unit kind "sm80"); byte-deterministic. CodegenError
+    when no unit exists for it or cutlass_library is missing."""
+    if not conv_supports(cfg):
+        raise CodegenError(f"no sm_80 CUTLASS conv kernel for {cfg}")
+    ep = cfg.epilogue
+    arch_tag, warp, inst = _shapes(cfg)
+    includes = ["cutlass/cutlass.h", "cutlass/numeric_types.h", "cutlass/functional.h",
+                "cutlass/epilogue/thread/activation.h", "cutlass/conv/conv2d_problem_size.h"]
+    if ep.residual is not None:
+        includes += ["cutlass/epilogue/thread/linear_combination_residual_block.h",
+                     "cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h"]
+    else:
+        includes += [f"cutlass/epilogue/thread/{_FUNCTORS[ep.act][1]}.h",
+                     "cutlass/conv/kernel/default_conv2d_fprop.h"]
+    # the device adapter after the kernel headers: its templates name conv2d_problem_size.h's functions
+    includes.append("cutlass/conv/device/implicit_gemm_convolution.h")
+    lib, _ = cutlass_library()
+    text = render(
+        "cutlass/conv_sm80_unit.cu.j2", cfg=cfg, ep=ep, includes=includes,
+        engine=("CUTLASS 2.x implicit GEMM, Sm75 16x8x8 tensor-op path (alignment 1)" if cfg.sm75_path
+                else "CUTLASS 2.x implicit GEMM, sm_80 tensor-op"),
+        kernel_name=_kernel_name(cfg, arch_tag, inst, warp),
+        element={"a": element_type(cfg.dtype_a), "b": element_type(cfg.dtype_b), "d": element_type(cfg.dtype_d)},
+        act=ACT_FUNCTORS[ep.act], bin=BIN_FUNCTORS.get(ep.residual_op), post=ACT_FUNCTORS[ep.post],
+        functor=_FUNCTORS[ep.act][0], addend="bias" if ep.bias else ("C" if ep.source else None),
+        arch_tag=arch_tag, warp=warp, instruction=inst,
+        operator=lib.MathOperationTag[lib.MathOperation.multiply_add],
+        iterator_tag=f"cutlass::conv::IteratorAlgorithm::k{cfg.iterator.capitalize()}")
+    return SourceFile(cfg.path, text, "sm80")
+
+
+def conv_declarations(cfg: ConvKernelConfig, guard: str | None = None) -> str:
+    """C++ declarations of a conv unit's three functions (inside ``#ifndef guard``)."""
+    text = render("cutlass/kernel_declarations.h.j2", prefix=cfg.prefix, guard=guard, args="ConvArgs")
+    return text.removesuffix("\n") if guard else text
+
+
+__all__ = ["CONV_ALIGNMENTS", "ConvKernelConfig", "conv_declarations", "conv_supports", "emit_conv"]
