@@ -46,6 +46,10 @@ from ..program import OffloadedProgram
 from ..program import gemm_step
 from ..program import resolve
 from . import gemm_plan
+from .attention_step import AttentionPlan
+from .attention_step import attention_plan
+from .attention_step import attention_step
+from .attention_step import header_sources
 from .backend import OPTIONS
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
@@ -62,6 +66,9 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         return gemm_plan.plan_gemm(step, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
+    attention = attention_plan(call, where)
+    if attention is not None:
+        return attention
     op = first_unsupported_op(call.func) or "no supported operator"
     raise CodegenError(f"{where}: the cutlass backend cannot generate code for this composite "
                        f"(first unsupported op: {op})")
@@ -120,6 +127,8 @@ def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeC
     plan = _plan_call(program, call, options)
     if isinstance(plan, GemmPlan):
         step = _gemm_step(plan, ctx)
+    elif isinstance(plan, AttentionPlan):
+        step = attention_step(plan, ctx)
     else:
         step = elementwise_step(plan, call, ctx)
     header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
@@ -154,6 +163,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
         units[fn.source.path] = fn.source
         entries.append(fn.entry)
     units[generic.HEADER_PATH] = generic.header_source()
+    if any(p.startswith("src/kernels/attention_") for p in units):
+        units.update((h.path, h) for h in header_sources())
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
@@ -162,13 +173,14 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
 
 #: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
 #: generate yet.
-_NOT_GENERATED = ("conv2d", "decode_matmul", "attention", "stacked_attention", "layer_norm", "rms_norm")
+_NOT_GENERATED = ("conv2d", "decode_matmul", "attention_var_len", "layer_norm", "rms_norm")
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    GEMM family (``matmul*``) and elementwise composites; convolutions, decode matmuls,
-    attention and norms are refused (a CodegenError naming the composite)."""
+    GEMM family (``matmul*``), attention (``attention``, ``attention_bias``,
+    ``stacked_attention``) and elementwise composites; convolutions, decode matmuls,
+    ``attention_var_len`` and norms are refused (a CodegenError naming the composite)."""
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 
