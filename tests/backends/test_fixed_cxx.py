@@ -29,6 +29,7 @@ from byocc.backends.cuda.common import return_codes
 from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
 from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 from byocc.backends.cuda.templates import fixed_source
+from byocc.backends.cutlass.attention_step import header_sources as attention_headers
 from byocc.runtime.native import ByoccRuntimeError
 from byocc.runtime.native import error_name
 
@@ -49,7 +50,8 @@ FIXED = sorted(f"{pkg}/{p.name}" for pkg in PACKAGES for p in _csrc(pkg).iterdir
 
 
 def test_the_fixed_files_are_what_every_library_gets():
-    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), *runtime_sources())}
+    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), *runtime_sources(),
+                                       *attention_headers())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"
