@@ -32,6 +32,7 @@ from byocc.backends.cuda.common import return_codes
 from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
 from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 from byocc.backends.cuda.templates import fixed_source
+from byocc.backends.cutlass.attention_step import header_sources as attention_headers
 from byocc.runtime.native import ByoccRuntimeError
 from byocc.runtime.native import error_name
 
@@ -55,7 +56,8 @@ def test_the_fixed_files_are_what_every_library_gets():
     """Every fixed file reaches a library (the common files always, the others when used),
     byte for byte."""
     files = {s.path: s.text for s in (*common_sources(), generic.header_source(), norm.header_source(),
-                                       *generic.conv_header_sources(), *runtime_sources())}
+                                       *generic.conv_header_sources(), *runtime_sources(),
+                                       *attention_headers())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"

@@ -260,7 +260,9 @@ def test_list_json_and_the_backends_alias():
     generated = {p["name"]: p["generated"] for p in cutlass["patterns"]}
     assert generated["cutlass.matmul_bias_residual_add_relu"] is True
     assert generated["cutlass.layer_norm"] is True and generated["cutlass.rms_norm"] is True
-    assert not any(generated[n] for n in ("cutlass.conv2d", "cutlass.attention", "cutlass.decode_matmul"))
+    assert generated["cutlass.attention"] and generated["cutlass.attention_bias"]
+    assert generated["cutlass.stacked_attention"] and generated["cutlass.conv2d"]
+    assert not any(generated[n] for n in ("cutlass.attention_var_len", "cutlass.decode_matmul"))
     assert cutlass["preferred_layout"] == "NHWC" and cutlass["rewrites"] == ["rewrite_attention"]
     assert cublas["codegen_options"][2] == {
         "key": "fp32_math", "kind": "choice", "choices": ["ieee", "tf32"], "default": "ieee",
@@ -283,6 +285,7 @@ def test_list_of_an_unknown_backend_is_a_usage_error():
     ("cutlass", "transformer_block_fp16.relax", ["--path", "merge"]),
     ("cublas", "mlp_fp16.relax", []),
     ("cutlass", "conv2d_nhwc_fp16.relax", []),
+    ("cutlass", "attention_fp16.relax", []),
 ])
 def test_supports_agrees_with_the_codegen(tmp_path, backend, model, extra):
     """What ``byocc list`` says the codegen generates is what ``-o`` does: every composite

@@ -55,6 +55,10 @@ from ..program import OffloadedProgram
 from ..program import gemm_step
 from ..program import resolve
 from . import gemm_plan
+from .attention_step import AttentionPlan
+from .attention_step import attention_plan
+from .attention_step import attention_step
+from .attention_step import header_sources
 from .backend import OPTIONS
 from .conv_plan import ConvPlan
 from .conv_plan import conv_step
@@ -84,6 +88,9 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
+    attention = attention_plan(call, where)
+    if attention is not None:
+        return attention
     op = first_unsupported_op(call.func) or "no supported operator"
     raise CodegenError(f"{where}: the cutlass backend cannot generate code for this composite "
                        f"(first unsupported op: {op})")
@@ -146,6 +153,8 @@ def _step(options: dict, program: OffloadedProgram, index: int, call: CompositeC
         step = norm_step(plan, ctx)
     elif isinstance(plan, ConvPlan):
         step = conv_step_of(plan, ctx)
+    elif isinstance(plan, AttentionPlan):
+        step = attention_step(plan, ctx)
     else:
         step = elementwise_step(plan, call, ctx)
     header = (f"  step {index}: {call.composite} -> {call.sinfo.dtype} {shape_text(call.sinfo)}",
@@ -184,6 +193,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
         units[norm.HEADER_PATH] = norm.header_source()
     if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):
         units.update((h.path, h) for h in generic.conv_header_sources())
+    if any(p.startswith("src/kernels/attention_") for p in units):
+        units.update((h.path, h) for h in header_sources())
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,
@@ -192,14 +203,15 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
 
 #: Composite families (pattern names after ``cutlass.``) whose code this codegen does not
 #: generate yet.
-_NOT_GENERATED = ("decode_matmul", "attention", "stacked_attention")
+_NOT_GENERATED = ("decode_matmul", "attention_var_len")
 
 
 def supports(composite: str) -> bool:
     """Whether this codegen generates code for composite ``composite`` (a pattern name): the
-    GEMM family (``matmul*``), the conv2d family, ``layer_norm``, ``rms_norm`` and
-    elementwise composites; decode matmuls and attention are refused (a CodegenError naming
-    the composite)."""
+    GEMM family (``matmul*``), the conv2d family, ``layer_norm``, ``rms_norm``, attention
+    (``attention``, ``attention_bias``, ``stacked_attention``) and elementwise composites;
+    decode matmuls and ``attention_var_len`` are refused (a CodegenError naming the
+    composite)."""
     return not composite.partition(".")[2].startswith(_NOT_GENERATED)
 
 

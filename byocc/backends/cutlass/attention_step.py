@@ -1,0 +1,321 @@
+"""The attention step of the CUTLASS backend: ``cutlass.attention``, ``cutlass.attention_bias``
+and both ``cutlass.stacked_attention`` forms (docs/codegen.md#attention).
+
+:func:`attention_plan` reads the composite's body (not its name): one ``R.nn.attention`` or
+``R.nn.attention_bias`` call whose q, k and v are composite parameters (BSNH tensors) or
+``reshape``s of slices of one stacked ``(B, S, D)`` parameter cut on its last axis by ``split``
+or ``strided_slice``. Each of q, k, v becomes a view: the parameter, an element offset along
+the last axis and the strides ``(S*D, D, H)`` of the ``(B, S, N, H)`` view, so every layout
+and grouped-query heads run the same kernel. The bias is read through broadcast strides
+(0 for a dim of size 1). The scale (default ``1/sqrt(H)``), the causal mask and the window
+are the call's attributes; a window without a causal mask counts from the top-left diagonal,
+as the reference does.
+
+:func:`attention_step` renders ``templates/attention_step.cu.j2`` (the argument block of
+``byocc::attention::Params``, run-time checks, the launch) and names the kernel unit
+``src/kernels/attention_<dtype>_h<bucket>.cu`` (``cuda/attention_unit.cu.j2``, one per dtype
+and head-dim bucket 32/64/128/256, shared by every function), which instantiates the fused
+kernel of ``csrc/byocc_attention.cuh``: FlashAttention-2-style online softmax, SIMT fp32. An
+IR ``workspace`` parameter (AllocateWorkspace) is accepted and unused: the kernel needs no
+scratch. Head dims past 256, symbolic head dims, other dtypes and stacked inputs of another
+form are CodegenErrors naming the function and composite.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from byocc.ir import Call
+from byocc.ir import Function
+from byocc.ir import Op
+from byocc.ir import PrimValue
+from byocc.ir import TupleGetItem
+from byocc.ir import Var
+from byocc.ir import VarBinding
+from byocc.ir import arith
+
+from ..codegen import CodegenError
+from ..codegen import SourceFile
+from ..codegen import Variant
+from ..cuda.step import Operand
+from ..cuda.step import Step
+from ..cuda.templates import fixed_source
+from ..cuda.templates import render
+from ..cuda.wrapper import WrapperContext
+from ..cuda.wrapper import shape_text
+from ..dtypes import dtype as dtype_row
+from ..program import CompositeCall
+from ..utils import int_list
+
+ATTENTION_OPS = ("relax.nn.attention", "relax.nn.attention_bias")
+DTYPES = ("float16", "bfloat16", "float32")
+#: Compile-time head-dim buckets of the kernel (any H, Hv up to the bucket).
+BUCKETS = (32, 64, 128, 256)
+MASKS = {None: "kNoMask", "TopLeft": "kTopLeft", "BottomRight": "kBottomRight"}
+HEADERS = (("src/byocc_attention.h", "cuda/byocc_attention.h"),
+           ("src/byocc_attention.cuh", "cuda/byocc_attention.cuh"))
+
+
+@dataclass(frozen=True)
+class View:
+    """q, k or v: composite parameter ``param`` seen as ``shape`` (B, S, N, H) with the
+    stored tensor's last dim ``row`` (D when stacked, else N*H) and an element ``offset``."""
+
+    param: int
+    shape: tuple
+    row: Any
+    offset: Any
+    stacked: bool
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    call: CompositeCall
+    where: str
+    q: View
+    k: View
+    v: View
+    bias: int | None
+    bias_shape: tuple | None
+    workspace: int | None
+    dtype: str
+    scale: float
+    scale_given: bool
+    mask: str | None
+    window: int | None
+    bucket: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.q.shape[3]
+
+    @property
+    def head_dim_v(self) -> int:
+        return self.v.shape[3]
+
+    @property
+    def unit_name(self) -> str:
+        return f"attention_{dtype_row(self.dtype).short}_h{self.bucket}"
+
+    def describe(self) -> str:
+        parts = ["softmax(q k^T * scale" + (" + bias" if self.bias is not None else "") + ")"]
+        if self.mask or self.window:
+            parts.append(f"mask {self.mask or 'TopLeft'}" + (f" window {self.window}" if self.window else ""))
+        return ", ".join(parts) + " v"
+
+
+def _defs(comp: Function) -> dict:
+    return {b.var: b.value for block in comp.body.blocks for b in block.bindings if isinstance(b, VarBinding)}
+
+
+def _attention_call(comp: Function, defs: dict) -> Call | None:
+    calls = [v for v in defs.values() if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name in ATTENTION_OPS]
+    return calls[0] if len(calls) == 1 else None
+
+
+def _int(x) -> int:
+    return int(x.value if isinstance(x, PrimValue) else x)
+
+
+def _slice_offset(value, defs: dict, where: str) -> tuple[Var, Any]:
+    """(stacked variable, element offset) of one split output or strided slice on axis 2."""
+    if isinstance(value, TupleGetItem):
+        split = defs.get(value.tuple_value)
+        if not (isinstance(split, Call) and isinstance(split.op, Op) and split.op.name == "relax.split"):
+            raise CodegenError(f"{where}: stacked attention operand is not a split output")
+        width = split.args[0].struct_info.shape[2]
+        sections = split.attrs.get("indices_or_sections")
+        if isinstance(sections, (list, tuple)):
+            starts = [0, *(_int(s) for s in sections)]
+            return split.args[0], starts[value.index]
+        return split.args[0], arith.mul(arith.floordiv(width, _int(sections)), value.index)
+    if isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.strided_slice":
+        return value.args[0], int_list(value.args[2])[0]
+    raise CodegenError(f"{where}: stacked attention operand is neither a split output nor a strided slice")
+
+
+def _view(arg, params: dict, defs: dict, where: str, what: str) -> View:
+    shape = tuple(arg.struct_info.shape)
+    if arg in params:
+        if len(shape) != 4:
+            raise CodegenError(f"{where}: {what} must be 4-D (B, S, N, H)")
+        return View(params[arg], shape, arith.mul(shape[2], shape[3]), 0, False)
+    reshape = defs.get(arg)
+    if not (isinstance(reshape, Call) and isinstance(reshape.op, Op) and reshape.op.name == "relax.reshape"):
+        raise CodegenError(f"{where}: {what} is neither a parameter nor a reshaped slice of the stacked qkv")
+    src = reshape.args[0]
+    stacked, offset = _slice_offset(defs.get(src), defs, where)
+    base = tuple(stacked.struct_info.shape)
+    src_shape = tuple(src.struct_info.shape)
+    if (stacked not in params or len(base) != 3 or len(shape) != 4
+            or not all(arith.provably_equal(a, b) for a, b in zip(shape[:2], src_shape[:2]))
+            or not arith.provably_equal(arith.mul(shape[2], shape[3]), src_shape[2])):
+        raise CodegenError(f"{where}: stacked {what} is not a (B, S, N, H) view of a (B, S, D) parameter "
+                           "cut on its last axis")
+    return View(params[stacked], shape, base[2], offset, True)
+
+
+def _bucket(plan_dims: tuple, where: str) -> int:
+    if not all(isinstance(d, int) for d in plan_dims):
+        raise CodegenError(f"{where}: the attention kernel needs static head dims (got {plan_dims})")
+    need = max(plan_dims)
+    for b in BUCKETS:
+        if need <= b:
+            return b
+    raise CodegenError(f"{where}: head dim {need} exceeds the attention kernel's maximum of {BUCKETS[-1]}")
+
+
+def _dtype(call: Call, where: str) -> str:
+    dts = {a.struct_info.dtype for a in call.args} | {call.struct_info.dtype}
+    if len(dts) != 1 or next(iter(dts)) not in DTYPES:
+        raise CodegenError(f"{where}: attention needs q, k, v, bias and output of one dtype among "
+                           f"{', '.join(DTYPES)} (got {', '.join(sorted(map(str, dts)))})")
+    return next(iter(dts))
+
+
+def attention_plan(call: CompositeCall, where: str) -> AttentionPlan | None:
+    """The attention reading of composite call ``call``, or None when its body has no
+    attention op; CodegenError when it has one the kernel cannot run."""
+    comp = call.func
+    defs = _defs(comp)
+    att = _attention_call(comp, defs)
+    if att is None:
+        return None
+    params = {p: i for i, p in enumerate(comp.params)}
+    q, k, v = (_view(a, params, defs, where, n) for a, n in zip(att.args[:3], ("query", "key", "value")))
+    bias = att.args[3] if len(att.args) > 3 else None
+    if bias is not None and (bias not in params or len(bias.struct_info.shape) != 4):
+        raise CodegenError(f"{where}: the attention bias must be a 4-D parameter")
+    dtype = _dtype(att, where)
+    bucket = _bucket((q.shape[3], v.shape[3]), where)
+    used = {q.param, k.param, v.param} | ({params[bias]} if bias is not None else set())
+    spare = [i for i, p in enumerate(comp.params) if i not in used]
+    workspace = next((i for i in spare if comp.params[i].struct_info.dtype == "uint8"), None)
+    attrs = att.attrs
+    scale_attr = attrs.get("scale")
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale_attr is None else float(_int_or_float(scale_attr))
+    mask = attrs.get("causal_mask")
+    if mask not in MASKS:
+        raise CodegenError(f"{where}: unknown causal_mask {mask!r}")
+    window = attrs.get("window_size")
+    window = None if window is None else _int(window)
+    if window is not None and window <= 0:
+        raise CodegenError(f"{where}: window_size {window} must be positive")
+    return AttentionPlan(call, where, q, k, v, None if bias is None else params[bias],
+                         None if bias is None else tuple(bias.struct_info.shape), workspace, dtype,
+                         scale, scale_attr is not None, mask, window, bucket)
+
+
+def _int_or_float(x):
+    return x.value if isinstance(x, PrimValue) else x
+
+
+# --------------------------------------------------------------------------- rendering
+def _strides(shape, ctx: WrapperContext) -> list[str]:
+    """Compact row-major strides of ``shape`` as C expressions."""
+    out, acc = [], "int64_t(1)"
+    for d in reversed(shape):
+        out.append(acc)
+        acc = f"{acc} * {ctx.dim(d)}" if acc != "int64_t(1)" else ctx.dim(d)
+    return list(reversed(out))
+
+
+def _view_context(view: View, call: CompositeCall, ctx: WrapperContext) -> dict:
+    b, s = ctx.dim(view.shape[0]), ctx.dim(view.shape[1])
+    row = ctx.dim(view.row)
+    return {"ptr": ctx.ptr(call.args[view.param]), "offset": ctx.dim(view.offset),
+            "strides": [f"{s} * {row}", row, ctx.dim(view.shape[3])], "b": b}
+
+
+def _bias_context(plan: AttentionPlan, ctx: WrapperContext) -> dict | None:
+    if plan.bias is None:
+        return None
+    shape = plan.bias_shape
+    strides = _strides(shape, ctx)
+    dims = [ctx.dim(d) for d in shape]
+    return {"ptr": ctx.ptr(plan.call.args[plan.bias]),
+            "strides": [f"({d} == 1 ? int64_t(0) : {st})" for d, st in zip(dims[:3], strides[:3])] + [strides[3]]}
+
+
+def unit_declaration(plan: AttentionPlan) -> str:
+    return (f"namespace byocc {{ namespace attention {{ int {plan.unit_name}_run(const Params& p, "
+            "cudaStream_t stream); } }")
+
+
+def attention_unit(plan: AttentionPlan) -> SourceFile:
+    text = render("cuda/attention_unit.cu.j2", name=plan.unit_name, dtype=plan.dtype,
+                  ctype=dtype_row(plan.dtype).ctype, bucket=plan.bucket)
+    return SourceFile(f"src/kernels/{plan.unit_name}.cu", text, "light")
+
+
+def header_sources() -> tuple[SourceFile, ...]:
+    return tuple(SourceFile(path, fixed_source(name), "header") for path, name in HEADERS)
+
+
+def step_code(plan: AttentionPlan, ctx: WrapperContext) -> str:
+    call = plan.call
+    out_shape = call.sinfo.shape
+    return render(
+        "cutlass/attention_step.cu.j2", symbol=ctx.program.symbol, name=plan.unit_name,
+        q=_view_context(plan.q, call, ctx), k=_view_context(plan.k, call, ctx), v=_view_context(plan.v, call, ctx),
+        bias=_bias_context(plan, ctx), out_ptr=ctx.ptr(_result_ref(call)),
+        out_strides=_strides(out_shape, ctx)[:3],
+        batch=ctx.dim(plan.q.shape[0]), seq_q=ctx.dim(plan.q.shape[1]), seq_kv=ctx.dim(plan.k.shape[1]),
+        heads=ctx.dim(plan.q.shape[2]), kv_heads=ctx.dim(plan.k.shape[2]), v_heads=ctx.dim(plan.v.shape[2]),
+        head_dim=plan.head_dim, head_dim_v=plan.head_dim_v, scale=_float_literal(plan.scale),
+        mask=MASKS[plan.mask if plan.mask or not plan.window else "TopLeft"], window=plan.window or 0,
+        bucket=plan.bucket, describe=plan.describe(), elem_bytes=dtype_row(plan.dtype).itemsize,
+    ).removesuffix("\n")
+
+
+def _result_ref(call: CompositeCall):
+    from ..program import ValueRef
+
+    return ValueRef("temp", call.result)
+
+
+def _float_literal(x: float) -> str:
+    """An exact C float literal of ``x`` (rounded to float32 by the compiler, as the IR's
+    float32 scale)."""
+    return f"{float(x)!r}f" if math.isfinite(x) else ("INFINITY" if x > 0 else "-INFINITY")
+
+
+def _operands(plan: AttentionPlan) -> tuple[Operand, ...]:
+    args = plan.call.args
+    if plan.q.stacked:
+        items = [("qkv", plan.q.param)]
+    else:
+        items = [("query", plan.q.param), ("key", plan.k.param), ("value", plan.v.param)]
+    if plan.bias is not None:
+        items.append(("bias", plan.bias))
+    if plan.workspace is not None:
+        items.append(("workspace", plan.workspace))
+    return tuple(Operand(args[i], role) for role, i in items)
+
+
+def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
+    """The :class:`~byocc.backends.cuda.step.Step` of one attention composite call."""
+    unit = attention_unit(plan)
+    variant = Variant("sm_80", "fused_attention_simt", {"kernel": unit.path, "head_dim_bucket": plan.bucket})
+    layout = "stacked" if plan.q.stacked else "bsnh"
+    record = {"composite": plan.call.composite, "kind": "attention", "formula": plan.describe(),
+              "layout": layout, "dtype": plan.dtype, "head_dim": plan.head_dim, "head_dim_v": plan.head_dim_v,
+              "scale": plan.scale, "scale_source": "attribute" if plan.scale_given else "1/sqrt(head_dim)",
+              "causal_mask": plan.mask, "window_size": plan.window,
+              "bias": None if plan.bias is None else "broadcast_strides",
+              "accumulator": "float32", "workspace": "accepted, unused" if plan.workspace is not None else None,
+              "variants": [variant.to_json()]}
+    header = (f"attention {plan.describe()}: {layout} q {shape_text(plan.call.func.params[plan.q.param].struct_info)}, "
+              f"H {plan.head_dim} Hv {plan.head_dim_v}, scale {plan.scale!r}",
+              f"variant fused_attention_simt (online softmax, fp32), head-dim bucket {plan.bucket}"
+              + ("; IR workspace unused" if plan.workspace is not None else ""))
+    return Step(plan.call.composite, step_code(plan, ctx), units=(unit,),
+                declarations=('#include "byocc_attention.h"', unit_declaration(plan)),
+                header=header, record=record, variants=(variant,), operands=_operands(plan),
+                attrs={"causal_mask": plan.mask, "window_size": plan.window, "scale": plan.scale,
+                       "accumulator": "float32"})
+
+
+__all__ = ["AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "header_sources"]
