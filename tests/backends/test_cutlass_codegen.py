@@ -24,8 +24,8 @@ NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 
 
-def generate(mod, path="annotate"):
-    out = partition(mod, get_patterns_with_prefix("cutlass"), path=path, run_codegen=True,
+def generate(mod, path="annotate", patterns=None):
+    out = partition(mod, patterns or get_patterns_with_prefix("cutlass"), path=path, run_codegen=True,
                     codegens={"cutlass": codegen})
     mods = list(out.attrs.get("external_mods", ()))
     assert len(mods) == 1
@@ -267,11 +267,15 @@ def test_mlp_merge_and_annotate_share_kernel_units():
 
 
 def test_a_composite_without_code_is_a_codegen_error():
-    mod = read_file(SAMPLES / "conv2d_nhwc_fp16.relax")
-    with pytest.raises(CodegenError, match=r"function fused_relax_nn_conv2d_relax_add_relax_nn_relu_cutlass, composite "
-                       r"cutlass.conv2d_bias_relu: the cutlass backend cannot generate code for this composite "
-                       r"\(first unsupported op: relax.nn.conv2d\)"):
-        generate(mod)
+    from byocc.dpl import is_op
+    from byocc.dpl import wildcard
+
+    mod = read_file(Path(__file__).resolve().parents[1] / "data" / "refused" / "transpose_fp16.relax")
+    patterns = [("cutlass.transpose", is_op("relax.permute_dims")(wildcard()))]
+    with pytest.raises(CodegenError, match=r"function fused_relax_permute_dims_cutlass, composite "
+                       r"cutlass.transpose: the cutlass backend cannot generate code for this composite "
+                       r"\(first unsupported op: relax.permute_dims\)"):
+        generate(mod, patterns=patterns)
 
 
 def test_output_bytes_are_deterministic():

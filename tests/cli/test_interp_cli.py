@@ -93,11 +93,13 @@ def test_verify_ok(cli, path):
 
 
 def test_verify_says_it_checked_the_program_on_the_interpreter_not_the_generated_code(cli, tmp_path):
-    # the conv2d composite has no CUDA code yet: partition -o fails, verify still says ok,
+    # a bare transpose composite has no CUDA code: partition -o fails, verify still says ok,
     # and it says what that ok is about
     from byocc.cli import cli as byocc
 
-    args = [SAMPLES / "conv2d_nhwc_fp16.relax", "--backend", "cutlass", "--path", "merge"]
+    refused = Path(__file__).resolve().parents[1] / "data" / "refused"
+    args = [refused / "transpose_fp16.relax", "--patterns", refused / "transpose_patterns.py",
+            "--backend", "cutlass", "--path", "merge"]
     generated = invoke(byocc, "partition", *args, "-o", tmp_path / "out")
     assert generated.exit_code == 1 and "cannot generate code" in generated.stderr
     r = invoke(cli, "verify", *args, "--trials", "1")
