@@ -25,7 +25,7 @@ for name in $WHICH; do
         conv) timeout 540 python3 bench/gpu/conv_bench.py --out /tmp/byocc_gpu/conv --jobs 16 || rc=1
               cp /tmp/byocc_gpu/conv/results.json "$OUT"/conv_results.json 2>/dev/null
               tail -c 200000 /tmp/byocc_gpu/conv/build.log > "$OUT"/conv_build.log 2>/dev/null ;;
-        attn) timeout 540 python3 bench/gpu/attn_bench.py --out /tmp/byocc_gpu/attn -j 16 --quick || rc=1
+        attn) timeout 540 python3 bench/gpu/attn_bench.py --out /tmp/byocc_gpu/attn -j 16 --quick --time-budget 150 || rc=1
               cp /tmp/byocc_gpu/attn/attn_results.json /tmp/byocc_gpu/attn/attn_table.md "$OUT"/ 2>/dev/null ;;
     esac
 done
