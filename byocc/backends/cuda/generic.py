@@ -29,9 +29,6 @@ from .common import fixed_constant
 from .templates import fixed_source
 from .templates import render
 
-#: The dtypes the generic kernels are instantiated for: every dtype a wrapper takes.
-GENERIC_DTYPES = WRAPPER_DTYPES
-
 HEADER_PATH = "src/byocc_generic.cuh"
 _HEADER = "cuda/byocc_generic.cuh"
 
@@ -47,7 +44,7 @@ POST_CODES = {None: 0, "relu": 1}
 
 
 def _row(dtype: str) -> DType:
-    if dtype not in GENERIC_DTYPES:
+    if dtype not in WRAPPER_DTYPES:  # the generic kernels take every dtype a wrapper takes
         raise CodegenError(f"dtype {dtype} is not supported by byocc's generic kernels")
     return dtype_row(dtype)
 
@@ -104,7 +101,7 @@ def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
 
 
 __all__ = [
-    "ACT_CODES", "BIN_CODES", "GENERIC_DTYPES", "HEADER_PATH", "MAX_EW_INPUTS",
+    "ACT_CODES", "BIN_CODES", "HEADER_PATH", "MAX_EW_INPUTS",
     "MAX_RANK", "POST_CODES", "ctype", "epilogue_declaration", "epilogue_name", "epilogue_unit",
     "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
 ]
