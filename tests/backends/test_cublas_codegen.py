@@ -337,7 +337,7 @@ class Module:
 def test_deferred_composites_are_a_codegen_error_naming_function_and_composite():
     with pytest.raises(CodegenError, match=r"function fused_relax_permute_dims_relax_matmul_relax_dequantize_cublas "
                                            r"\(composite cublas\.matmul_transposed_dequantize\): the fp8 dequantize "
-                                           r"epilogue is deferred \(spec/backends.md section 12"):
+                                           r"epilogue is deferred \(docs/codegen.md#deferred-composites"):
         generate(DEQUANTIZE)
     with pytest.raises(CodegenError, match=r"\(composite cublas\.matmul_transposed_multiply\): the fp8 scaled matmul"):
         generate(MULTIPLY)
