@@ -50,6 +50,7 @@ from .elementwise_ops import literal
 from .generic import MAX_EW_INPUTS
 from .generic import MAX_RANK
 from .generic import ctype
+from .generic import declaration
 from .step import Operand
 from .step import Step
 from .templates import render
@@ -86,8 +87,7 @@ class ElementwisePlan:
 
     @property
     def declaration(self) -> str:
-        return (f"namespace byocc {{ namespace generic {{ int {self.name}_run(const EwArgs& a, int sm_count, "
-                "cudaStream_t stream); } }")
+        return declaration("elementwise", self.name)
 
 
 def _dtype_of(sinfo) -> str:
@@ -269,15 +269,15 @@ def is_elementwise(comp: Function) -> bool:
     return True
 
 
-def first_unsupported_op(comp: Function, supported=SUPPORTED_OPS) -> str | None:
-    """Name of the first op call in ``comp`` not in ``supported`` (``call_tir`` callees are
+def first_unsupported_op(comp: Function) -> str | None:
+    """Name of the first op call in ``comp`` not in :data:`SUPPORTED_OPS` (``call_tir`` callees are
     reported as ``relax.call_tir``)."""
     for block in comp.body.blocks:
         for b in block.bindings:
             v = getattr(b, "value", None)
             if isinstance(v, Call):
                 if isinstance(v.op, Op):
-                    if v.op.name not in supported:
+                    if v.op.name not in SUPPORTED_OPS:
                         return v.op.name
                 else:
                     return type(v.op).__name__
@@ -285,12 +285,6 @@ def first_unsupported_op(comp: Function, supported=SUPPORTED_OPS) -> str | None:
 
 
 # --------------------------------------------------------------------------- wrapper code
-def shape_array(name: str, shape, ctx: WrapperContext) -> str:
-    """``const int64_t name[] = {...};`` (one dummy element for rank 0)."""
-    dims = [ctx.dim(d) for d in shape] or ["int64_t(1)"]
-    return f"const int64_t {name}[{len(dims)}] = {{{', '.join(dims)}}};"
-
-
 def _input_ref(plan: ElementwisePlan, k: int, call: CompositeCall) -> ValueRef:
     inp = plan.inputs[k]
     if inp.param is not None:
@@ -321,5 +315,5 @@ def elementwise_step(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperCon
 
 __all__ = [
     "ElementwisePlan", "EwInput", "SUPPORTED_OPS", "compute_type", "elementwise_plan",
-    "elementwise_step", "first_unsupported_op", "is_elementwise", "shape_array", "step_code",
+    "elementwise_step", "first_unsupported_op", "is_elementwise", "step_code",
 ]

@@ -68,10 +68,15 @@ def gemm_name(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     return f"gemm_{short(dtype_a)}_{short(dtype_b)}_{short(dtype_d)}"
 
 
+def declaration(kind: str, name: str) -> str:
+    """The one-line prototype of generic kernel ``name``'s entry point, ``kind`` ``gemm``,
+    ``epilogue`` or ``elementwise`` (``cuda/generic_declaration.h.j2``)."""
+    return render("cuda/generic_declaration.h.j2", kind=kind, name=name).removesuffix("\n")
+
+
 def gemm_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     """Prototype of the generic GEMM entry (``byocc::generic::<name>_run``)."""
-    return (f"namespace byocc {{ namespace generic {{ int {gemm_name(dtype_a, dtype_b, dtype_d)}_run("
-            "const GemmArgs& g, int64_t sbk, int64_t sbn, const Epilogue& e, cudaStream_t stream); } }")
+    return declaration("gemm", gemm_name(dtype_a, dtype_b, dtype_d))
 
 
 def gemm_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
@@ -87,8 +92,7 @@ def epilogue_name(dtype_src: str, dtype_d: str) -> str:
 
 
 def epilogue_declaration(dtype_src: str, dtype_d: str) -> str:
-    return (f"namespace byocc {{ namespace generic {{ int {epilogue_name(dtype_src, dtype_d)}_run("
-            "const Operand& src, const Epilogue& e, void* out, int sm_count, cudaStream_t stream); } }")
+    return declaration("epilogue", epilogue_name(dtype_src, dtype_d))
 
 
 def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
@@ -102,6 +106,6 @@ def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
 
 __all__ = [
     "ACT_CODES", "BIN_CODES", "HEADER_PATH", "MAX_EW_INPUTS",
-    "MAX_RANK", "POST_CODES", "ctype", "epilogue_declaration", "epilogue_name", "epilogue_unit",
+    "MAX_RANK", "POST_CODES", "ctype", "declaration", "epilogue_declaration", "epilogue_name", "epilogue_unit",
     "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
 ]
