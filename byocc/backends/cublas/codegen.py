@@ -47,7 +47,7 @@ from ..cuda.function import generate_function as generate_cuda_function
 from ..cuda.step import Operand
 from ..cuda.step import Size
 from ..cuda.step import Step as WrapperStep
-from ..cuda.step import round_up
+from ..cuda.step import tensor_bytes
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
 from ..cuda.wrapper import shape_text
@@ -334,22 +334,20 @@ def _numel_expr(ctx: WrapperContext, dims: Sequence) -> str:
     return ctx.numel(tuple(dims))
 
 
-def _weight_copy_bytes(step: Step, ctx: WrapperContext) -> str:
-    return f"byocc::round_up(uint64_t({_numel_expr(ctx, step.rhs_shape)}) * {itemsize(step.in_dtype)}u)"
-
-
-def _bias_vector_bytes(step: Step, ctx: WrapperContext) -> str:
-    return f"byocc::round_up(uint64_t({ctx.dim(step.N)}) * {itemsize(step.out_dtype)}u)"
-
-
-def step_scratch_expr(step: Step, ctx: WrapperContext) -> str:
-    """The step's scratch: the cuBLASLt workspace, then the weight copy, then the bias vector."""
-    expr = "byocc::kCublasLtWorkspaceBytes"
+def _regions(step: Step) -> list[tuple[tuple, int]]:
+    """The step's scratch after the cuBLASLt workspace, in order, as (dims, itemsize): the
+    weight copy, then the bias vector."""
+    regions = []
     if step.prep_axes is not None:
-        expr += " + " + _weight_copy_bytes(step, ctx)
+        regions.append((tuple(step.rhs_shape), itemsize(step.in_dtype)))
     if step.bias_broadcast:
-        expr += " + " + _bias_vector_bytes(step, ctx)
-    return expr
+        regions.append(((step.N,), itemsize(step.out_dtype)))
+    return regions
+
+
+def _scratch_expr(regions: list, ctx: WrapperContext) -> str:
+    """The C byte count of the cuBLASLt workspace and then ``regions``."""
+    return " + ".join(["byocc::kCublasLtWorkspaceBytes"] + [tensor_bytes(d, n, ctx).c for d, n in regions])
 
 
 def step_code(step: Step, ctx: WrapperContext) -> str:
@@ -362,11 +360,8 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
         lp = (1,) * (n - len(step.lhs_batch)) + step.lhs_batch
         wp = (1,) * (n - len(step.w_batch)) + step.w_batch
         batch_mismatch = [f"{ctx.dim(a)} != {ctx.dim(b)}" for a, b in zip(lp, wp) if not _same_dim(a, b)]
-    bias_vector_at = None
-    if step.bias_broadcast:
-        bias_vector_at = "byocc::kCublasLtWorkspaceBytes"
-        if step.prep_axes is not None:
-            bias_vector_at += " + " + _weight_copy_bytes(step, ctx)
+    # the bias vector is the last region: it starts after the workspace and the weight copy
+    bias_vector_at = _scratch_expr(_regions(step)[:-1], ctx) if step.bias_broadcast else None
     return render(
         "cublas/gemm_step.cu.j2",
         formula=step.gemm.describe(),
@@ -433,19 +428,15 @@ def _header_lines(program: OffloadedProgram, s: Step) -> list[str]:
 def _scratch(s: Step, ctx: WrapperContext) -> Size:
     """The step's need: the cuBLASLt workspace, then the weight copy, then the bias vector
     (text: the static part as one number, then the symbolic regions)."""
-    extra = []
-    if s.prep_axes is not None:
-        extra.append((s.rhs_shape, itemsize(s.in_dtype)))
-    if s.bias_broadcast:
-        extra.append(((s.N,), itemsize(s.out_dtype)))
+    regions = _regions(s)
     need, symbolic = WORKSPACE_BYTES, []
-    for dims, size in extra:
-        n = static_numel(dims)
-        if n is None:
-            symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")
+    for dims, size in regions:
+        region = tensor_bytes(dims, size, ctx)
+        if region.value is None:
+            symbolic.append(region.text)
         else:
-            need += round_up(n * size)
-    return Size(step_scratch_expr(s, ctx), " + ".join([str(need)] + symbolic), None if symbolic else need)
+            need += region.value
+    return Size(_scratch_expr(regions, ctx), " + ".join([str(need)] + symbolic), None if symbolic else need)
 
 
 def _operands(s: Step) -> tuple[Operand, ...]:
