@@ -125,7 +125,8 @@ def module_text(cs: list[Case]) -> str:
 
 def run(cmd, log: Path, timeout=None):
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
     with log.open("a") as f:
         f.write(" ".join(map(str, cmd)) + "\n" + p.stdout + p.stderr)
     return p, time.perf_counter() - t0

@@ -30,6 +30,7 @@ from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
 from byocc.ir import Var
 from byocc.ir import VarBinding
+from byocc.ir.analysis import post_order_visit
 from byocc.ir.prim import TirVar
 
 from .codegen import CodegenError
@@ -100,92 +101,107 @@ def _bindings(body: SeqExpr):
             yield binding
 
 
+class _Reader:
+    """The bindings of one offloaded function, read in order: each value's :class:`ValueRef`,
+    the composite calls, their temporaries and the bound constants (one index each)."""
+
+    def __init__(self, symbol: str, backend: str, params: tuple, constant_names: dict):
+        self.symbol, self.backend, self.names = symbol, backend, constant_names
+        self.env: dict[Var, Any] = {p: ValueRef("param", i) for i, p in enumerate(params)}
+        self.local_funcs: dict[Var, Function] = {}
+        self.calls: list[CompositeCall] = []
+        self.temps: list[TensorStructInfo] = []
+        self.constants: list[tuple[str, Constant]] = []
+        self.const_index: dict[int, int] = {}
+
+    def fail(self, what: str) -> CodegenError:
+        return CodegenError(f"{self.symbol}: {what}")
+
+    def const_ref(self, c: Constant) -> ValueRef:
+        key = id(c)
+        if key not in self.const_index:
+            name = self.names.get(c) or f"{self.symbol}_{self.backend}_const_{len(self.constants)}"
+            _tensor_sinfo(c.struct_info, f"constant {name}", self.symbol)
+            self.const_index[key] = len(self.constants)
+            self.constants.append((name, c))
+        return ValueRef("const", self.const_index[key])
+
+    def ref_of(self, e) -> Any:
+        if isinstance(e, Var) and e in self.env:
+            return self.env[e]
+        if isinstance(e, Constant):
+            return self.const_ref(e)
+        if isinstance(e, Tuple):
+            return tuple(self.ref_of(f) for f in e.fields)
+        raise self.fail(f"unsupported value {type(e).__name__} in the offloaded function")
+
+    def composite_call(self, value: Call) -> ValueRef:
+        """The call of a local composite function: its arguments, the constants its body binds
+        and a new temporary for its result."""
+        comp = self.local_funcs[value.op]
+        name = str(comp.attrs["Composite"])
+        args = tuple(self.ref_of(a) for a in value.args)
+        if any(not isinstance(a, ValueRef) for a in args):
+            raise self.fail(f"composite {name} takes a tuple argument; only tensor arguments are supported")
+        sinfo = _tensor_sinfo(value.struct_info, f"the result of {name}", self.symbol)
+        inner_consts: list = []
+
+        def collect(e):
+            if isinstance(e, Constant):
+                inner_consts.append((e, self.const_ref(e)))
+
+        post_order_visit(comp.body, collect)
+        self.calls.append(CompositeCall(name, comp, args, tuple(inner_consts), len(self.temps), sinfo))
+        self.temps.append(sinfo)
+        return ValueRef("temp", len(self.temps) - 1)
+
+    def bind(self, binding: VarBinding) -> None:
+        value = binding.value
+        if isinstance(value, Function):
+            if "Composite" not in value.attrs:
+                raise self.fail("a local function without a Composite attribute")
+            self.local_funcs[binding.var] = value
+            return
+        if isinstance(value, Call) and isinstance(value.op, Var) and value.op in self.local_funcs:
+            self.env[binding.var] = self.composite_call(value)
+            return
+        if isinstance(value, (Var, Tuple)):
+            self.env[binding.var] = self.ref_of(value)
+            return
+        if isinstance(value, TupleGetItem):
+            base = self.ref_of(value.tuple_value)
+            if isinstance(base, tuple):
+                self.env[binding.var] = base[value.index]
+                return
+        raise self.fail(f"unsupported binding {binding.var.name_hint} ({type(value).__name__}) in the "
+                        "offloaded function")
+
+    def outputs(self, func: Function) -> tuple[tuple, tuple]:
+        """The returned values and their struct info, checked against the function's return type."""
+        result = self.ref_of(func.body.body)
+        outputs = result if isinstance(result, tuple) else (result,)
+        if any(not isinstance(r, ValueRef) for r in outputs):
+            raise self.fail("nested tuple outputs are not supported")
+        ret = func.ret_struct_info
+        fields = getattr(ret, "fields", None) if not isinstance(ret, TensorStructInfo) else None
+        sinfos = list(fields) if fields is not None else [ret]
+        if len(sinfos) != len(outputs):
+            raise self.fail("return type does not match the returned values")
+        return tuple(outputs), tuple(_tensor_sinfo(s, f"output {i}", self.symbol) for i, s in enumerate(sinfos))
+
+
 def offloaded_program(symbol: str, func: Function, constant_names: dict | None = None) -> OffloadedProgram:
     """The :class:`OffloadedProgram` of the ``Codegen`` function ``func``."""
     backend = str(func.attrs.get("Codegen"))
     params = tuple(func.params)
-    env: dict[Var, Any] = {p: ValueRef("param", i) for i, p in enumerate(params)}
     for i, p in enumerate(params):
         _tensor_sinfo(p.struct_info, f"parameter {i} ({p.name_hint})", symbol)
-    local_funcs: dict[Var, Function] = {}
-    calls: list[CompositeCall] = []
-    temps: list[TensorStructInfo] = []
-    constants: list[tuple[str, Constant]] = []
-    const_index: dict[int, int] = {}
-    names = constant_names or {}
-
-    def const_ref(c: Constant) -> ValueRef:
-        key = id(c)
-        if key not in const_index:
-            name = names.get(c) or f"{symbol}_{backend}_const_{len(constants)}"
-            _tensor_sinfo(c.struct_info, f"constant {name}", symbol)
-            const_index[key] = len(constants)
-            constants.append((name, c))
-        return ValueRef("const", const_index[key])
-
-    def ref_of(e) -> Any:
-        if isinstance(e, Var) and e in env:
-            return env[e]
-        if isinstance(e, Constant):
-            return const_ref(e)
-        if isinstance(e, Tuple):
-            return tuple(ref_of(f) for f in e.fields)
-        raise CodegenError(f"{symbol}: unsupported value {type(e).__name__} in the offloaded function")
-
+    reader = _Reader(symbol, backend, params, constant_names or {})
     for binding in _bindings(func.body):
-        value = binding.value
-        if isinstance(value, Function):
-            if "Composite" not in value.attrs:
-                raise CodegenError(f"{symbol}: a local function without a Composite attribute")
-            local_funcs[binding.var] = value
-            continue
-        if isinstance(value, Call) and isinstance(value.op, Var) and value.op in local_funcs:
-            comp = local_funcs[value.op]
-            args = tuple(ref_of(a) for a in value.args)
-            if any(not isinstance(a, ValueRef) for a in args):
-                raise CodegenError(f"{symbol}: composite {comp.attrs['Composite']} takes a tuple argument; "
-                                   "only tensor arguments are supported")
-            sinfo = _tensor_sinfo(value.struct_info, f"the result of {comp.attrs['Composite']}", symbol)
-            inner_consts: list = []
-
-            def collect(e, acc=inner_consts):
-                if isinstance(e, Constant):
-                    acc.append((e, const_ref(e)))
-
-            from byocc.ir.analysis import post_order_visit
-
-            post_order_visit(comp.body, collect)
-            calls.append(CompositeCall(str(comp.attrs["Composite"]), comp, args, tuple(inner_consts),
-                                       len(temps), sinfo))
-            env[binding.var] = ValueRef("temp", len(temps))
-            temps.append(sinfo)
-            continue
-        if isinstance(value, (Var, Tuple)):
-            env[binding.var] = ref_of(value)
-            continue
-        if isinstance(value, TupleGetItem):
-            base = ref_of(value.tuple_value)
-            if isinstance(base, tuple):
-                env[binding.var] = base[value.index]
-                continue
-        raise CodegenError(f"{symbol}: unsupported binding {binding.var.name_hint} "
-                           f"({type(value).__name__}) in the offloaded function")
-
-    result = ref_of(func.body.body)
-    outputs = result if isinstance(result, tuple) else (result,)
-    out_sinfo: list[TensorStructInfo] = []
-    for r in outputs:
-        if not isinstance(r, ValueRef):
-            raise CodegenError(f"{symbol}: nested tuple outputs are not supported")
-    ret = func.ret_struct_info
-    fields = getattr(ret, "fields", None) if not isinstance(ret, TensorStructInfo) else None
-    sinfos = list(fields) if fields is not None else [ret]
-    if len(sinfos) != len(outputs):
-        raise CodegenError(f"{symbol}: return type does not match the returned values")
-    for i, s in enumerate(sinfos):
-        out_sinfo.append(_tensor_sinfo(s, f"output {i}", symbol))
-    return OffloadedProgram(symbol, backend, func, params, tuple(calls), tuple(temps),
-                            tuple(outputs), tuple(out_sinfo), tuple(constants))
+        reader.bind(binding)
+    outputs, out_sinfo = reader.outputs(func)
+    return OffloadedProgram(symbol, backend, func, params, tuple(reader.calls), tuple(reader.temps),
+                            outputs, out_sinfo, tuple(reader.constants))
 
 
 # --------------------------------------------------------------------------- GEMM family

@@ -145,21 +145,12 @@ def has_dependency(from_var, to_var, var_usages) -> bool:
     limit = position.get(from_var)
     if limit is None or limit <= position.get(to_var, -1):
         return False
-    checked: set = set()
-    stack = [to_var]
-    while stack:
-        current = stack.pop()
-        for user in var_usages.get(current, ()):
-            if user is from_var:
-                return True
-            if user not in checked and position.get(user, limit) < limit:
-                checked.add(user)
-                stack.append(user)
-    return False
+    return _reaches(to_var, from_var, var_usages, within=lambda user: position.get(user, limit) < limit)
 
 
-def _reaches(start, target, var_usages) -> bool:
-    """Whether ``target`` is among the transitive users of ``start``."""
+def _reaches(start, target, var_usages, within=None) -> bool:
+    """Whether ``target`` is among the transitive users of ``start``, searching on only through
+    the users ``within`` keeps (all of them when it is None)."""
     checked: set = set()
     stack = [start]
     while stack:
@@ -167,7 +158,7 @@ def _reaches(start, target, var_usages) -> bool:
         for user in var_usages.get(current, ()):
             if user is target:
                 return True
-            if user not in checked:
+            if user not in checked and (within is None or within(user)):
                 checked.add(user)
                 stack.append(user)
     return False

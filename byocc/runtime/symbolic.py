@@ -32,7 +32,7 @@ from .values import describe
 class Matcher:
     """Matches values against struct info in one scope; collects deferred checks."""
 
-    def __init__(self, scope: dict, span: Span | None, what: str, dtype_aliases=None):
+    def __init__(self, scope: dict, span: Span | None, what: str):
         self.scope = scope
         self.span = span
         self.what = what

@@ -28,9 +28,9 @@ from byocc.backends.cublas.codegen import parse_options
 from byocc.backends.cublas.runtime import WORKSPACE_BYTES
 from byocc.backends.cublas.runtime import runtime_text
 from byocc.backends.cuda import common_sources
-from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
-from byocc.backends.cuda.cuda_paths import find_optional_cuda_include
-from byocc.backends.cuda.cuda_paths import find_optional_nvcc
+from byocc.backends.toolchain import find_optional_cublaslt
+from byocc.backends.toolchain import find_optional_cuda_include
+from byocc.backends.toolchain import find_optional_nvcc
 
 REPO = Path(__file__).resolve().parents[2]
 MIB32 = 32 << 20
@@ -398,7 +398,7 @@ def test_generation_is_deterministic():
     assert manifests[0] == manifests[1]
 
 
-def test_cuda_paths_find_the_wheel_layout():
+def test_toolchain_finds_the_cublaslt_wheel_layout():
     found = find_optional_cublaslt()
     if found is None:
         pytest.skip("no cuBLASLt (toolkit or nvidia-cublas wheel) installed")

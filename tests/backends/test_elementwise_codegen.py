@@ -127,6 +127,16 @@ def test_astype_rounds_and_unsupported_op_is_named():
         generate(parse_module(text), pats)
 
 
+def test_op_on_a_dtype_it_has_no_kernel_for_is_a_codegen_error():
+    # bitwise_and is in the op table, but has no float form: the error names the op and dtype
+    pats = [("cutlass.band", is_op("relax.bitwise_and")(wildcard(), wildcard()))]
+    text = module_text('x: R.Tensor((4, 8), dtype="float32"), y: R.Tensor((4, 8), dtype="float32")',
+                       ["out = R.bitwise_and(x, y)"])
+    with pytest.raises(CodegenError, match=r"composite cutlass.band: cannot generate code: the first unsupported "
+                       r"op is relax.bitwise_and \(bitwise op on float32\)"):
+        generate(parse_module(text), pats)
+
+
 def test_equal_trees_share_one_unit_and_output_is_deterministic():
     text = module_text('x: R.Tensor((4, 8), dtype="float16"), b: R.Tensor((8,), dtype="float16"), '
                        'c: R.Tensor((1, 8), dtype="float16")',

@@ -29,10 +29,10 @@ from byocc.backends.cuda import norm
 from byocc.backends.cuda.common import common_sources
 from byocc.backends.cuda.common import fixed_constant
 from byocc.backends.cuda.common import return_codes
-from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
-from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 from byocc.backends.cuda.templates import fixed_source
 from byocc.backends.cutlass.attention_step import header_sources as attention_headers
+from byocc.backends.toolchain import find_optional_cublaslt
+from byocc.backends.toolchain import find_optional_nvcc
 from byocc.runtime.native import ByoccRuntimeError
 from byocc.runtime.native import error_name
 

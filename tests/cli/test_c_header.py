@@ -20,13 +20,13 @@ from click.testing import CliRunner
 from byocc.backends.codegen import ConstantSpec
 from byocc.backends.codegen import EntryPoint
 from byocc.backends.codegen import TensorSpec
-from byocc.backends.cuda.cuda_paths import find_optional_cublaslt
-from byocc.backends.cuda.cuda_paths import find_optional_cuda_include
-from byocc.backends.cuda.cuda_paths import find_optional_nvcc
 from byocc.backends.cuda.library_header import LIBRARY_FUNCTIONS
 from byocc.backends.cuda.library_header import header_name
 from byocc.backends.cuda.library_header import library_header
 from byocc.backends.cuda.templates import fixed_source
+from byocc.backends.toolchain import find_optional_cublaslt
+from byocc.backends.toolchain import find_optional_cuda_include
+from byocc.backends.toolchain import find_optional_nvcc
 from byocc.cli import cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"

@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from byocc.ir import Function
+from byocc.ir import TensorStructInfo
 from byocc.ir.prim import dim_text
 
 from ..codegen import CodegenError
@@ -51,7 +52,7 @@ from ..cuda.function import generate_function as generate_cuda_function
 from ..cuda.step import Operand
 from ..cuda.step import Size
 from ..cuda.step import Step as WrapperStep
-from ..cuda.step import round_up
+from ..cuda.step import tensor_bytes
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
 from ..cuda.wrapper import shape_text
@@ -182,8 +183,6 @@ def _is_one(dim) -> bool:
     return isinstance(dim, int) and dim == 1
 
 
-
-
 def _same_dim(a, b) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
@@ -209,6 +208,81 @@ def _batch_mode(lhs_batch: tuple, w_batch: tuple, where) -> str:
     return "runtime"
 
 
+def _rejected_form(gemm: GemmStep) -> str | None:
+    """Why cuBLASLt cannot compute the GEMM form ``gemm``, or None."""
+    for sinfo in (gemm.lhs_sinfo, gemm.rhs_sinfo):
+        if sinfo.dtype in _FP8:
+            return f"fp8 ({sinfo.dtype}) matmul codegen is deferred (docs/codegen.md#deferred-composites)"
+    if gemm.residual_op is not None or gemm.post is not None:
+        return "cuBLASLt has no residual epilogue (a residual add/multiply is not a cuBLAS pattern)"
+    if gemm.act == "silu":
+        return "cuBLASLt has no SiLU epilogue"
+    return None
+
+
+def _types(in_dtype: str, rhs_dtype: str, out_dtype: str, opts: Options, where) -> tuple:
+    """``(ab_type, d_type, compute, scale_type, accumulator)``: cuBLASLt's types of one GEMM."""
+    if rhs_dtype != in_dtype:
+        raise where(f"lhs dtype {in_dtype} and rhs dtype {rhs_dtype} differ")
+    if in_dtype not in _TYPES:
+        raise where(f"dtype {in_dtype} is not one cuBLASLt takes here (float16, bfloat16, float32, int8)")
+    outs, compute, accumulator = _TYPES[in_dtype]
+    if out_dtype not in outs:
+        raise where(f"{in_dtype} inputs with a {out_dtype} output are not supported "
+                    f"(outputs: {', '.join(sorted(outs))})")
+    ab_type, d_type, scale_type = (dtype(t, "cuda_r", "cuBLASLt").cuda_r
+                                   for t in (in_dtype, out_dtype, accumulator))
+    if in_dtype == "float32" and opts.fp32_math == "tf32":
+        compute = "CUBLAS_COMPUTE_32F_FAST_TF32"
+    return ab_type, d_type, compute, scale_type, accumulator
+
+
+def _weight(gemm: GemmStep, rshape: tuple, int8: bool, where) -> tuple:
+    """``(w_batch, K, N, op_a, prep_axes)`` of the logical weight (..., K, N) = permute(rhs) or rhs."""
+    nd = len(rshape)
+    if nd == 1:
+        # (K,) is both the K x 1 weight (OP_N, lda = 1) and the stored (N, K) = (1, K) one (OP_T).
+        return (), rshape[0], 1, ("CUBLAS_OP_T" if int8 else "CUBLAS_OP_N"), None
+    swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    if gemm.transposed:
+        axes = gemm.perm_axes if gemm.perm_axes is not None else tuple(reversed(range(nd)))
+        axes = tuple(int(a) % nd for a in axes)
+    else:
+        axes = tuple(range(nd))
+    logical = tuple(rshape[a] for a in axes)
+    prep_axes: tuple | None = None
+    if axes == swap:  # the stored weight is (..., N, K)
+        op_a = "CUBLAS_OP_T"
+    elif int8:
+        # cuBLASLt's int8 (IMMA) kernels take only "TN" with the regular order: store the
+        # weight as (..., N, K) first. Output axis i of the copy reads rhs axis axes[swap[i]].
+        op_a, prep_axes = "CUBLAS_OP_T", tuple(axes[s] for s in swap)
+    elif axes == tuple(range(nd)):
+        op_a = "CUBLAS_OP_N"
+    else:
+        op_a, prep_axes = "CUBLAS_OP_N", axes
+    if prep_axes is not None and nd > MAX_PERMUTE_RANK:
+        raise where(f"a permuted weight of rank {nd} (at most {MAX_PERMUTE_RANK})")
+    return logical[:-2], logical[-2], logical[-1], op_a, prep_axes
+
+
+def _bias(bias_s: TensorStructInfo, out_dtype: str, N, where) -> tuple:
+    """``(bias_check, bias_broadcast)``: a bias length to compare with N at run time, and
+    whether a one-element bias is copied N times for the epilogue."""
+    if bias_s.dtype != out_dtype:
+        raise where(f"bias dtype {bias_s.dtype} differs from the output dtype {out_dtype}")
+    bshape = tuple(bias_s.shape) or (1,)  # a scalar bias is a one-element vector
+    if not all(_is_one(d) for d in bshape[:-1]):
+        raise where(f"bias of shape {shape_text(bias_s)} is not a vector (N,) or (1, ..., 1, N)")
+    if _is_one(bshape[-1]) and not _is_one(N):
+        return None, True  # relax's add broadcasts it; the epilogue needs N values
+    if _same_dim(bshape[-1], N):
+        return None, False
+    if isinstance(bshape[-1], int) and isinstance(N, int):
+        raise where(f"bias length {bshape[-1]} differs from N = {N} (cuBLASLt's bias is a vector of N)")
+    return bshape[-1], False
+
+
 def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: Options) -> Step:
     """Plan one composite call; CodegenError when cuBLASLt cannot compute it."""
     symbol, composite = program.symbol, call.composite
@@ -222,30 +296,14 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     if gemm is None:
         raise where("its body is not a GEMM byocc can read ([permute_dims(w)] -> matmul -> [add bias] "
                     "-> [relu|gelu])")
-    for sinfo in (gemm.lhs_sinfo, gemm.rhs_sinfo):
-        if sinfo.dtype in _FP8:
-            raise where(f"fp8 ({sinfo.dtype}) matmul codegen is deferred (docs/codegen.md#deferred-composites)")
-    if gemm.residual_op is not None or gemm.post is not None:
-        raise where("cuBLASLt has no residual epilogue (a residual add/multiply is not a cuBLAS pattern)")
-    if gemm.act == "silu":
-        raise where("cuBLASLt has no SiLU epilogue")
+    reason = _rejected_form(gemm)
+    if reason is not None:
+        raise where(reason)
     lhs, rhs = resolve(call, gemm.lhs), resolve(call, gemm.rhs)
     bias = None if gemm.bias is None else resolve(call, gemm.bias)
-    out = ValueRef("temp", call.result)
     lhs_s, rhs_s, out_s = program.sinfo_of(lhs), program.sinfo_of(rhs), program.temps[call.result]
     in_dtype, out_dtype = lhs_s.dtype, out_s.dtype
-    if rhs_s.dtype != in_dtype:
-        raise where(f"lhs dtype {in_dtype} and rhs dtype {rhs_s.dtype} differ")
-    if in_dtype not in _TYPES:
-        raise where(f"dtype {in_dtype} is not one cuBLASLt takes here (float16, bfloat16, float32, int8)")
-    outs, compute, accumulator = _TYPES[in_dtype]
-    if out_dtype not in outs:
-        raise where(f"{in_dtype} inputs with a {out_dtype} output are not supported "
-                    f"(outputs: {', '.join(sorted(outs))})")
-    ab_type, d_type, scale_type = (dtype(t, "cuda_r", "cuBLASLt").cuda_r
-                                   for t in (in_dtype, out_dtype, accumulator))
-    if in_dtype == "float32" and opts.fp32_math == "tf32":
-        compute = "CUBLAS_COMPUTE_32F_FAST_TF32"
+    ab_type, d_type, compute, scale_type, accumulator = _types(in_dtype, rhs_s.dtype, out_dtype, opts, where)
 
     # ---- shapes: lhs (..., M, K), the logical weight (..., K, N) = permute(rhs) or rhs
     lshape, rshape = tuple(lhs_s.shape), tuple(rhs_s.shape)
@@ -256,34 +314,7 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     else:
         lhs_batch, M, K = lshape[:-2], lshape[-2], lshape[-1]
     int8 = in_dtype == "int8"
-    prep_axes: tuple | None = None
-    nd = len(rshape)
-    if nd == 1:
-        # (K,) is both the K x 1 weight (OP_N, lda = 1) and the stored (N, K) = (1, K) one (OP_T).
-        w_batch, K_w, N = (), rshape[0], 1
-        op_a = "CUBLAS_OP_T" if int8 else "CUBLAS_OP_N"
-    else:
-        swap = tuple(range(nd - 2)) + (nd - 1, nd - 2)
-        if gemm.transposed:
-            axes = gemm.perm_axes if gemm.perm_axes is not None else tuple(reversed(range(nd)))
-            axes = tuple(int(a) % nd for a in axes)
-        else:
-            axes = tuple(range(nd))
-        logical = tuple(rshape[a] for a in axes)
-        w_batch, K_w, N = logical[:-2], logical[-2], logical[-1]
-        stored_nk = axes == swap  # the stored weight is (..., N, K)
-        if stored_nk:
-            op_a = "CUBLAS_OP_T"
-        elif int8:
-            # cuBLASLt's int8 (IMMA) kernels take only "TN" with the regular order: store the
-            # weight as (..., N, K) first. Output axis i of the copy reads rhs axis axes[swap[i]].
-            op_a, prep_axes = "CUBLAS_OP_T", tuple(axes[s] for s in swap)
-        elif axes == tuple(range(nd)):
-            op_a = "CUBLAS_OP_N"
-        else:
-            op_a, prep_axes = "CUBLAS_OP_N", axes
-        if prep_axes is not None and nd > MAX_PERMUTE_RANK:
-            raise where(f"a permuted weight of rank {nd} (at most {MAX_PERMUTE_RANK})")
+    w_batch, K_w, N, op_a, prep_axes = _weight(gemm, rshape, int8, where)
     if not _same_dim(K, K_w):
         raise where(f"reduction dims differ: lhs K = {dim_text(K)}, weight K = {dim_text(K_w)}")
     if isinstance(K, int) and K == 0:
@@ -296,24 +327,10 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
     if int8 and (bias is not None or act is not None):
         raise where("int8 matmul with an int32 output takes no epilogue in cuBLASLt "
                     "(the cuBLAS check rejects a bias with int8)")
-    bias_check, bias_broadcast = None, False
-    if bias is not None:
-        bias_s = program.sinfo_of(bias)
-        if bias_s.dtype != out_dtype:
-            raise where(f"bias dtype {bias_s.dtype} differs from the output dtype {out_dtype}")
-        bshape = tuple(bias_s.shape) or (1,)  # a scalar bias is a one-element vector
-        if not all(_is_one(d) for d in bshape[:-1]):
-            raise where(f"bias of shape {shape_text(bias_s)} is not a vector (N,) or (1, ..., 1, N)")
-        if _is_one(bshape[-1]) and not _is_one(N):
-            bias_broadcast = True  # relax's add broadcasts it; the epilogue needs N values
-        elif not _same_dim(bshape[-1], N):
-            if isinstance(bshape[-1], int) and isinstance(N, int):
-                raise where(f"bias length {bshape[-1]} differs from N = {N} (cuBLASLt's bias is a "
-                            "vector of N)")
-            bias_check = bshape[-1]
+    bias_check, bias_broadcast = (None, False) if bias is None else _bias(program.sinfo_of(bias), out_dtype, N, where)
     epilogue, gelu_kernel = _EPILOGUES[(bias is not None, act, gelu)]
-    return Step(index, call, gemm, lhs, rhs, bias, out, in_dtype, out_dtype, ab_type, d_type, compute,
-                scale_type, accumulator, M, K, N, tuple(lhs_batch), tuple(w_batch), rshape, op_a,
+    return Step(index, call, gemm, lhs, rhs, bias, ValueRef("temp", call.result), in_dtype, out_dtype, ab_type,
+                d_type, compute, scale_type, accumulator, M, K, N, tuple(lhs_batch), tuple(w_batch), rshape, op_a,
                 prep_axes, act, gelu, epilogue, gelu_kernel, batch_mode, bias_check, bias_broadcast)
 
 
@@ -322,22 +339,20 @@ def _numel_expr(ctx: WrapperContext, dims: Sequence) -> str:
     return ctx.numel(tuple(dims))
 
 
-def _weight_copy_bytes(step: Step, ctx: WrapperContext) -> str:
-    return f"byocc::round_up(uint64_t({_numel_expr(ctx, step.rhs_shape)}) * {itemsize(step.in_dtype)}u)"
-
-
-def _bias_vector_bytes(step: Step, ctx: WrapperContext) -> str:
-    return f"byocc::round_up(uint64_t({ctx.dim(step.N)}) * {itemsize(step.out_dtype)}u)"
-
-
-def step_scratch_expr(step: Step, ctx: WrapperContext) -> str:
-    """The step's scratch: the cuBLASLt workspace, then the weight copy, then the bias vector."""
-    expr = "byocc::kCublasLtWorkspaceBytes"
+def _regions(step: Step) -> list[tuple[tuple, int]]:
+    """The step's scratch after the cuBLASLt workspace, in order, as (dims, itemsize): the
+    weight copy, then the bias vector."""
+    regions = []
     if step.prep_axes is not None:
-        expr += " + " + _weight_copy_bytes(step, ctx)
+        regions.append((tuple(step.rhs_shape), itemsize(step.in_dtype)))
     if step.bias_broadcast:
-        expr += " + " + _bias_vector_bytes(step, ctx)
-    return expr
+        regions.append(((step.N,), itemsize(step.out_dtype)))
+    return regions
+
+
+def _scratch_expr(regions: list, ctx: WrapperContext) -> str:
+    """The C byte count of the cuBLASLt workspace and then ``regions``."""
+    return " + ".join(["byocc::kCublasLtWorkspaceBytes"] + [tensor_bytes(d, n, ctx).c for d, n in regions])
 
 
 def step_code(step: Step, ctx: WrapperContext) -> str:
@@ -350,11 +365,8 @@ def step_code(step: Step, ctx: WrapperContext) -> str:
         lp = (1,) * (n - len(step.lhs_batch)) + step.lhs_batch
         wp = (1,) * (n - len(step.w_batch)) + step.w_batch
         batch_mismatch = [f"{ctx.dim(a)} != {ctx.dim(b)}" for a, b in zip(lp, wp) if not _same_dim(a, b)]
-    bias_vector_at = None
-    if step.bias_broadcast:
-        bias_vector_at = "byocc::kCublasLtWorkspaceBytes"
-        if step.prep_axes is not None:
-            bias_vector_at += " + " + _weight_copy_bytes(step, ctx)
+    # the bias vector is the last region: it starts after the workspace and the weight copy
+    bias_vector_at = _scratch_expr(_regions(step)[:-1], ctx) if step.bias_broadcast else None
     return render(
         "cublas/gemm_step.cu.j2",
         formula=step.gemm.describe(),
@@ -421,19 +433,15 @@ def _header_lines(program: OffloadedProgram, s: Step) -> list[str]:
 def _scratch(s: Step, ctx: WrapperContext) -> Size:
     """The step's need: the cuBLASLt workspace, then the weight copy, then the bias vector
     (text: the static part as one number, then the symbolic regions)."""
-    extra = []
-    if s.prep_axes is not None:
-        extra.append((s.rhs_shape, itemsize(s.in_dtype)))
-    if s.bias_broadcast:
-        extra.append(((s.N,), itemsize(s.out_dtype)))
+    regions = _regions(s)
     need, symbolic = WORKSPACE_BYTES, []
-    for dims, size in extra:
-        n = static_numel(dims)
-        if n is None:
-            symbolic.append(f"round_up({' * '.join(_text(d) for d in dims)} * {size})")
+    for dims, size in regions:
+        region = tensor_bytes(dims, size, ctx)
+        if region.value is None:
+            symbolic.append(region.text)
         else:
-            need += round_up(n * size)
-    return Size(step_scratch_expr(s, ctx), " + ".join([str(need)] + symbolic), None if symbolic else need)
+            need += region.value
+    return Size(_scratch_expr(regions, ctx), " + ".join([str(need)] + symbolic), None if symbolic else need)
 
 
 def _operands(s: Step) -> tuple[Operand, ...]:

@@ -32,9 +32,6 @@ from .common import fixed_constant
 from .templates import fixed_source
 from .templates import render
 
-#: The dtypes the generic kernels are instantiated for: every dtype a wrapper takes.
-GENERIC_DTYPES = WRAPPER_DTYPES
-
 HEADER_PATH = "src/byocc_generic.cuh"
 _HEADER = "cuda/byocc_generic.cuh"
 
@@ -50,7 +47,7 @@ POST_CODES = {None: 0, "relu": 1}
 
 
 def _row(dtype: str) -> DType:
-    if dtype not in GENERIC_DTYPES:
+    if dtype not in WRAPPER_DTYPES:  # the generic kernels take every dtype a wrapper takes
         raise CodegenError(f"dtype {dtype} is not supported by byocc's generic kernels")
     return dtype_row(dtype)
 
@@ -74,10 +71,15 @@ def gemm_name(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     return f"gemm_{short(dtype_a)}_{short(dtype_b)}_{short(dtype_d)}"
 
 
+def declaration(kind: str, name: str) -> str:
+    """The one-line prototype of generic kernel ``name``'s entry point, ``kind`` ``gemm``,
+    ``epilogue`` or ``elementwise`` (``cuda/generic_declaration.h.j2``)."""
+    return render("cuda/generic_declaration.h.j2", kind=kind, name=name).removesuffix("\n")
+
+
 def gemm_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     """Prototype of the generic GEMM entry (``byocc::generic::<name>_run``)."""
-    return (f"namespace byocc {{ namespace generic {{ int {gemm_name(dtype_a, dtype_b, dtype_d)}_run("
-            "const GemmArgs& g, int64_t sbk, int64_t sbn, const Epilogue& e, cudaStream_t stream); } }")
+    return declaration("gemm", gemm_name(dtype_a, dtype_b, dtype_d))
 
 
 def gemm_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
@@ -93,8 +95,7 @@ def epilogue_name(dtype_src: str, dtype_d: str) -> str:
 
 
 def epilogue_declaration(dtype_src: str, dtype_d: str) -> str:
-    return (f"namespace byocc {{ namespace generic {{ int {epilogue_name(dtype_src, dtype_d)}_run("
-            "const Operand& src, const Epilogue& e, void* out, int sm_count, cudaStream_t stream); } }")
+    return declaration("epilogue", epilogue_name(dtype_src, dtype_d))
 
 
 def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
@@ -136,8 +137,8 @@ def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
 
 
 __all__ = [
-    "ACT_CODES", "BIN_CODES", "CONV_HEADER_PATHS", "GENERIC_DTYPES", "HEADER_PATH", "MAX_EW_INPUTS",
-    "MAX_RANK", "POST_CODES", "conv_declaration", "conv_header_sources", "conv_name", "conv_unit",
-    "ctype", "epilogue_declaration", "epilogue_name", "epilogue_unit",
+    "ACT_CODES", "BIN_CODES", "CONV_HEADER_PATHS", "HEADER_PATH", "MAX_EW_INPUTS", "MAX_RANK",
+    "POST_CODES", "conv_declaration", "conv_header_sources", "conv_name", "conv_unit", "ctype",
+    "declaration", "epilogue_declaration", "epilogue_name", "epilogue_unit",
     "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
 ]

@@ -208,19 +208,6 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             attention = make_call("relax.permute_dims", [attention], {"axes": [0, 2, 1, 3]})
         return _reshape(attention, before)
 
-    def bias_operand(m: dict, b, s, n, s_kv):
-        bias = m[bias_raw]
-        shape = _shape(bias)
-        bn = _mul(b, n)
-        forms = (((bn, s, s_kv), (b, n, s, s_kv)), ((bn, 1, s_kv), (b, n, 1, s_kv)),
-                 ((b, s, s_kv), (b, 1, s, s_kv)), ((b, 1, s_kv), (b, 1, 1, s_kv)),
-                 ((1, s, s_kv), (1, 1, s, s_kv)), ((s, s_kv), (1, 1, s, s_kv)),
-                 ((1, 1, s_kv), (1, 1, 1, s_kv)), ((1, s_kv), (1, 1, 1, s_kv)), ((s_kv,), (1, 1, 1, s_kv)))
-        for have, want in forms:
-            if _same_dims(shape, have):
-                return _reshape(bias, want)
-        raise _Reject
-
     def rewriter(original, m: dict):
         try:
             if with_kv_repeat:
@@ -228,16 +215,11 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             query, (b, s, n, _) = q.operand(m)
             key, (_, s_kv, _, _) = k.operand(m)
             value, _ = v.operand(m)
-            sm = m[softmax]
-            axis = sm.attrs.get("axis")
-            rank = len(_shape(sm))
-            if axis == -1:
-                axis += rank
-            if axis != rank - 1:
+            if not _softmax_over_last_axis(m[softmax]):
                 return original
             operands = [query, key, value]
             if with_bias:
-                operands.append(bias_operand(m, b, s, n, s_kv))
+                operands.append(_bias_operand(m[bias_raw], b, s, n, s_kv))
             try:
                 attention = make_call("relax.nn.attention", operands, {"scale": _scale(m[scale])})
             except TypeInferenceError:
@@ -250,6 +232,29 @@ def make_attention_rewrite(qkv_layout: str, out_layout: str, with_bias: bool, wi
             return original
 
     return pattern, rewriter
+
+
+def _softmax_over_last_axis(softmax) -> bool:
+    axis = softmax.attrs.get("axis")
+    rank = len(_shape(softmax))
+    if axis == -1:
+        axis += rank
+    return axis == rank - 1
+
+
+def _bias_operand(bias, b, s, n, s_kv):
+    """The chain's bias reshaped to the 4-d form ``relax.nn.attention`` takes ((B, N, S, S_kv)
+    or one that broadcasts to it), for each bias shape the rewrite accepts; _Reject otherwise."""
+    shape = _shape(bias)
+    bn = _mul(b, n)
+    forms = (((bn, s, s_kv), (b, n, s, s_kv)), ((bn, 1, s_kv), (b, n, 1, s_kv)),
+             ((b, s, s_kv), (b, 1, s, s_kv)), ((b, 1, s_kv), (b, 1, 1, s_kv)),
+             ((1, s, s_kv), (1, 1, s, s_kv)), ((s, s_kv), (1, 1, s, s_kv)),
+             ((1, 1, s_kv), (1, 1, 1, s_kv)), ((1, s_kv), (1, 1, 1, s_kv)), ((s_kv,), (1, 1, 1, s_kv)))
+    for have, want in forms:
+        if _same_dims(shape, have):
+            return _reshape(bias, want)
+    raise _Reject
 
 
 def _check_repeats(rk, rv) -> None:
