@@ -236,16 +236,22 @@ class GemmStep:
         return tuple(int(a) % nd for a in axes) == want
 
     def describe(self) -> str:
-        parts = ["matmul" + ("(x, permute_dims(w))" if self.transposed else "(x, w)")]
-        if self.bias is not None:
-            parts.append("+ bias")
-        if self.act:
-            parts.append(self.act)
-        if self.residual_op:
-            parts.append(f"{self.residual_op} residual")
-        if self.post:
-            parts.append(self.post)
-        return " -> ".join(parts)
+        return describe_chain("matmul" + ("(x, permute_dims(w))" if self.transposed else "(x, w)"), self)
+
+
+def describe_chain(root: str, step) -> str:
+    """A GEMM or conv step's epilogue chain as one line: ``root -> + bias -> relu -> ...``
+    (``step``: anything with ``bias``, ``act``, ``residual_op`` and ``post``)."""
+    parts = [root]
+    if step.bias is not None:
+        parts.append("+ bias")
+    if step.act:
+        parts.append(step.act)
+    if step.residual_op:
+        parts.append(f"{step.residual_op} residual")
+    if step.post:
+        parts.append(step.post)
+    return " -> ".join(parts)
 
 
 def _operand(e, params: dict) -> Any:

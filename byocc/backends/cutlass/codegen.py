@@ -102,18 +102,12 @@ def _gemm_header(plan: GemmPlan) -> list[str]:
              f"GEMM M={dim_text(plan.M)} N={dim_text(plan.N)} K={dim_text(plan.K)} batch={plan.case}, "
              f"B {plan.layout}, {st.lhs_sinfo.dtype} x {st.rhs_sinfo.dtype} -> {plan.out_dtype} "
              f"(accumulate {plan.acc_dtype})"]
-    if st.bias is not None:
-        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
-    if st.residual is not None:
-        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
-    for tier in plan.tiers:
-        if tier.arch == "generic":
-            lines.append("variant generic_simt (fp32/int32 accumulation, generic epilogue fused)")
-        else:
-            c = tier.cfg
-            lines.append(f"variant {gemm_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} D {c.align_d}"
-                         f"{'' if tier.fused else ' + generic epilogue'}")
-    return lines
+
+    def tier_text(tier) -> str:
+        c = tier.cfg
+        return f"variant {gemm_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} D {c.align_d}"
+
+    return lines + gemm_plan.epilogue_header(st, plan, "generic_simt", tier_text)
 
 
 def _gemm_operands(plan: GemmPlan) -> tuple[Operand, ...]:

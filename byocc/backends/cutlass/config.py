@@ -87,6 +87,25 @@ class EpilogueSpec:
         return f"D = {z}"
 
 
+def canonical_text(cfg, head: tuple[str, ...] = ()) -> str:
+    """A kernel configuration as ``field=value`` lines in declaration order (an
+    :class:`EpilogueSpec` field as ``epilogue.<name>=...`` lines), after the ``head`` lines:
+    what its unit's name hashes."""
+    lines = list(head)
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, EpilogueSpec):
+            lines.extend(f"epilogue.{g.name}={getattr(value, g.name)}" for g in fields(value))
+        else:
+            lines.append(f"{f.name}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def config_hash(text: str) -> str:
+    """First 12 hex digits of the sha256 of a configuration's canonical text."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 @dataclass(frozen=True)
 class GemmKernelConfig:
     """Everything one kernel unit is keyed by (docs/codegen.md#build-units); M, N, K, L, strides and pointers are
@@ -128,20 +147,12 @@ class GemmKernelConfig:
     @property
     def canonical_text(self) -> str:
         """``field=value`` lines in declaration order: what :attr:`hash` digests."""
-        lines = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, EpilogueSpec):
-                for g in fields(value):
-                    lines.append(f"epilogue.{g.name}={getattr(value, g.name)}")
-            else:
-                lines.append(f"{f.name}={value}")
-        return "\n".join(lines) + "\n"
+        return canonical_text(self)
 
     @property
     def hash(self) -> str:
         """First 12 hex digits of the sha256 of :attr:`canonical_text`."""
-        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:12]
+        return config_hash(self.canonical_text)
 
     @property
     def path(self) -> str:
@@ -153,4 +164,4 @@ class GemmKernelConfig:
         return f"gemm_{self.hash}"
 
 
-__all__ = ["Arch", "EpilogueSpec", "GemmKernelConfig"]
+__all__ = ["Arch", "EpilogueSpec", "GemmKernelConfig", "canonical_text", "config_hash"]

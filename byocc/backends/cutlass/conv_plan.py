@@ -31,6 +31,7 @@ from ..dtypes import itemsize
 from ..program import CompositeCall
 from ..program import composite_bindings
 from ..program import composite_operand
+from ..program import describe_chain
 from ..program import epilogue_chain
 from . import tiles
 from .backend import OPTIONS
@@ -66,16 +67,7 @@ class ConvStep:
     layouts: tuple[str, str, str]  # data, kernel, out
 
     def describe(self) -> str:
-        parts = ["conv2d(x, w)"]
-        if self.bias is not None:
-            parts.append("+ bias")
-        if self.act:
-            parts.append(self.act)
-        if self.residual_op:
-            parts.append(f"{self.residual_op} residual")
-        if self.post:
-            parts.append(self.post)
-        return " -> ".join(parts)
+        return describe_chain("conv2d(x, w)", self)
 
 
 def _ints(value, n: int) -> tuple[int, ...]:

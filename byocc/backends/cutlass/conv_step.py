@@ -16,7 +16,6 @@ from ..cuda.step import Operand
 from ..cuda.step import Step
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
-from ..cuda.wrapper import shape_text
 from ..dtypes import itemsize
 from ..program import ValueRef
 from ..program import resolve
@@ -24,6 +23,7 @@ from . import conv_plan
 from .conv_plan import ConvPlan
 from .conv_unit import conv_declarations
 from .conv_unit import emit_conv
+from .gemm_plan import epilogue_header
 from .gemm_step import GUARDS
 from .gemm_step import StepKernel
 
@@ -80,18 +80,13 @@ def _header(plan: ConvPlan) -> list[str]:
              f"C={plan.C} K={plan.K} R={plan.R} S={plan.S} -> P={plan.P} Q={plan.Q}, "
              f"pad {'/'.join(map(str, st.padding))}, stride {sh}x{sw}, dilation {dh}x{dw}, groups {plan.groups}, "
              f"{st.data_sinfo.dtype} -> {plan.out_dtype} (accumulate {plan.acc_dtype})"]
-    if st.bias is not None:
-        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
-    if st.residual is not None:
-        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
-    for tier in plan.tiers:
-        if tier.arch == "generic":
-            lines.append("variant generic_direct_conv (fp32/int32 accumulation, generic epilogue fused)")
-        else:
-            c = tier.cfg
-            lines.append(f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
-                         f"D {c.align_d}, {c.iterator}{'' if tier.fused else ' + generic epilogue'}")
-    return lines
+
+    def tier_text(tier) -> str:
+        c = tier.cfg
+        return (f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
+                f"D {c.align_d}, {c.iterator}")
+
+    return lines + epilogue_header(st, plan, "generic_direct_conv", tier_text)
 
 
 def conv_step_of(plan: ConvPlan, ctx: WrapperContext) -> Step:

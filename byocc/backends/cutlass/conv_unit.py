@@ -16,19 +16,17 @@ Every unit defines, in namespace ``byocc``, ``conv_<hash>_can_implement``,
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from dataclasses import fields
 from typing import Literal
 
 from ..codegen import CodegenError
 from ..codegen import SourceFile
 from ..cuda.templates import render
-from ..dtypes import dtype as dtype_row
 from .config import EpilogueSpec
+from .config import canonical_text
+from .config import config_hash
+from .kernels import sm80_epilogue_ok
 from .sm80_unit import _FUNCTORS
-from .tiles import SM80_MENU
-from .tiles import scale_k
 from .unit_text import ACT_FUNCTORS
 from .unit_text import BIN_FUNCTORS
 from .unit_text import cutlass_library
@@ -70,18 +68,11 @@ class ConvKernelConfig:
     @property
     def canonical_text(self) -> str:
         """``kind=conv2d_fprop`` then ``field=value`` lines: what :attr:`hash` digests."""
-        lines = ["kind=conv2d_fprop"]
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, EpilogueSpec):
-                lines.extend(f"epilogue.{g.name}={getattr(value, g.name)}" for g in fields(value))
-            else:
-                lines.append(f"{f.name}={value}")
-        return "\n".join(lines) + "\n"
+        return canonical_text(self, ("kind=conv2d_fprop",))
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.canonical_text.encode()).hexdigest()[:12]
+        return config_hash(self.canonical_text)
 
     @property
     def path(self) -> str:
@@ -112,17 +103,9 @@ def conv_supports(cfg: ConvKernelConfig) -> bool:
         return False
     if cfg.dtype_d not in ("float16", "float32"):
         return False
-    bits_d = dtype_row(cfg.dtype_d).bits
-    if cfg.align_d < 1 or (128 // bits_d) % cfg.align_d != 0:
+    if cfg.dtype_c is not None and cfg.dtype_c != cfg.dtype_d:
         return False
-    if cfg.dtype_c is not None and (cfg.dtype_c != cfg.dtype_d or cfg.align_c != cfg.align_d):
-        return False
-    if cfg.tile not in {scale_k(t, cfg.dtype_a) for t, _ in SM80_MENU.values()}:
-        return False
-    ep = cfg.epilogue
-    if ep.residual is None:
-        return not (ep.bias and ep.source)
-    return ep.bias == "per_column"
+    return sm80_epilogue_ok(cfg)
 
 
 def _shapes(cfg: ConvKernelConfig) -> tuple[str, tuple[int, int, int], tuple[int, int, int]]:

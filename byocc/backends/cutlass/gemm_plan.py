@@ -508,6 +508,25 @@ def step_scratch(plan: GemmPlan, ctx: WrapperContext) -> Size:
     return b + acc + ws
 
 
+def epilogue_header(st, plan, generic: str, tier_text) -> list[str]:
+    """The header comment lines a GEMM or conv step shares: its bias and residual with their
+    operand classes, then one line per tier in run-time order (``generic`` names the generic
+    kernel's line, ``tier_text(tier)`` writes a CUTLASS tier's)."""
+    from ..cuda.wrapper import shape_text
+
+    lines = []
+    if st.bias is not None:
+        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
+    if st.residual is not None:
+        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
+    for tier in plan.tiers:
+        if tier.arch == "generic":
+            lines.append(f"variant {generic} (fp32/int32 accumulation, generic epilogue fused)")
+        else:
+            lines.append(tier_text(tier) + ("" if tier.fused else " + generic epilogue"))
+    return lines
+
+
 __all__ = [
     "GemmPlan", "MAX_SM90_SMS", "Size", "Tier", "classify", "impl_name", "plan_gemm", "round_up",
     "scratch_regions", "shape_text_of", "step_scratch", "variant",

@@ -127,6 +127,14 @@ def sm80_supports(cfg: GemmKernelConfig) -> bool:
         return False
     if 1 in (cfg.align_a, cfg.align_b) and (cfg.dtype_a != "float16" or cfg.stages != 2):
         return False
+    return sm80_epilogue_ok(cfg)
+
+
+def sm80_epilogue_ok(cfg) -> bool:
+    """The 2.x units' conditions on D, C, the tile and the epilogue, shared by the GEMM and the
+    conv units (``cfg``: a :class:`GemmKernelConfig` or a conv configuration): D's alignment
+    divides 128 bits, C's equals D's, the tile is on the 2.x menu (k scaled per dtype), one
+    addend without a residual, a per-column bias with one."""
     bits_d = _bits(cfg.dtype_d)
     if cfg.align_d < 1 or (128 // bits_d) % cfg.align_d != 0:
         return False
@@ -210,6 +218,6 @@ def sm80_config(m: int | None, n: int | None, k: int | None, l: int | None, *, d
 
 
 __all__ = [
-    "EpilogueSpec", "GemmKernelConfig", "emit_kernel", "kernel_declarations",
+    "EpilogueSpec", "GemmKernelConfig", "emit_kernel", "kernel_declarations", "sm80_epilogue_ok",
     "sm80_alignments", "sm80_config", "sm80_supports", "sm90_config", "sm90_supports",
 ]
