@@ -19,10 +19,10 @@ Shapes are the issue's: batch 8, seq 512 and 2048, 16 heads, dims 64 and 128; ba
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -31,6 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_timing import time_graph as _time_graph  # noqa: E402
+
+#: CUDA-graph timing (bench/gpu/gpu_timing.py) with this script's repeat counts.
+time_graph = functools.partial(_time_graph, reps=5, iters=5, warm=2)
 
 TOL = {"float16": 2e-2, "bfloat16": 4e-2}
 
@@ -152,33 +158,6 @@ def reference(q, k, v, bias, causal):
             s = s.masked_fill(j > i + (skv - sq), float("-inf"))
         outs.append((torch.softmax(s, -1) @ vd).transpose(0, 1))
     return torch.stack(outs)
-
-
-def time_graph(fn, iters=5, reps=5):
-    import torch
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        z.record()
-        z.synchronize()
-        times.append(a.elapsed_time(z) / iters)
-    return statistics.median(times)
 
 
 def inputs(c: Case, gen):

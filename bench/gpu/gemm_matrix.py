@@ -35,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_timing import time_graph  # noqa: E402
 
 ACTS = (None, "relu", "gelu")
 F16, BF16, F32, I8, U8 = "float16", "bfloat16", "float32", "int8", "uint8"
@@ -345,42 +348,6 @@ def find_symbols(codegen_text: str, cases: list[Case]) -> None:
         if name in by_name:
             m = re.search(r'R\.call_dps_packed\("(\w+)"', codegen_text[pos:end])
             by_name[name].symbol = m.group(1) if m else None
-
-
-def warm_up(fn, calls=3):
-    """``fn()`` a few times on a side stream (what graph capture needs first), then wait."""
-    import torch
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(calls):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-
-
-def time_graph(fn, reps=20, iters=10):
-    """Median ms of one fn() call, from CUDA-graph replays of `iters` calls."""
-    import torch
-
-    warm_up(fn)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / iters)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def check_bad_arguments(lib, c: Case, xs, out) -> dict:

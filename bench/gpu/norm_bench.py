@@ -33,6 +33,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_timing import time_graph as shared_time_graph  # noqa: E402
+
 CSRC = ROOT / "byocc" / "backends" / "cuda" / "csrc"
 TOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4}
 TAG = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
@@ -139,30 +143,8 @@ def main(argv=None) -> int:
         print("  FAIL", c)
 
     # ---- timing
-    def time_graph(fn, iters=20, reps=15):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(iters):
-                fn()
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            graph.replay()
-            z.record()
-            z.synchronize()
-            times.append(a.elapsed_time(z) / iters)
-        return statistics.median(times)
+    def time_graph(fn):
+        return shared_time_graph(fn, reps=15, iters=20)
 
     compiled = {}
     if not args.no_compile_baseline:

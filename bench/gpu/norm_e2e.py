@@ -24,6 +24,7 @@ One command on a machine with an NVIDIA GPU, nvcc and PyTorch (no CUTLASS unit i
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -38,6 +39,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpu_timing import time_graph as _time_graph  # noqa: E402
+
+#: CUDA-graph timing (bench/gpu/gpu_timing.py) with this script's repeat counts.
+time_graph = functools.partial(_time_graph, reps=20, iters=20)
 
 TAG = {"float16": "f16", "bfloat16": "bf16"}
 TOL = {"float16": 1e-2, "bfloat16": 2e-2}
@@ -200,34 +207,6 @@ def bad_arguments(lib, c: Case, xs) -> dict:
         except ByoccRuntimeError as e:
             results[name] = "ok" if e.code == code else f"code {e.code}: {e}"
     return results
-
-
-def time_graph(fn, reps=20, iters=20) -> float:
-    """Median ms of one ``fn()``, from CUDA-graph replays of ``iters`` calls."""
-    import torch
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / iters)
-    return sorted(times)[len(times) // 2]
 
 
 def perf(lib, c: Case, xs, out) -> dict:

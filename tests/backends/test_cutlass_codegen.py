@@ -346,6 +346,20 @@ _FAKE_RUNTIME_DEVICE_INFO = """int device_info(int device, DeviceInfo* out) {
 }
 """
 
+#: The generic epilogue on the host (the tests' stand-in for the epilogue kernel).
+HOST_EPILOGUE = r"""
+template <typename TSrc, typename TOut>
+int host_epilogue(const Operand& src, const Epilogue& e, void* out) {
+  using C = typename Num<TOut>::C;
+  int64_t numel = 1;
+  for (int a = 0; a < e.rank; ++a) numel *= e.shape[a];
+  for (int64_t i = 0; i < numel; ++i)
+    epilogue_store<TOut>(static_cast<C>(Num<TSrc>::load(static_cast<const TSrc*>(src.ptr)[offset_of(src, i, e.rank, e.shape)])), i, e, static_cast<TOut*>(out));
+  return BYOCC_OK;
+}
+"""
+
+
 _HOST_KERNELS = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,16 +381,7 @@ int host_gemm(const GemmArgs& g, int64_t sbk, int64_t sbn, const Epilogue& e) {
       }
   return BYOCC_OK;
 }
-template <typename TSrc, typename TOut>
-int host_epilogue(const Operand& src, const Epilogue& e, void* out) {
-  using C = typename Num<TOut>::C;
-  int64_t numel = 1;
-  for (int a = 0; a < e.rank; ++a) numel *= e.shape[a];
-  for (int64_t i = 0; i < numel; ++i)
-    epilogue_store<TOut>(static_cast<C>(Num<TSrc>::load(static_cast<const TSrc*>(src.ptr)[offset_of(src, i, e.rank, e.shape)])), i, e, static_cast<TOut*>(out));
-  return BYOCC_OK;
-}
-}  // namespace generic
+""" + HOST_EPILOGUE + r"""}  // namespace generic
 }  // namespace byocc
 """
 

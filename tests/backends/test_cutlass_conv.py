@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_cutlass_codegen import HOST_EPILOGUE
 
 from byocc.backends import get_patterns_with_prefix
 from byocc.backends.cuda.common import common_sources
@@ -315,16 +316,7 @@ int host_conv(const ConvArgs& a, int64_t groups, const Epilogue& e) {
   for (int64_t i = 0; i < a.N * a.P * a.Q * a.K * groups; ++i) conv_output<TA, TB, TOut>(a, groups, e, i);
   return BYOCC_OK;
 }
-template <typename TSrc, typename TOut>
-int host_epilogue(const Operand& src, const Epilogue& e, void* out) {
-  using C = typename Num<TOut>::C;
-  int64_t numel = 1;
-  for (int a = 0; a < e.rank; ++a) numel *= e.shape[a];
-  for (int64_t i = 0; i < numel; ++i)
-    epilogue_store<TOut>(static_cast<C>(Num<TSrc>::load(static_cast<const TSrc*>(src.ptr)[offset_of(src, i, e.rank, e.shape)])), i, e, static_cast<TOut*>(out));
-  return BYOCC_OK;
-}
-}  // namespace generic
+""" + HOST_EPILOGUE + r"""}  // namespace generic
 }  // namespace byocc
 """
 
