@@ -302,7 +302,7 @@ def test_transformer_block_partition_o_completes(tmp_path, path):
 
 def test_supports_names_the_norms():
     assert supports("cutlass.layer_norm") and supports("cutlass.rms_norm")
-    assert not supports("cutlass.attention") and not supports("cutlass.conv2d_bias")
+    assert not supports("cutlass.decode_matmul") and not supports("cutlass.attention_var_len")
 
 
 @pytest.mark.parametrize("path", ["annotate", "merge"])

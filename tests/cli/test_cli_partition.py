@@ -234,7 +234,8 @@ def test_output_folder_with_a_codegen(tmp_path, stub_backend):
         "library": "lib/libbyocc_seed.so", "uses_cutlass": False, "uses_cublaslt": False,
         "codegen_options": {},
         "functions": [{
-            "symbol": "fused_relax_multiply1_stubbed", "backend": "stubbed",
+            "symbol": "fused_relax_multiply1_stubbed", "global_symbol": "fused_relax_multiply1_stubbed",
+            "backend": "stubbed",
             "composites": ["stubbed.multiply"],
             "args": [{"name": "x", "dtype": "float32", "shape": [10, 10]},
                      {"name": "y", "dtype": "float32", "shape": [10, 10]}],
