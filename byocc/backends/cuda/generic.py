@@ -73,7 +73,7 @@ def gemm_name(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
 
 def declaration(kind: str, name: str) -> str:
     """The one-line prototype of generic kernel ``name``'s entry point, ``kind`` ``gemm``,
-    ``epilogue`` or ``elementwise`` (``cuda/generic_declaration.h.j2``)."""
+    ``epilogue``, ``conv`` or ``elementwise`` (``cuda/generic_declaration.h.j2``)."""
     return render("cuda/generic_declaration.h.j2", kind=kind, name=name).removesuffix("\n")
 
 
@@ -124,8 +124,7 @@ def conv_name(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
 
 def conv_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     """Prototype of the generic direct convolution's entry (``byocc::generic::<name>_run``)."""
-    return (f"namespace byocc {{ namespace generic {{ int {conv_name(dtype_a, dtype_b, dtype_d)}_run("
-            "const ConvArgs& a, int64_t groups, const Epilogue& e, cudaStream_t stream); } }")
+    return declaration("conv", conv_name(dtype_a, dtype_b, dtype_d))
 
 
 def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:

@@ -37,6 +37,7 @@ from ..cuda.step import Size
 from ..cuda.step import round_up
 from ..cuda.step import tensor_bytes
 from ..cuda.wrapper import WrapperContext
+from ..cuda.wrapper import shape_text
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
 from ..dtypes import itemsize
@@ -512,8 +513,6 @@ def epilogue_header(st, plan, generic: str, tier_text) -> list[str]:
     """The header comment lines a GEMM or conv step shares: its bias and residual with their
     operand classes, then one line per tier in run-time order (``generic`` names the generic
     kernel's line, ``tier_text(tier)`` writes a CUTLASS tier's)."""
-    from ..cuda.wrapper import shape_text
-
     lines = []
     if st.bias is not None:
         lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
