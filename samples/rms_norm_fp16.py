@@ -71,13 +71,11 @@ def main(argv=None) -> int:
         partitioned.show()
         return 0
     from byocc.cli.artifacts import output_files  # what ``byocc partition -o`` writes
+    from byocc.cli.output import write_tree_atomic  # and how: all or nothing, through symlinks
 
     codegen = relax.transform.RunCodegen()(partitioned)
     files = output_files("rms_norm_fp16", partitioned, codegen)
-    for rel, content in files.items():
-        path = args.out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    write_tree_atomic(args.out, files)
     print(f"wrote {len(files)} files to {args.out}", file=sys.stderr)
     return 0
 
