@@ -25,9 +25,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto
-from onnx import helper
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 SEED = 20240501
 

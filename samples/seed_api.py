@@ -4,10 +4,12 @@ changed (spec/textual-ir.md section 8, E1, E2 and E4). Run: ``python samples/see
 from byocc import relax  # was: import tvm; from tvm import relax
 from byocc.relax.backend.cuda.cublas import partition_for_cublas  # noqa: F401
 from byocc.relax.backend.cuda.cutlass import partition_for_cutlass  # noqa: F401
-from byocc.relax.dpl.pattern import is_op  # noqa: F401
-from byocc.relax.dpl.pattern import is_tuple_get_item  # noqa: F401
-from byocc.relax.dpl.pattern import make_fused_bias_activation_pattern  # noqa: F401
-from byocc.relax.dpl.pattern import wildcard  # noqa: F401
+from byocc.relax.dpl.pattern import (  # noqa: F401
+    is_op,
+    is_tuple_get_item,
+    make_fused_bias_activation_pattern,
+    wildcard,
+)
 from byocc.relax.transform import PatternCheckContext  # noqa: F401
 
 x = relax.Var("x", relax.TensorStructInfo([10, 10], "float32"))
