@@ -22,6 +22,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .xp import array_module
+
 _ML_DTYPES = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
               "float8_e4m3", "float8_e3m4", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
               "float6_e3m2fn"}
@@ -71,167 +73,180 @@ def is_float_dtype(dt) -> bool:
 
 def _f64(x):
     """``x`` as float64 when it is floating point (ints and bools stay as they are)."""
-    import numpy as np
+    xp = array_module()
 
-    x = np.asarray(x)
+    x = xp.asarray(x)
     if is_float_dtype(x.dtype):
-        return x.astype(np.float64)
+        return x.astype(xp.float64)
     return x
 
 
 def _cast(x, dt):
-    import numpy as np
+    xp = array_module()
 
-    return np.asarray(x).astype(dt, copy=False)
+    return xp.asarray(x).astype(dt, copy=False)
 
 
 def _dtype_of(x):
-    import numpy as np
+    xp = array_module()
 
-    if isinstance(x, np.ndarray):
+    if isinstance(x, xp.ndarray):
         return x.dtype
     if isinstance(x, bool):
-        return np.dtype(bool)
+        return xp.dtype(bool)
     if isinstance(x, int):
-        return np.dtype("int64")
+        return xp.dtype("int64")
     if isinstance(x, float):
-        return np.dtype("float64")
-    return np.asarray(x).dtype
+        return xp.dtype("float64")
+    return xp.asarray(x).dtype
 
 
 def _binary_dtype(a, b):
     """TVM: both operands share a dtype (a bool operand is exempt) and the LHS's wins,
     unless the LHS is a bare Python scalar (a primitive value) and the RHS a tensor."""
-    import numpy as np
+    xp = array_module()
 
-    if not isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+    if not isinstance(a, xp.ndarray) and isinstance(b, xp.ndarray):
         return b.dtype
     return _dtype_of(a)
 
 
 def erf(x):
-    """Element-wise erf in float64 (scipy's when installed, else ``math.erf``)."""
-    import numpy as np
+    """Element-wise erf in float64 (scipy's when installed, else ``math.erf``; a device
+    array module's own, cupyx.scipy.special's for CuPy)."""
+    xp = array_module()
 
-    x = np.asarray(x, dtype=np.float64)
+    x = xp.asarray(x, dtype=xp.float64)
+    if not _is_numpy(xp):
+        return xp.erf(x)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # pragma: no cover - depends on the environment
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64) if x.size else x.copy()
+        return xp.frompyfunc(math.erf, 1, 1)(x).astype(xp.float64) if x.size else x.copy()
     return scipy_erf(x)
 
 
+def _is_numpy(xp) -> bool:
+    return getattr(xp, "__name__", None) == "numpy"
+
+
 # --------------------------------------------------------------------------- element-wise
-def _arith(fn: Callable, exact: bool = False) -> Callable:
+def _fn(xp, fn: str | Callable) -> Callable:
+    """``fn`` as a function: a name is looked up in the array module ``xp`` at call time."""
+    return getattr(xp, fn) if isinstance(fn, str) else fn
+
+
+def _arith(fn: str | Callable, exact: bool = False) -> Callable:
     """A broadcasting binary op. ``exact``: numpy's own loop is correctly rounded for two
     operands of one float dtype (add, multiply...: float32 holds float16 results with room
     for safe double rounding), so it runs directly, which is much faster."""
 
     def ref(a, b):
-        import numpy as np
+        xp = array_module()
 
-        if exact and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype:
-            return np.asarray(fn(a, b))
+        f = _fn(xp, fn)
+        if exact and type(a) is xp.ndarray and type(b) is xp.ndarray and a.dtype == b.dtype:
+            return xp.asarray(f(a, b))
         dt = _binary_dtype(a, b)
-        with np.errstate(all="ignore"):
+        with xp.errstate(all="ignore"):
             if is_float_dtype(dt):
-                return _cast(fn(_f64(a), _f64(b)), dt)
-            return _cast(fn(a, b), dt)
+                return _cast(f(_f64(a), _f64(b)), dt)
+            return _cast(f(a, b), dt)
 
     return ref
 
 
-def _compare(fn: Callable) -> Callable:
+def _compare(fn: str | Callable) -> Callable:
     def ref(a, b):
-        import numpy as np
+        xp = array_module()
 
-        return np.asarray(fn(_f64(a), _f64(b)), dtype=bool)
+        return xp.asarray(_fn(xp, fn)(_f64(a), _f64(b)), dtype=bool)
 
     return ref
 
 
 def _int_divide(a, b):
     """Integer division truncating toward zero (C semantics)."""
-    import numpy as np
+    xp = array_module()
 
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.floor_divide(a, b)
-        fix = (np.mod(a, b) != 0) & ((a < 0) != (b < 0))
+    a, b = xp.asarray(a), xp.asarray(b)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        q = xp.floor_divide(a, b)
+        fix = (xp.mod(a, b) != 0) & ((a < 0) != (b < 0))
     return q + fix.astype(q.dtype)
 
 
 def _divide(a, b):
-    import numpy as np
+    xp = array_module()
 
     dt = _binary_dtype(a, b)
     if is_float_dtype(dt):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return _cast(np.true_divide(_f64(a), _f64(b)), dt)
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return _cast(xp.true_divide(_f64(a), _f64(b)), dt)
     return _cast(_int_divide(a, b), dt)
 
 
-def _unary_float(fn: Callable) -> Callable:
+def _unary_float(fn: str | Callable) -> Callable:
     """Float math in float64, result in the input dtype (ints computed as float64 and
     cast back, as TVM's intrinsics do after promotion)."""
 
     def ref(x):
-        import numpy as np
+        xp = array_module()
 
-        x = np.asarray(x)
-        with np.errstate(all="ignore"):
-            return _cast(fn(x.astype(np.float64)), x.dtype)
-
-    return ref
-
-
-def _unary_same(fn: Callable) -> Callable:
-    def ref(x):
-        import numpy as np
-
-        x = np.asarray(x)
-        return _cast(fn(_f64(x)), x.dtype)
+        x = xp.asarray(x)
+        with xp.errstate(all="ignore"):
+            return _cast(_fn(xp, fn)(x.astype(xp.float64)), x.dtype)
 
     return ref
 
 
-def _unary_bool(fn: Callable) -> Callable:
+def _unary_same(fn: str | Callable) -> Callable:
     def ref(x):
-        import numpy as np
+        xp = array_module()
 
-        return np.asarray(fn(_f64(x)), dtype=bool)
+        x = xp.asarray(x)
+        return _cast(_fn(xp, fn)(_f64(x)), x.dtype)
+
+    return ref
+
+
+def _unary_bool(fn: str | Callable) -> Callable:
+    def ref(x):
+        xp = array_module()
+
+        return xp.asarray(_fn(xp, fn)(_f64(x)), dtype=bool)
 
     return ref
 
 
 def _sigmoid(x):
-    import numpy as np
+    xp = array_module()
 
-    return 0.5 * (np.tanh(0.5 * x) + 1.0)
+    return 0.5 * (xp.tanh(0.5 * x) + 1.0)
 
 
 def _rsqrt(x):
-    import numpy as np
+    xp = array_module()
 
-    return 1.0 / np.sqrt(x)
+    return 1.0 / xp.sqrt(x)
 
 
 def _clip(x, a_min, a_max):
-    import numpy as np
+    xp = array_module()
 
-    x = np.asarray(x)
-    return _cast(np.clip(_f64(x), a_min, a_max), x.dtype)
+    x = xp.asarray(x)
+    return _cast(xp.clip(_f64(x), a_min, a_max), x.dtype)
 
 
 def _astype(x, dtype="float32"):
-    import numpy as np
+    xp = array_module()
 
-    x = np.asarray(x)
+    x = xp.asarray(x)
     target = np_dtype(dtype)
     if is_float_dtype(x.dtype) and target.kind in "iu":
         # float -> int truncates toward zero (a C cast); out of range is unspecified
-        with np.errstate(invalid="ignore"):
-            return np.trunc(x.astype(np.float64)).astype(target)
+        with xp.errstate(invalid="ignore"):
+            return xp.trunc(x.astype(xp.float64)).astype(target)
     return x.astype(target)
 
 
@@ -239,9 +254,9 @@ def _astype(x, dtype="float32"):
 def _format(fmt: str, values: tuple) -> str:
     """TVM's run-time formatting of ``R.print``/``R.assert_op`` values: ``fmt`` with ``{}``
     placeholders, or the values separated by spaces when ``fmt`` is empty."""
-    import numpy as np
+    xp = array_module()
 
-    shown = [np.asarray(v) if hasattr(v, "shape") else v for v in values]
+    shown = [xp.asarray(v) if hasattr(v, "shape") else v for v in values]
     return (fmt or " ".join(["{}"] * len(shown))).format(*shown)
 
 
@@ -251,44 +266,47 @@ def _print(fmt: str, *values: Any) -> tuple:
 
 
 def _assert_op(condition: Any, fmt: str, *values: Any) -> tuple:
-    import numpy as np
+    xp = array_module()
 
-    if not bool(np.asarray(condition)):
+    if not bool(xp.asarray(condition)):
         from byocc.ir import InterpretError
 
         raise InterpretError("R.assert_op failed: " + (_format(fmt, values) if fmt or values else "the condition is false"))
     return ()
 
 
-def _table() -> dict[str, Callable[..., Any]]:
-    import numpy as np
+def _invert(x):
+    xp = array_module()
+    return xp.invert(xp.asarray(x))
 
+
+def _table() -> dict[str, Callable[..., Any]]:
     t: dict[str, Callable[..., Any]] = {
-        "add": _arith(np.add, exact=True), "subtract": _arith(np.subtract, exact=True), "multiply": _arith(np.multiply, exact=True),
-        "divide": _divide, "floor_divide": _arith(np.floor_divide), "power": _arith(np.power),
-        "maximum": _arith(np.maximum, exact=True), "minimum": _arith(np.minimum, exact=True), "mod": _arith(np.fmod),
-        "floor_mod": _arith(np.mod), "log_add_exp": _arith(np.logaddexp), "atan2": _arith(np.arctan2),
-        "logical_and": _arith(np.logical_and), "logical_or": _arith(np.logical_or),
-        "logical_xor": _arith(np.logical_xor), "bitwise_and": _arith(np.bitwise_and),
-        "bitwise_or": _arith(np.bitwise_or), "bitwise_xor": _arith(np.bitwise_xor),
-        "left_shift": _arith(np.left_shift), "right_shift": _arith(np.right_shift),
-        "equal": _compare(np.equal), "not_equal": _compare(np.not_equal), "less": _compare(np.less),
-        "less_equal": _compare(np.less_equal), "greater": _compare(np.greater),
-        "greater_equal": _compare(np.greater_equal),
+        "add": _arith("add", exact=True), "subtract": _arith("subtract", exact=True), "multiply": _arith("multiply", exact=True),
+        "divide": _divide, "floor_divide": _arith("floor_divide"), "power": _arith("power"),
+        "maximum": _arith("maximum", exact=True), "minimum": _arith("minimum", exact=True), "mod": _arith("fmod"),
+        "floor_mod": _arith("mod"), "log_add_exp": _arith("logaddexp"), "atan2": _arith("arctan2"),
+        "logical_and": _arith("logical_and"), "logical_or": _arith("logical_or"),
+        "logical_xor": _arith("logical_xor"), "bitwise_and": _arith("bitwise_and"),
+        "bitwise_or": _arith("bitwise_or"), "bitwise_xor": _arith("bitwise_xor"),
+        "left_shift": _arith("left_shift"), "right_shift": _arith("right_shift"),
+        "equal": _compare("equal"), "not_equal": _compare("not_equal"), "less": _compare("less"),
+        "less_equal": _compare("less_equal"), "greater": _compare("greater"),
+        "greater_equal": _compare("greater_equal"),
         # unary
-        "abs": _unary_same(np.abs), "negative": _unary_same(np.negative),
-        "exp": _unary_float(np.exp), "log": _unary_float(np.log), "sqrt": _unary_float(np.sqrt),
-        "rsqrt": _unary_float(_rsqrt), "sin": _unary_float(np.sin), "cos": _unary_float(np.cos),
-        "tan": _unary_float(np.tan), "sinh": _unary_float(np.sinh), "cosh": _unary_float(np.cosh),
-        "tanh": _unary_float(np.tanh), "asin": _unary_float(np.arcsin), "acos": _unary_float(np.arccos),
-        "atan": _unary_float(np.arctan), "asinh": _unary_float(np.arcsinh),
-        "acosh": _unary_float(np.arccosh), "atanh": _unary_float(np.arctanh),
+        "abs": _unary_same("abs"), "negative": _unary_same("negative"),
+        "exp": _unary_float("exp"), "log": _unary_float("log"), "sqrt": _unary_float("sqrt"),
+        "rsqrt": _unary_float(_rsqrt), "sin": _unary_float("sin"), "cos": _unary_float("cos"),
+        "tan": _unary_float("tan"), "sinh": _unary_float("sinh"), "cosh": _unary_float("cosh"),
+        "tanh": _unary_float("tanh"), "asin": _unary_float("arcsin"), "acos": _unary_float("arccos"),
+        "atan": _unary_float("arctan"), "asinh": _unary_float("arcsinh"),
+        "acosh": _unary_float("arccosh"), "atanh": _unary_float("arctanh"),
         "sigmoid": _unary_float(_sigmoid), "erf": _unary_float(erf),
-        "floor": _unary_same(np.floor), "ceil": _unary_same(np.ceil), "round": _unary_same(np.rint),
-        "trunc": _unary_same(np.trunc), "sign": _unary_same(np.sign), "square": _unary_same(np.square),
-        "isnan": _unary_bool(np.isnan), "isinf": _unary_bool(np.isinf),
-        "isfinite": _unary_bool(np.isfinite), "logical_not": _unary_bool(np.logical_not),
-        "bitwise_not": lambda x: np.invert(np.asarray(x)), "clip": _clip, "astype": _astype,
+        "floor": _unary_same("floor"), "ceil": _unary_same("ceil"), "round": _unary_same("rint"),
+        "trunc": _unary_same("trunc"), "sign": _unary_same("sign"), "square": _unary_same("square"),
+        "isnan": _unary_bool("isnan"), "isinf": _unary_bool("isinf"),
+        "isfinite": _unary_bool("isfinite"), "logical_not": _unary_bool("logical_not"),
+        "bitwise_not": _invert, "clip": _clip, "astype": _astype,
         "wrap_param": _astype, "print": _print, "assert_op": _assert_op,
     }
     return {"relax." + k: v for k, v in t.items()}

@@ -16,91 +16,86 @@ from .reference import _f64
 from .reference import erf
 from .reference import is_float_dtype
 from .reference import np_dtype
-
-
-def _np():
-    import numpy as np
-
-    return np
+from .xp import array_module
 
 
 # --------------------------------------------------------------------------- activations
 def _relu(x):
-    np = _np()
-    x = np.asarray(x)
-    return np.maximum(x, np.zeros((), x.dtype))
+    xp = array_module()
+    x = xp.asarray(x)
+    return xp.maximum(x, xp.zeros((), x.dtype))
 
 
 def _gelu(x):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    return _cast(0.5 * v * (1.0 + erf(v / np.sqrt(2.0))), x.dtype)
+    return _cast(0.5 * v * (1.0 + erf(v / xp.sqrt(2.0))), x.dtype)
 
 
 def _gelu_tanh(x):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    inner = np.sqrt(2.0 / np.pi) * (v + 0.044715 * v ** 3)
-    return _cast(0.5 * v * (1.0 + np.tanh(inner)), x.dtype)
+    inner = xp.sqrt(2.0 / xp.pi) * (v + 0.044715 * v ** 3)
+    return _cast(0.5 * v * (1.0 + xp.tanh(inner)), x.dtype)
 
 
 def _silu(x):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    return _cast(v * (0.5 * (np.tanh(0.5 * v) + 1.0)), x.dtype)
+    return _cast(v * (0.5 * (xp.tanh(0.5 * v) + 1.0)), x.dtype)
 
 
 def _selu(x):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
     alpha, lam = 1.6732632423543772, 1.0507009873554805
-    return _cast(lam * np.where(v > 0, v, alpha * np.expm1(np.minimum(v, 0))), x.dtype)
+    return _cast(lam * xp.where(v > 0, v, alpha * xp.expm1(xp.minimum(v, 0))), x.dtype)
 
 
 def _softmax(x, axis=-1):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    e = np.exp(v - np.max(v, axis=axis, keepdims=True))
-    return _cast(e / np.sum(e, axis=axis, keepdims=True), x.dtype)
+    e = xp.exp(v - xp.max(v, axis=axis, keepdims=True))
+    return _cast(e / xp.sum(e, axis=axis, keepdims=True), x.dtype)
 
 
 def _log_softmax(x, axis=-1):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    shifted = v - np.max(v, axis=axis, keepdims=True)
-    return _cast(shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True)), x.dtype)
+    shifted = v - xp.max(v, axis=axis, keepdims=True)
+    return _cast(shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True)), x.dtype)
 
 
 def _leakyrelu(x, alpha=0.01):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    return _cast(np.where(v >= 0, v, v * alpha), x.dtype)
+    return _cast(xp.where(v >= 0, v, v * alpha), x.dtype)
 
 
 def _softplus(x, beta=1.0, threshold=20.0):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     v = _f64(x)
-    with np.errstate(over="ignore"):
-        soft = np.log1p(np.exp(beta * v)) / beta
-    return _cast(np.where(beta * v > threshold, v, soft), x.dtype)
+    with xp.errstate(over="ignore"):
+        soft = xp.log1p(xp.exp(beta * v)) / beta
+    return _cast(xp.where(beta * v > threshold, v, soft), x.dtype)
 
 
 def _prelu(x, alpha, axis=1):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     shape = [1] * x.ndim
     shape[axis] = -1
-    a = _f64(np.asarray(alpha)).reshape(shape)
+    a = _f64(xp.asarray(alpha)).reshape(shape)
     v = _f64(x)
-    return _cast(np.where(v >= 0, v, v * a), x.dtype)
+    return _cast(xp.where(v >= 0, v, v * a), x.dtype)
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -112,11 +107,11 @@ def _on_axes(param, axes, ndim: int):
     """``param`` (shape: the data's sizes on ``axes``, in the order ``axes`` lists them, as
     TVM's layer_norm/rms_norm take gamma, beta and weight) as float64, transposed and
     reshaped to broadcast against the data: its dims at the (sorted) ``axes``, 1 elsewhere."""
-    np = _np()
+    xp = array_module()
     normalized = [a + ndim if a < 0 else a for a in axes]
     v = _f64(param)
     order = sorted(range(len(normalized)), key=normalized.__getitem__)
-    v = np.transpose(v, order) if v.ndim == len(order) else v
+    v = xp.transpose(v, order) if v.ndim == len(order) else v
     shape = [1] * ndim
     for a, size in zip(sorted(normalized), v.shape):
         shape[a] = size
@@ -124,13 +119,13 @@ def _on_axes(param, axes, ndim: int):
 
 
 def _layer_norm(x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=True):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     ax = _norm_axes(axes, x.ndim)
     v = _f64(x)
-    mean = np.mean(v, axis=ax, keepdims=True)
-    var = np.mean(np.square(v - mean), axis=ax, keepdims=True)
-    out = (v - mean) / np.sqrt(var + epsilon)
+    mean = xp.mean(v, axis=ax, keepdims=True)
+    var = xp.mean(xp.square(v - mean), axis=ax, keepdims=True)
+    out = (v - mean) / xp.sqrt(var + epsilon)
     if scale:
         out = out * _on_axes(gamma, axes, x.ndim)
     if center:
@@ -139,11 +134,11 @@ def _layer_norm(x, gamma, beta, axes=(-1,), epsilon=1e-5, center=True, scale=Tru
 
 
 def _rms_norm(x, weight, axes=(-1,), epsilon=1e-5):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     ax = _norm_axes(axes, x.ndim)
     v = _f64(x)
-    rms = np.sqrt(np.mean(np.square(v), axis=ax, keepdims=True) + epsilon)
+    rms = xp.sqrt(xp.mean(xp.square(v), axis=ax, keepdims=True) + epsilon)
     return _cast(v / rms * _on_axes(weight, axes, x.ndim), x.dtype)
 
 
@@ -155,43 +150,43 @@ def _channel_shape(ndim: int, axis: int) -> list:
 
 def _batch_norm(x, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5, center=True,
                 scale=True, momentum=0.1, training=True):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     axis = axis + x.ndim if axis < 0 else axis
     shape = _channel_shape(x.ndim, axis)
     v = _f64(x)
     mm, mv = _f64(moving_mean), _f64(moving_var)
     if training:
         red = tuple(i for i in range(x.ndim) if i != axis)
-        mean, var = np.mean(v, axis=red), np.var(v, axis=red)
+        mean, var = xp.mean(v, axis=red), xp.var(v, axis=red)
         new_mean = mm * (1 - momentum) + mean * momentum
         new_var = mv * (1 - momentum) + var * momentum
     else:
         mean, var = mm, mv
         new_mean, new_var = mm, mv
-    out = (v - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    out = (v - mean.reshape(shape)) / xp.sqrt(var.reshape(shape) + epsilon)
     if scale:
         out = out * _f64(gamma).reshape(shape)
     if center:
         out = out + _f64(beta).reshape(shape)
-    return [_cast(out, x.dtype), _cast(new_mean, np.asarray(moving_mean).dtype),
-            _cast(new_var, np.asarray(moving_var).dtype)]
+    return [_cast(out, x.dtype), _cast(new_mean, xp.asarray(moving_mean).dtype),
+            _cast(new_var, xp.asarray(moving_var).dtype)]
 
 
 def _group_norm(x, gamma, beta, num_groups, channel_axis, axes, epsilon=1e-5, center=True, scale=True):
     """TVM's group_norm: the channel axis split into (groups, channels per group); the
     statistics reduce the channels of a group and ``axes`` (every other axis is kept)."""
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     c_ax = channel_axis + x.ndim if channel_axis < 0 else channel_axis
     v = _f64(x)
     c = v.shape[c_ax]
     g = v.reshape(v.shape[:c_ax] + (num_groups, c // num_groups) + v.shape[c_ax + 1:])
     red = [c_ax + 1] + [a + 1 if a > c_ax else a for a in _norm_axes(axes, x.ndim)]
     red = tuple(sorted(red))
-    mean = np.mean(g, axis=red, keepdims=True)
-    var = np.var(g, axis=red, keepdims=True)
-    out = ((g - mean) / np.sqrt(var + epsilon)).reshape(v.shape)
+    mean = xp.mean(g, axis=red, keepdims=True)
+    var = xp.var(g, axis=red, keepdims=True)
+    out = ((g - mean) / xp.sqrt(var + epsilon)).reshape(v.shape)
     shape = _channel_shape(v.ndim, c_ax)
     if scale:
         out = out * _f64(gamma).reshape(shape)
@@ -201,13 +196,13 @@ def _group_norm(x, gamma, beta, num_groups, channel_axis, axes, epsilon=1e-5, ce
 
 
 def _instance_norm(x, gamma, beta, channel_axis=1, axes=(2, 3), epsilon=1e-5, center=True, scale=True):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     ax = _norm_axes(axes, x.ndim)
     v = _f64(x)
-    mean = np.mean(v, axis=ax, keepdims=True)
-    var = np.var(v, axis=ax, keepdims=True)
-    out = (v - mean) / np.sqrt(var + epsilon)
+    mean = xp.mean(v, axis=ax, keepdims=True)
+    var = xp.var(v, axis=ax, keepdims=True)
+    out = (v - mean) / xp.sqrt(var + epsilon)
     shape = _channel_shape(x.ndim, channel_axis)
     if scale:
         out = out * _f64(gamma).reshape(shape)
@@ -217,20 +212,20 @@ def _instance_norm(x, gamma, beta, channel_axis=1, axes=(2, 3), epsilon=1e-5, ce
 
 
 def _dropout(x, rate=0.5):
-    np = _np()
-    x = np.asarray(x)
-    return [x.copy(), np.ones_like(x)]
+    xp = array_module()
+    x = xp.asarray(x)
+    return [x.copy(), xp.ones_like(x)]
 
 
 # --------------------------------------------------------------------------- linear algebra
 def _matmul(a, b, out_dtype=None):
-    np = _np()
-    a, b = np.asarray(a), np.asarray(b)
+    xp = array_module()
+    a, b = xp.asarray(a), xp.asarray(b)
     dt = np_dtype(out_dtype) if out_dtype else a.dtype
     if is_float_dtype(a.dtype) or is_float_dtype(dt):
-        out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        out = xp.matmul(a.astype(xp.float64), b.astype(xp.float64))
     else:
-        out = np.matmul(a.astype(np.int64), b.astype(np.int64))
+        out = xp.matmul(a.astype(xp.int64), b.astype(xp.int64))
     return _cast(out, dt)
 
 
@@ -248,21 +243,21 @@ def _canonical(layout: str, first: str) -> str:
 
 
 def _to_first(x, layout: str, first: str):
-    np = _np()
-    return np.transpose(x, _perm(layout, _canonical(layout, first))), _canonical(layout, first)
+    xp = array_module()
+    return xp.transpose(x, _perm(layout, _canonical(layout, first))), _canonical(layout, first)
 
 
 def _from_first(x, canonical: str, layout: str):
-    np = _np()
-    return np.transpose(x, _perm(canonical, layout))
+    xp = array_module()
+    return xp.transpose(x, _perm(canonical, layout))
 
 
 def _windows(x, kernel, strides, dilation):
     """View of ``x`` (N, C, *spatial) as (N, C, *out, *kernel) windows."""
-    np = _np()
+    xp = array_module()
     nsp = len(kernel)
     extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
-    view = np.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(2, 2 + nsp)))
+    view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(2, 2 + nsp)))
     index = [slice(None), slice(None)]
     index += [slice(None, None, s) for s in strides]
     index += [slice(None, None, d) for d in dilation]
@@ -271,18 +266,18 @@ def _windows(x, kernel, strides, dilation):
 
 def _conv(x, w, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout,
           out_dtype):
-    np = _np()
-    x, w = np.asarray(x), np.asarray(w)
+    xp = array_module()
+    x, w = xp.asarray(x), xp.asarray(w)
     dt = np_dtype(out_dtype) if out_dtype else x.dtype
     xc, xl = _to_first(x, data_layout, "NC")
     wc, _ = _to_first(w, kernel_layout, "OI")
     nsp = xc.ndim - 2
     strides, dilation = _expand(strides, nsp), _expand(dilation, nsp)
     pads = _pads(padding, nsp)
-    work = np.float64 if is_float_dtype(x.dtype) or is_float_dtype(dt) else np.int64
-    xp = np.pad(xc.astype(work), [(0, 0), (0, 0)] + pads)
-    win = _windows(xp, wc.shape[2:], strides, dilation)  # N, C, *out, *k
-    n, c = xp.shape[:2]
+    work = xp.float64 if is_float_dtype(x.dtype) or is_float_dtype(dt) else xp.int64
+    padded = xp.pad(xc.astype(work), [(0, 0), (0, 0)] + pads)
+    win = _windows(padded, wc.shape[2:], strides, dilation)  # N, C, *out, *k
+    n, c = padded.shape[:2]
     o = wc.shape[0]
     g = groups
     out_sp = win.shape[2:2 + nsp]
@@ -291,7 +286,7 @@ def _conv(x, w, strides, padding, dilation, groups, data_layout, kernel_layout, 
     letters = "hijk"[:nsp]
     klet = "pqrs"[:nsp]
     spec = f"ngc{letters}{klet},goc{klet}->ngo{letters}"
-    out = np.einsum(spec, win, wg, optimize=True).reshape((n, o) + out_sp)
+    out = xp.einsum(spec, win, wg, optimize=True).reshape((n, o) + out_sp)
     return _cast(_from_first(out, xl, out_layout or data_layout), dt)
 
 
@@ -299,8 +294,8 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilation, groups, da
                     kernel_layout, out_layout, out_dtype):
     """Transposed convolution: spread the input by the strides, pad by the kernel extent
     minus the padding, and convolve with the flipped, in/out-swapped kernel."""
-    np = _np()
-    x, w = np.asarray(x), np.asarray(w)
+    xp = array_module()
+    x, w = xp.asarray(x), xp.asarray(w)
     dt = np_dtype(out_dtype) if out_dtype else x.dtype
     xc, xl = _to_first(x, data_layout, "NC")
     wc, _ = _to_first(w, kernel_layout, "IO")  # (C_in, C_out / groups, *k)
@@ -309,7 +304,7 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilation, groups, da
     opad = _expand(output_padding, nsp)
     pads = _pads(padding, nsp)
     n, c = xc.shape[:2]
-    up = np.zeros((n, c) + tuple((s - 1) * st + 1 for s, st in zip(xc.shape[2:], strides)))
+    up = xp.zeros((n, c) + tuple((s - 1) * st + 1 for s, st in zip(xc.shape[2:], strides)))
     up[(slice(None), slice(None)) + tuple(slice(None, None, st) for st in strides)] = _f64(xc)
     before, after, crop = [], [], []
     for i in range(nsp):
@@ -321,7 +316,7 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilation, groups, da
     up = up[(slice(None), slice(None)) + tuple(crop)]
     g, og = groups, wc.shape[1]
     wk = wc.reshape((g, c // g, og) + wc.shape[2:]).swapaxes(1, 2)
-    wk = np.flip(wk.reshape((g * og, c // g) + wc.shape[2:]), axis=tuple(range(2, 2 + nsp)))
+    wk = xp.flip(wk.reshape((g * og, c // g) + wc.shape[2:]), axis=tuple(range(2, 2 + nsp)))
     sp = "DHW"[3 - nsp:]
     out = _conv(up, wk, (1,) * nsp, before + after, dilation, g, "NC" + sp, "OI" + sp, "NC" + sp, None)
     return _cast(_from_first(out, xl, out_layout or data_layout), dt)
@@ -344,8 +339,8 @@ def _pads(padding, nsp: int) -> list:
 def _pool(kind: str) -> Callable:
     def ref(x, pool_size, strides=(1,), dilation=(1,), padding=(0,), ceil_mode=False,
             count_include_pad=False, layout="NCHW", out_layout=None):
-        np = _np()
-        x = np.asarray(x)
+        xp = array_module()
+        x = xp.asarray(x)
         xc, xl = _to_first(x, layout, "NC")
         nsp = xc.ndim - 2
         ks, st, dl = _expand(pool_size, nsp), _expand(strides, nsp), _expand(dilation, nsp)
@@ -363,38 +358,38 @@ def _pool(kind: str) -> Callable:
                 n_out = max(n_out, n_ceil)
             extra.append(max((n_out - 1) * st[i] + ext - size, 0))
         full = [(p[0], p[1] + e) for p, e in zip(pads, extra)]
-        v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(np.float64)
+        v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(xp.float64)
         if kind == "max":
-            xp = np.pad(v, [(0, 0), (0, 0)] + full, constant_values=-np.inf)
-            out = _windows(xp, ks, st, dl).max(axis=tuple(range(-nsp, 0)))
+            padded = xp.pad(v, [(0, 0), (0, 0)] + full, constant_values=-float("inf"))
+            out = _windows(padded, ks, st, dl).max(axis=tuple(range(-nsp, 0)))
         else:
-            xp = np.pad(v, [(0, 0), (0, 0)] + full)
-            sums = _windows(xp, ks, st, dl).sum(axis=tuple(range(-nsp, 0)))
+            padded = xp.pad(v, [(0, 0), (0, 0)] + full)
+            sums = _windows(padded, ks, st, dl).sum(axis=tuple(range(-nsp, 0)))
             # divisor: window cells inside the input (or inside input + padding)
-            ones = np.zeros((1, 1) + xp.shape[2:])
+            ones = xp.zeros((1, 1) + padded.shape[2:])
             inner = [slice(None), slice(None)]
             for i in range(nsp):
                 lo = 0 if count_include_pad else full[i][0]
-                hi = xp.shape[2 + i] - (full[i][1] - pads[i][1] if count_include_pad else full[i][1])
+                hi = padded.shape[2 + i] - (full[i][1] - pads[i][1] if count_include_pad else full[i][1])
                 inner.append(slice(lo, hi))
             ones[tuple(inner)] = 1.0
             counts = _windows(ones, ks, st, dl).sum(axis=tuple(range(-nsp, 0)))
-            out = sums / np.maximum(counts, 1.0)
+            out = sums / xp.maximum(counts, 1.0)
         return _cast(_from_first(out, xl, out_layout or layout), x.dtype)
 
     return ref
 
 
 def _adaptive_avg_pool(x, output_size=None, layout="NCHW", out_layout=None):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     xc, xl = _to_first(x, layout, "NC")
     nsp = xc.ndim - 2
     in_sp = xc.shape[2:]
     out_sp = in_sp if output_size is None else _expand(output_size, nsp)
     v = _f64(xc)
-    out = np.zeros(xc.shape[:2] + tuple(out_sp))
-    for idx in np.ndindex(*out_sp):
+    out = xp.zeros(xc.shape[:2] + tuple(out_sp))
+    for idx in xp.ndindex(*out_sp):
         sl = [slice(None), slice(None)]
         for i, o in enumerate(idx):
             start = (o * in_sp[i]) // out_sp[i]
@@ -405,8 +400,8 @@ def _adaptive_avg_pool(x, output_size=None, layout="NCHW", out_layout=None):
 
 
 def _pad(x, *rest, pad_width=(), pad_value=0.0, pad_mode="constant"):
-    np = _np()
-    x = np.asarray(x)
+    xp = array_module()
+    x = xp.asarray(x)
     if rest:  # older TVM: pad_value as an operand
         pad_value = rest[0]
     pairs = [(int(pad_width[2 * i]), int(pad_width[2 * i + 1])) for i in range(len(pad_width) // 2)]
@@ -415,8 +410,8 @@ def _pad(x, *rest, pad_width=(), pad_value=0.0, pad_mode="constant"):
     if mode is None:
         raise ValueError(f"unsupported pad_mode {pad_mode!r}")
     if mode == "constant":
-        return np.pad(x, pairs, constant_values=np.asarray(pad_value).astype(x.dtype))
-    return np.pad(x, pairs, mode=mode)
+        return xp.pad(x, pairs, constant_values=xp.asarray(pad_value).astype(x.dtype))
+    return xp.pad(x, pairs, mode=mode)
 
 
 # --------------------------------------------------------------------------- attention
@@ -424,49 +419,49 @@ def _attention(q, k, v, bias=None, scale=None, causal_mask=None, window_size=Non
     """(B, S, N, H) x (B, Skv, N, H) x (B, Skv, N, Hv) -> (B, S, N, Hv); the bias
     broadcasts against (B, N, S, Skv). BottomRight aligns the causal diagonal with the
     last key (offset Skv - S); a window keeps the ``window_size`` keys ending there."""
-    np = _np()
-    q = np.asarray(q)
+    xp = array_module()
+    q = xp.asarray(q)
     dt = q.dtype
-    qh = np.transpose(_f64(q), (0, 2, 1, 3))
-    kh = np.transpose(_f64(k), (0, 2, 1, 3))
-    vh = np.transpose(_f64(v), (0, 2, 1, 3))
+    qh = xp.transpose(_f64(q), (0, 2, 1, 3))
+    kh = xp.transpose(_f64(k), (0, 2, 1, 3))
+    vh = xp.transpose(_f64(v), (0, 2, 1, 3))
     n_q, n_kv = qh.shape[1], kh.shape[1]
     if n_kv != n_q and n_q % n_kv == 0:  # grouped-query: share each key/value head
-        kh = np.repeat(kh, n_q // n_kv, axis=1)
-        vh = np.repeat(vh, n_q // n_kv, axis=1)
+        kh = xp.repeat(kh, n_q // n_kv, axis=1)
+        vh = xp.repeat(vh, n_q // n_kv, axis=1)
     if scale is None:
-        scale = 1.0 / np.sqrt(qh.shape[-1])
-    p = np.matmul(qh, np.swapaxes(kh, -1, -2)) * float(scale)
+        scale = 1.0 / xp.sqrt(qh.shape[-1])
+    p = xp.matmul(qh, xp.swapaxes(kh, -1, -2)) * float(scale)
     if bias is not None:
         p = p + _f64(bias)
     s, skv = p.shape[-2], p.shape[-1]
     if causal_mask is not None or window_size is not None:
         offset = 0 if causal_mask in (None, "TopLeft") else skv - s
-        i = np.arange(s)[:, None]
-        j = np.arange(skv)[None, :]
+        i = xp.arange(s)[:, None]
+        j = xp.arange(skv)[None, :]
         keep = j <= i + offset
         if window_size is not None:
             keep &= j > i + offset - int(window_size)
-        p = np.where(keep, p, -np.inf)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(p - np.max(p, axis=-1, keepdims=True))
-        w = e / np.sum(e, axis=-1, keepdims=True)
-    out = np.matmul(w, vh)
-    return _cast(np.transpose(out, (0, 2, 1, 3)), dt)
+        p = xp.where(keep, p, -xp.inf)
+    with xp.errstate(invalid="ignore"):
+        e = xp.exp(p - xp.max(p, axis=-1, keepdims=True))
+        w = e / xp.sum(e, axis=-1, keepdims=True)
+    out = xp.matmul(w, vh)
+    return _cast(xp.transpose(out, (0, 2, 1, 3)), dt)
 
 
 def _attention_var_len(queries, keys, values, seqstart_q, seqstart_k, max_seqlen_q=None, max_seqlen_k=None,
                        scale=None, causal_mask=None, window_size=None):
     """Packed variable-length batches: (total, N, H) tensors, sequence ``b`` at rows
     ``seqstart[b]:seqstart[b + 1]``; each sequence is attended on its own."""
-    np = _np()
-    queries = np.asarray(queries)
-    sq, sk = np.asarray(seqstart_q).reshape(-1), np.asarray(seqstart_k).reshape(-1)
-    out = np.zeros(queries.shape[:2] + (np.asarray(values).shape[-1],), queries.dtype)
+    xp = array_module()
+    queries = xp.asarray(queries)
+    sq, sk = xp.asarray(seqstart_q).reshape(-1), xp.asarray(seqstart_k).reshape(-1)
+    out = xp.zeros(queries.shape[:2] + (xp.asarray(values).shape[-1],), queries.dtype)
     for b in range(len(sq) - 1):
         q = queries[sq[b]:sq[b + 1]][None]
-        k = np.asarray(keys)[sk[b]:sk[b + 1]][None]
-        v = np.asarray(values)[sk[b]:sk[b + 1]][None]
+        k = xp.asarray(keys)[sk[b]:sk[b + 1]][None]
+        v = xp.asarray(values)[sk[b]:sk[b + 1]][None]
         if q.shape[1] == 0:
             continue
         out[sq[b]:sq[b + 1]] = _attention(q, k, v, None, scale, causal_mask, window_size)[0]

@@ -1,0 +1,154 @@
+"""The array module the operator references compute with (docs/runtime.md#array-module).
+
+Every reference in :mod:`byocc.ops.reference`, :mod:`~byocc.ops.reference_tensor`,
+:mod:`~byocc.ops.reference_nn` and :mod:`~byocc.ops.reference_image` asks
+:func:`array_module` for its namespace instead of importing numpy, so the same code runs on
+numpy (the interpreter, constant folding, CI) and on the GPU through CuPy (``byocc run
+--device cuda``), whose API is numpy's. The namespace is chosen by the caller, not guessed
+from the operands: ``with use_array_module(ns): ...`` (the GPU runner enters it once per run).
+
+:class:`DeviceNamespace` adapts a numpy-compatible device module (CuPy) to what the
+references use beyond the shared API: numpy's dtype utilities, a no-op ``errstate`` (device
+math is IEEE, nothing to silence), ``erf`` from ``cupyx.scipy.special``, a
+``sliding_window_view``; and it *counts* every host array it is handed (``asarray`` of a numpy
+array is a host-to-device copy), so a run can report the bytes it moved and a reference
+that pulls host data into a device run is seen, not hidden.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+_ACTIVE: list[Any] = []  # a stack; empty: numpy
+_NUMPY: list[Any] = []
+
+
+def numpy_module() -> Any:
+    if not _NUMPY:
+        import numpy
+
+        _NUMPY.append(numpy)
+    return _NUMPY[0]
+
+
+def array_module() -> Any:
+    """The namespace references compute with now: numpy unless a caller entered
+    :func:`use_array_module`."""
+    return _ACTIVE[-1] if _ACTIVE else (_NUMPY[0] if _NUMPY else numpy_module())
+
+
+@contextlib.contextmanager
+def use_array_module(namespace: Any) -> Iterator[Any]:
+    """Run the references with ``namespace`` (numpy, or a :class:`DeviceNamespace`) inside."""
+    _ACTIVE.append(namespace)
+    try:
+        yield namespace
+    finally:
+        _ACTIVE.pop()
+
+
+def is_host_array(x: Any) -> bool:
+    """A numpy array or scalar (what a device namespace must copy to the device)."""
+    np = numpy_module()
+    return isinstance(x, (np.ndarray, np.generic))
+
+
+class _NoErrstate:
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def __enter__(self) -> _NoErrstate:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+class _StrideTricks:
+    def __init__(self, ns: DeviceNamespace):
+        self._ns = ns
+
+    def sliding_window_view(self, x: Any, window_shape: Any, axis: Any = None) -> Any:
+        """numpy's ``sliding_window_view`` (as_strided over the device array): a view."""
+        mod = self._ns.module
+        own = getattr(getattr(getattr(mod, "lib", None), "stride_tricks", None), "sliding_window_view", None)
+        if own is not None:
+            return own(x, window_shape, axis=axis)
+        window = tuple(window_shape) if not isinstance(window_shape, int) else (window_shape,)
+        axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = tuple(a + x.ndim if a < 0 else a for a in axes)
+        shape = list(x.shape)
+        for a, w in zip(axes, window):
+            shape[a] -= w - 1
+        strides = tuple(x.strides) + tuple(x.strides[a] for a in axes)
+        return mod.lib.stride_tricks.as_strided(x, tuple(shape) + window, strides)
+
+
+class _Lib:
+    def __init__(self, ns: DeviceNamespace):
+        self.stride_tricks = _StrideTricks(ns)
+
+
+#: numpy attributes that are host-side utilities (dtypes, index iteration), the same for
+#: every array module.
+_FROM_NUMPY = frozenset({"dtype", "iinfo", "finfo", "issubdtype", "integer", "floating", "generic",
+                         "ndindex", "bool_", "number", "signedinteger", "unsignedinteger"})
+
+
+class DeviceNamespace:
+    """A numpy-compatible device module (CuPy) as the references' array namespace.
+
+    ``h2d_bytes``/``h2d_copies`` count the host arrays ``asarray``/``array`` copied to the
+    device; ``module`` is the wrapped module; ``ndarray`` its array type.
+    """
+
+    def __init__(self, module: Any, special: Any = None, name: str | None = None):
+        self.module = module
+        self.name = name or getattr(module, "__name__", "device")
+        self.ndarray = module.ndarray
+        self.errstate = _NoErrstate
+        self.lib = _Lib(self)
+        self._special = special
+        self.h2d_bytes = 0
+        self.h2d_copies = 0
+
+    def __repr__(self) -> str:
+        return f"<array module {self.name}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _FROM_NUMPY:
+            value = getattr(numpy_module(), name)
+        else:
+            value = getattr(self.module, name)
+        setattr(self, name, value)  # found once
+        return value
+
+    def _count(self, x: Any) -> None:
+        if is_host_array(x) and getattr(x, "nbytes", 0):
+            self.h2d_bytes += int(x.nbytes)
+            self.h2d_copies += 1
+
+    def asarray(self, x: Any, dtype: Any = None) -> Any:
+        if type(x) is self.ndarray:
+            return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+        if isinstance(x, (list, tuple)) and any(isinstance(v, self.ndarray) for v in x):
+            return self.module.stack([self.asarray(v, dtype) for v in x])
+        self._count(x)
+        return self.module.asarray(x, dtype=dtype)
+
+    def array(self, x: Any, dtype: Any = None, copy: bool = True) -> Any:
+        self._count(x)
+        return self.module.array(x, dtype=dtype, copy=copy)
+
+    def erf(self, x: Any) -> Any:
+        if self._special is None:
+            raise AttributeError(f"{self.name} has no erf (cupyx.scipy.special is missing)")
+        return self._special.erf(x)
+
+    def frompyfunc(self, *args: Any, **kwargs: Any) -> Any:
+        raise AttributeError("frompyfunc: a Python element loop cannot run on the device")
+
+
+__all__ = ["DeviceNamespace", "array_module", "is_host_array", "numpy_module", "use_array_module"]
