@@ -21,6 +21,7 @@ import click
 
 from byocc import __version__
 
+from . import bench
 from . import build
 from . import check
 from . import import_
@@ -107,6 +108,7 @@ cli.add_command(partition.partition)
 cli.add_command(build.build)
 cli.add_command(run.run)
 cli.add_command(verify.verify)
+cli.add_command(bench.bench)
 cli.add_command(import_.import_, name="import")
 cli.add_command(list_.list_backends, name="list")
 cli.add_command(list_.backends_alias, name="backends")

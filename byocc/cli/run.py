@@ -18,9 +18,15 @@ from .output import render_table
 from .output import write_npz
 
 MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx file, or - for stdin."
+RUN_HELP = (MODEL_HELP + " It may also be a folder `byocc partition -o` wrote: --device cpu interprets "
+            "its partitioned module; --device cuda runs it on the GPU once `byocc build` compiled it "
+            "(docs/runtime.md).")
+
+DEVICE_HELP = ("Where to run: cpu (the numpy interpreter) or cuda / cuda:N (a built folder on the GPU, "
+               "through CuPy; exit code 3 without CUDA or CuPy).")
 
 
-@click.command("run", epilog=MODEL_HELP)
+@click.command("run", epilog=RUN_HELP)
 @click.argument("model", metavar="MODEL")
 @click.option("--inputs", "inputs_file", metavar="FILE.npz",
               help="Arrays for the parameters, by name (or by position when no name matches).")
@@ -34,15 +40,23 @@ MODEL_HELP = "MODEL is a .relax file (its sidecar .npz is read too), an .onnx fi
               help="Value (>= 0) of a symbolic dimension for random inputs (repeatable).")
 @click.option("--check/--no-check", default=False,
               help="Check every value against its variable's type while running.")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help=DEVICE_HELP)
+@click.option("--cuda-graph", is_flag=True,
+              help="--device cuda: capture the whole run as one CUDA graph and replay it (static shapes).")
+@click.option("--summary", "summary_file", metavar="FILE.json",
+              help="--device cuda: also write the run summary (time per function, bytes moved, peak "
+                   "memory, the allocation plan) as JSON (- for stdout).")
 def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | None, entry: str | None,
-        dims: tuple[tuple[str, int], ...], check: bool) -> None:
-    """Interpret MODEL with numpy and summarise its outputs.
+        dims: tuple[tuple[str, int], ...], check: bool, device: str, cuda_graph: bool,
+        summary_file: str | None) -> None:
+    """Interpret MODEL with numpy, or run a built folder on the GPU, and summarise its outputs.
 
     \b
     Examples:
       byocc run samples/mlp_fp16.relax --random-inputs 1
       byocc run samples/small_cnn.onnx -o out.npz
       byocc run model.relax --inputs inputs.npz --entry main
+      byocc run out/ --device cuda --random-inputs 0 --summary run.json
     """
     from byocc.runtime import Interpreter
     from byocc.runtime import bind_arguments
@@ -53,18 +67,23 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
         raise click.UsageError("give either --inputs or --random-inputs, not both")
     if inputs_file:
         note_input(inputs_file)
-    mod = load_model(model)
+    device = device.strip().lower()
+    if device != "cpu" or cuda_graph or summary_file:
+        from .device_run import run_on_device
+
+        return run_on_device(model, device, inputs_file, seed, out_file, entry, dims, cuda_graph, summary_file)
+    mod = load_model_or_folder(model)
     check_output_file(out_file)  # before the work: a bad destination fails fast
     entry, func = entry_function(mod, entry)
     if inputs_file:
-        args = bind_arguments(func, _read_inputs(inputs_file), what=inputs_file)
+        args = bind_arguments(func, read_inputs(inputs_file), what=inputs_file)
     else:
         check_dims(func, dims)
         args = bind_arguments(func, random_arguments(func, seed or 0, dict(dims)))
     with quiet_numpy():
         result = Interpreter(mod, check=check).run(args, entry)
         leaves = flatten_outputs(result)
-        rows = _summary_rows(leaves)
+        rows = summary_rows(leaves)
     render_table(f"{entry}: {len(leaves)} output{'s' if len(leaves) != 1 else ''}",
                  ["output", "shape", "dtype", "min", "max", "mean"], rows, stderr=out_file == "-")
     if out_file:
@@ -73,6 +92,18 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
         write_npz(out_file, {f"output_{i}": np.asarray(v) for i, v in enumerate(leaves)})
         where = "stdout" if out_file == "-" else out_file
         click.echo(f"wrote {len(leaves)} output{'s' if len(leaves) != 1 else ''} to {where}", err=True)
+
+
+def load_model_or_folder(model: str):
+    """The module of MODEL; for a folder ``partition -o`` wrote, its partitioned module
+    (which the numpy interpreter runs: its Codegen functions are ordinary calls)."""
+    import os
+
+    if model != "-" and os.path.isdir(model):
+        from byocc.runtime.device import partitioned_module
+
+        return partitioned_module(model)
+    return load_model(model)
 
 
 def check_dims(func, dims: tuple[tuple[str, int], ...]) -> None:
@@ -121,7 +152,7 @@ def entry_function(mod, entry: str | None):
     return entry, func
 
 
-def _read_inputs(path: str) -> dict:
+def read_inputs(path: str) -> dict:
     import numpy as np
 
     from byocc.ir import InputError
@@ -139,7 +170,7 @@ def fmt_number(v: float) -> str:
     return f"{v:.6g}"
 
 
-def _summary_rows(leaves: list) -> list[list[str]]:
+def summary_rows(leaves: list) -> list[list[str]]:
     import numpy as np
 
     from byocc.ops.reference import dtype_name
@@ -175,4 +206,5 @@ def quiet_numpy():
     return stack
 
 
-__all__ = ["MODEL_HELP", "check_dims", "entry_function", "fmt_number", "quiet_numpy", "run"]
+__all__ = ["DEVICE_HELP", "MODEL_HELP", "check_dims", "entry_function", "fmt_number", "load_model_or_folder",
+           "quiet_numpy", "read_inputs", "run", "summary_rows"]

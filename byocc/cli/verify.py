@@ -49,9 +49,13 @@ VERIFIED = ("the partitioned module computes what the original does (on the inte
               help="Value (>= 0) of a symbolic dimension (repeatable; default: random in [10, 50)).")
 @prepare_options
 @backend_steps_option
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
+              help="cpu: compare on the interpreter (MODEL a model file). cuda / cuda:N: MODEL is a folder "
+                   "`partition -o` wrote and `byocc build` compiled; its partitioned module on the CPU "
+                   "(numpy, float64 math) against the built library on the GPU (docs/runtime.md#tolerances).")
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
            bind_constants: bool, trials: int, seed: int, entry: str | None, dims: tuple[tuple[str, int], ...],
-           prepare: bool, layout: str | None, fold_bn: bool | None, backend_steps: bool) -> None:
+           prepare: bool, layout: str | None, fold_bn: bool | None, backend_steps: bool, device: str) -> None:
     """Check, on the interpreter, that partitioning MODEL keeps what it computes.
 
     Runs the original and the partitioned module (and, when RunCodegen succeeds, the
@@ -67,7 +71,13 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
       byocc verify samples/mlp_fp16.relax --backend cutlass
       byocc verify samples/seed.relax --patterns samples/seed_patterns.py --path merge --trials 5
       byocc verify cnn.relax --backend cutlass --path merge --layout NHWC --fold-batch-norm
+      byocc verify out/ --device cuda --trials 3
     """
+    device = device.strip().lower()
+    if device != "cpu":
+        from .device_run import verify_on_device
+
+        return verify_on_device(model, device, trials, seed, entry, dims)
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
     from byocc import transform

@@ -29,11 +29,25 @@ TOLERANCES = {
 }
 _FP8_TOLERANCE = (1.25e-1, 1.25e-1)
 
+#: (rtol, atol) per dtype when comparing the built library on the GPU with the numpy
+#: reference (``verify --device cuda``, docs/runtime.md#tolerances): float16 and bfloat16 as
+#: above (the kernels accumulate in float32, the reference in float64, both round each op's
+#: result); float32 1e-4 (float32 accumulation in another order, float32 transcendental
+#: functions); float64 1e-9 (CuPy's reductions sum in another order).
+DEVICE_TOLERANCES = {
+    "float64": (1e-9, 1e-9),
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
 
-def tolerance(dtype: str) -> tuple[float, float]:
-    """(rtol, atol) for comparing values of ``dtype``; (0, 0) for integers and bools."""
-    if dtype in TOLERANCES:
-        return TOLERANCES[dtype]
+
+def tolerance(dtype: str, table: dict | None = None) -> tuple[float, float]:
+    """(rtol, atol) for comparing values of ``dtype`` (from ``table``, default
+    :data:`TOLERANCES`); (0, 0) for integers and bools."""
+    table = TOLERANCES if table is None else table
+    if dtype in table:
+        return table[dtype]
     if dtype.startswith(("float8", "float4")):
         return _FP8_TOLERANCE
     return (0.0, 0.0)
@@ -175,10 +189,11 @@ def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
     raise InterpretError(f"cannot make a random value for {name!r} of this type; give --inputs")
 
 
-def compare(expected: Any, actual: Any) -> list[dict]:
+def compare(expected: Any, actual: Any, tolerances: dict | None = None) -> list[dict]:
     """Compare two results leaf by leaf. Returns one record per output: ``index``,
     ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol``, ``ok`` and, for
-    arrays, ``compared`` (the elements not NaN on both sides)."""
+    arrays, ``compared`` (the elements not NaN on both sides) and, when some differ,
+    ``first_bad`` (the first such element in row-major order: its index, both values)."""
     import numpy as np
 
     from .values import flatten_outputs
@@ -197,7 +212,7 @@ def compare(expected: Any, actual: Any) -> list[dict]:
         from byocc.ops.reference import dtype_name
 
         dt = dtype_name(e.dtype)
-        rtol, atol = tolerance(dt)
+        rtol, atol = tolerance(dt, tolerances)
         rec = {"index": i, "shape": tuple(e.shape), "dtype": dt, "rtol": rtol, "atol": atol, "note": ""}
         if e.shape != a.shape or e.dtype != a.dtype:
             rec.update(max_abs=float("inf"), max_rel=float("inf"), ok=False,
@@ -218,11 +233,16 @@ def compare(expected: Any, actual: Any) -> list[dict]:
         rec.update(max_abs=float(diff.max()) if diff.size else 0.0,
                    max_rel=float(np.nan_to_num(rel, nan=np.inf).max()) if rel.size else 0.0,
                    ok=not bool(bad.any()), mismatches=int(bad.sum()))
+        if not rec["ok"]:
+            flat = int(np.argmax(bad.reshape(-1)))
+            where = tuple(int(i) for i in np.unravel_index(flat, bad.shape)) if bad.ndim else ()
+            rec["first_bad"] = {"index": where, "expected": float(ef.reshape(-1)[flat]),
+                                "actual": float(af.reshape(-1)[flat])}
         records.append(rec)
     return records
 
 
 __all__ = [
-    "TOLERANCES", "available_memory", "bind_arguments", "check_memory", "compare", "format_bytes",
+    "DEVICE_TOLERANCES", "TOLERANCES", "available_memory", "bind_arguments", "check_memory", "compare", "format_bytes",
     "random_arguments", "tolerance",
 ]

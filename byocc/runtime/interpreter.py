@@ -54,6 +54,8 @@ from byocc.ir import UnsupportedError
 from byocc.ir import Var
 from byocc.ir.arith import eval_dim
 from byocc.ops import bound_reference
+from byocc.ops.xp import array_module
+from byocc.ops.xp import is_host_array
 
 from .plan import Plan
 from .plan import free_vars
@@ -106,6 +108,8 @@ class Interpreter:
         self._offloaded: dict = dict(offloaded or {})
         helpers = mod.extras.get("offloaded_helpers") if hasattr(mod, "extras") else None
         self._helpers: dict = dict(helpers or {})
+        #: Constant -> the value operators see (a device run maps each to its device copy)
+        self._constants: dict | None = None
         self._by_symbol: dict[str, str] = {}
         for name, func in mod.items():
             if isinstance(func, Function):
@@ -222,7 +226,7 @@ class Interpreter:
                 raise InterpretError(
                     "a constant's value is unknown (the module was read without its sidecar .npz)",
                     expr.span)
-            return expr.data
+            return expr.data if self._constants is None else self._constants[expr]
         if kind is ShapeExpr:
             return ShapeValue(eval_dim(d, frame.scope, expr.span) for d in expr.values)
         if kind is PrimValue:
@@ -337,12 +341,10 @@ class Interpreter:
                                "pass an implementation with packed=", call.span)
 
     def _alloc_tensor(self, frame: _Frame, call: Call) -> Any:
-        import numpy as np
-
         from byocc.ops.reference import np_dtype
 
         shape = self._eval(frame, call.args[0])
-        return np.zeros(tuple(shape), dtype=np_dtype(self._eval(frame, call.args[1])))
+        return array_module().zeros(tuple(shape), dtype=np_dtype(self._eval(frame, call.args[1])))
 
     def _apply_op(self, frame: _Frame, call: Call) -> Any:
         entry = self._op_cache.get(id(call))
@@ -352,16 +354,17 @@ class Interpreter:
         fn = entry[1]
         env = frame.env
         operands = []
+        consts = self._constants
         for a in call.args:
             t = type(a)
             if (t is DataflowVar or t is Var) and a in env:
                 operands.append(env[a])
             elif t is Constant and a.data is not None:
-                operands.append(a.data)
+                operands.append(a.data if consts is None else consts[a])
             else:
                 operands.append(_operand(self._eval(frame, a)))
         out = fn(*operands)
-        if type(out) is _ndarray() and type(call.struct_info) is TensorStructInfo:
+        if type(out) is array_module().ndarray and type(call.struct_info) is TensorStructInfo:
             return out
         return _result(out, call.struct_info)
 
@@ -375,17 +378,6 @@ class _Inline:
         self.value = value
 
 
-_NDARRAY: list = []
-
-
-def _ndarray():
-    if not _NDARRAY:
-        import numpy as np
-
-        _NDARRAY.append(np.ndarray)
-    return _NDARRAY[0]
-
-
 def _operand(value: Any) -> Any:
     if isinstance(value, ShapeValue):
         return tuple(value)
@@ -395,22 +387,18 @@ def _operand(value: Any) -> Any:
 
 
 def _result(value: Any, si) -> Any:
-    import numpy as np
-
     if isinstance(si, ShapeStructInfo):
         return ShapeValue(int(d) for d in value)
     if isinstance(si, TupleStructInfo) or isinstance(value, (list, tuple)):
         fields = si.fields if isinstance(si, TupleStructInfo) else (None,) * len(value)
         return tuple(_result(v, f) for v, f in zip(value, fields))
-    if isinstance(si, TensorStructInfo) or isinstance(value, np.generic):
-        return np.asarray(value)
+    if isinstance(si, TensorStructInfo) or is_host_array(value):
+        return array_module().asarray(value)
     return value
 
 
 def _truth(cond: Any) -> bool:
-    import numpy as np
-
-    if isinstance(cond, np.ndarray):
+    if isinstance(cond, array_module().ndarray) or is_host_array(cond):
         if cond.size != 1:
             raise InterpretError(f"an If condition must be a scalar, got {describe(cond)}")
         return bool(cond.reshape(()))

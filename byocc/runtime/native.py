@@ -262,6 +262,18 @@ class Library:
         with self._lock:
             self._retired.clear()
 
+    def bind_all_constants(self, like: Any) -> int:
+        """Upload and bind every function's bound constants on ``like``'s device now (a run
+        then moves no weights); the bytes uploaded (0 when they were already bound)."""
+        names = [str(c["name"]) for f in self.functions.values() for c in f.get("constants") or ()]
+        if not names:
+            return 0
+        fw = framework_of(like)
+        device = fw.device(like)
+        todo = [n for n in dict.fromkeys(names) if self._bound.get(n) != device]
+        self._bind_constants(todo, fw, like, device)
+        return sum(int(getattr(self._uploads[(n, device)], "nbytes", 0)) for n in todo)
+
     def host_overhead_us(self, symbol: str, *tensors: Any, out: Any = None, stream: Any = None,
                          n: int = 1000) -> float:
         """Mean microseconds of a call's host work except the entry call itself (argument

@@ -52,7 +52,7 @@ def describe(value: Any) -> str:
     """A short description of a value for error messages."""
     import numpy as np
 
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
         return f"tensor {tuple(value.shape)} {value.dtype}"
     if isinstance(value, ShapeValue):
         return f"shape {list(value)}"

@@ -1,0 +1,537 @@
+"""Whole models on the GPU: run what ``byocc partition -o`` wrote and ``byocc build``
+compiled (docs/runtime.md).
+
+:class:`DeviceRunner` reads ``OUT_DIR/manifest.json``, the codegen'd module
+(``<stem>.codegen.relax`` and its sidecar) and the built library, and runs the entry function
+on one device:
+
+* each ``R.call_dps_packed`` of a built function is a call of the native runner
+  (:mod:`byocc.runtime.native`) on device pointers, its outputs written into the run's
+  arena at the offsets of the allocation plan (:mod:`byocc.runtime.memplan`);
+* every operator left on the host runs on the device too: its reference
+  (:mod:`byocc.ops.reference`) computes with the device's array module
+  (:mod:`byocc.ops.xp`, CuPy), on the device arrays the native calls return (zero copy:
+  CuPy arrays go to the runner through ``__cuda_array_interface__``, nothing is staged);
+* a function the manifest lists without code (``"status": "no_code"``) runs its partitioned
+  body (from ``<stem>.partitioned.relax``) the same way;
+* constants of the module are uploaded once, with the inputs; the library's bound constants
+  are bound before the first call (:meth:`~byocc.runtime.native.Library.bind_all_constants`).
+
+:meth:`DeviceRunner.run` returns the device outputs and a :class:`RunSummary` (device time per
+function from CUDA events, host<->device bytes, peak device memory, the plan);
+:meth:`DeviceRunner.capture` records the whole run as one CUDA graph (static shapes) and
+returns a function that replays it.
+
+:class:`CupyDevice` is the real device; tests drive the same runner with
+:class:`HostDevice` (numpy standing in for the device, so CI checks the runner's logic).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import ExprVisitor
+from byocc.ir import ExternalToolError
+from byocc.ir import Function
+from byocc.ir import InputError
+from byocc.ir import Op
+
+from .interpreter import Interpreter
+from .interpreter import _Push
+
+
+class DeviceUnavailable(ExternalToolError):
+    """No usable CUDA device or no CuPy (exit code 3, as any missing external tool)."""
+
+
+# --------------------------------------------------------------------------- devices
+class Device:
+    """What the runner needs of a device. ``xp``: the array namespace the references compute
+    with; the byte counters are cumulative."""
+
+    name = "device"
+    xp: Any = None
+
+    def __init__(self) -> None:
+        self.h2d_bytes = 0
+        self.d2h_bytes = 0
+
+    def upload(self, array: Any) -> Any:
+        raise NotImplementedError
+
+    def download(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def empty_bytes(self, nbytes: int) -> Any:
+        raise NotImplementedError
+
+    def view(self, arena: Any, offset: int, shape: tuple, dtype: Any) -> Any:
+        raise NotImplementedError
+
+    def stream(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def event(self) -> Any:
+        return None
+
+    def record(self, event: Any) -> None:
+        pass
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return 0.0
+
+    def synchronize(self) -> None:
+        pass
+
+    def reset_memory(self) -> None:
+        pass
+
+    def memory_bytes(self) -> tuple[int, int]:
+        """(bytes in use now, bytes held: the high-water of the allocator's pool)."""
+        return 0, 0
+
+    def counted_h2d(self) -> int:
+        """H2D bytes so far, the references' own uploads (through ``xp``) included."""
+        return self.h2d_bytes + int(getattr(self.xp, "h2d_bytes", 0))
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[list]:
+        raise InputError(f"{self.name} cannot capture CUDA graphs")
+        yield []  # pragma: no cover
+
+    def describe(self) -> str:
+        return self.name
+
+
+class HostDevice(Device):
+    """numpy standing in for a device: the runner's logic without a GPU (tests, CI)."""
+
+    name = "host (numpy stand-in)"
+
+    def __init__(self) -> None:
+        super().__init__()
+        from byocc.ops.xp import numpy_module
+
+        self.xp = numpy_module()
+
+    def upload(self, array):
+        self.h2d_bytes += int(getattr(array, "nbytes", 0))
+        return self.xp.array(array, copy=True)
+
+    def download(self, x):
+        self.d2h_bytes += int(getattr(x, "nbytes", 0))
+        return self.xp.array(x, copy=True)
+
+    def empty_bytes(self, nbytes):
+        return self.xp.zeros(max(int(nbytes), 1), dtype=self.xp.uint8)
+
+    def view(self, arena, offset, shape, dtype):
+        n = 1
+        for d in shape:
+            n *= int(d)
+        nbytes = n * self.xp.dtype(dtype).itemsize
+        return arena[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class CupyDevice(Device):
+    """One CUDA device through CuPy: its memory pool, a non-blocking stream the whole run
+    (native calls included) is ordered on, CUDA events, CUDA-graph capture."""
+
+    def __init__(self, device_id: int = 0):
+        super().__init__()
+        try:
+            import cupy
+        except ImportError as exc:
+            raise DeviceUnavailable(
+                f"--device cuda needs CuPy ({exc}); install it with `pip install 'byocc[gpu]'` "
+                "(cupy-cuda13x) or the CuPy wheel of your CUDA version") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # noqa: BLE001  (cupy's CUDARuntimeError; no driver at all)
+            raise DeviceUnavailable(f"--device cuda: no CUDA device ({exc})") from None
+        if count <= device_id:
+            raise DeviceUnavailable(f"--device cuda: no CUDA device {device_id} ({count} found)")
+        try:
+            import cupyx.scipy.special as special
+        except ImportError:  # pragma: no cover - ships with CuPy
+            special = None
+        from byocc.ops.xp import DeviceNamespace
+
+        self.cupy = cupy
+        self.device_id = device_id
+        self._device = cupy.cuda.Device(device_id)
+        self._device.use()
+        self.xp = DeviceNamespace(cupy, special, name="cupy")
+        self.pool = cupy.get_default_memory_pool()
+        self._stream = cupy.cuda.Stream(non_blocking=True)
+        props = cupy.cuda.runtime.getDeviceProperties(device_id)
+        raw = props.get("name", b"CUDA device")
+        self.name = raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    def upload(self, array):
+        self.h2d_bytes += int(getattr(array, "nbytes", 0))
+        with self._stream:
+            return self.cupy.asarray(array)
+
+    def download(self, x):
+        self.d2h_bytes += int(getattr(x, "nbytes", 0))
+        with self._stream:
+            return self.cupy.asnumpy(x, stream=self._stream)
+
+    def empty_bytes(self, nbytes):
+        return self.cupy.empty(max(int(nbytes), 1), dtype=self.cupy.uint8)
+
+    def view(self, arena, offset, shape, dtype):
+        n = 1
+        for d in shape:
+            n *= int(d)
+        nbytes = n * self.cupy.dtype(dtype).itemsize
+        return arena[offset:offset + nbytes].view(dtype).reshape(shape)
+
+    def stream(self):
+        return self._stream
+
+    def event(self):
+        return self.cupy.cuda.Event()
+
+    def record(self, event):
+        event.record(self._stream)
+
+    def elapsed_ms(self, start, end):
+        return float(self.cupy.cuda.get_elapsed_time(start, end))
+
+    def synchronize(self):
+        self._stream.synchronize()
+
+    def reset_memory(self):
+        self.synchronize()
+        self.pool.free_all_blocks()
+
+    def memory_bytes(self):
+        return int(self.pool.used_bytes()), int(self.pool.total_bytes())
+
+    @contextlib.contextmanager
+    def capture(self):
+        """Capture what runs on the stream inside into a graph (``graph[0]`` afterwards).
+        Every allocation made during the capture is kept for the graph's lifetime (its
+        replays write there)."""
+        cupy = self.cupy
+        kept: list = []
+        pool = self.pool
+
+        def alloc(n):
+            mem = pool.malloc(n)
+            kept.append(mem)
+            return mem
+
+        mode = getattr(cupy.cuda.runtime, "streamCaptureModeRelaxed", 2)
+        out: list = []
+        with self._stream, cupy.cuda.using_allocator(alloc):
+            self._stream.begin_capture(mode=mode)
+            try:
+                yield out
+            finally:
+                graph = self._stream.end_capture()
+        out.append(graph)
+        out.append(kept)
+
+    def describe(self):
+        return f"{self.name} (CUDA device {self.device_id}, CuPy {self.cupy.__version__})"
+
+
+def open_device(kind: str) -> Device:
+    """The device ``--device`` names: ``cuda``/``cuda:N`` (CuPy) or ``host`` (the stand-in)."""
+    if kind == "host":
+        return HostDevice()
+    if kind == "cuda" or kind.startswith("cuda:"):
+        index = kind.partition(":")[2]
+        if index and not index.isdigit():
+            raise InputError(f"--device {kind}: the device index must be a number (cuda:0)")
+        return CupyDevice(int(index or 0))
+    raise InputError(f"unknown device {kind!r} (cpu, cuda, cuda:N)")
+
+
+# --------------------------------------------------------------------------- the summary
+@dataclass
+class RunSummary:
+    """What one device run did: ``functions`` rows ``{name, kind, calls, ms}``, the bytes
+    moved between host and device (``h2d_run``/``d2h_run``: during the run itself),
+    ``peak_bytes`` (the device pool's high-water mark over setup and run), the plan."""
+
+    device: str
+    functions: list = field(default_factory=list)
+    device_ms: float = 0.0
+    host_ms: float = 0.0
+    h2d_inputs: int = 0
+    h2d_setup: int = 0
+    h2d_run: int = 0
+    d2h_run: int = 0
+    d2h_outputs: int = 0
+    peak_bytes: int = 0
+    peak_used_bytes: int = 0
+    plan: dict = field(default_factory=dict)
+    cuda_graph: bool = False
+    notes: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+# --------------------------------------------------------------------------- the runner
+class _Constants(ExprVisitor):
+    def __init__(self) -> None:
+        self.found: dict = {}
+
+    def visit_constant_(self, e: Constant) -> None:
+        if e.data is not None:
+            self.found[e] = None
+
+
+def _label(value) -> tuple[str, str]:
+    if isinstance(value, Call) and isinstance(value.op, Op):
+        name = value.op.name
+        if name == "relax.call_dps_packed" and value.args:
+            sym = getattr(value.args[0], "global_symbol", None)
+            return (str(sym), "native") if sym else (name, "host op")
+        return name, "host op"
+    return type(value).__name__, "host"
+
+
+class _DeviceInterpreter(Interpreter):
+    """The interpreter with the run's arena for native outputs and per-binding timing."""
+
+    def __init__(self, runner: DeviceRunner, mod, offloaded: Mapping[str, Function]):
+        super().__init__(mod, packed={sym: runner._native_call(sym) for sym in runner.lib.functions})
+        self._offloaded.update(offloaded)
+        self.runner = runner
+        self.current = None
+        self.timing: list | None = None  # [(label, kind, start_event, end_event)]
+
+    def _step(self, frame, binding):
+        self.current = binding
+        timing = self.timing
+        if timing is None:
+            return super()._step(frame, binding)
+        dev = self.runner.device
+        start, end = self.runner._events(len(timing))
+        dev.record(start)
+        out = super()._step(frame, binding)
+        if not isinstance(out, _Push):
+            dev.record(end)
+            label, kind = _label(binding.value)
+            if kind == "native" and label not in self.runner.lib.functions:
+                kind = "interpreted"
+            timing.append((label, kind, start, end))
+        return out
+
+
+class DeviceRunner:
+    """A built ``OUT_DIR`` ready to run on ``device`` (see the module docstring)."""
+
+    def __init__(self, out_dir: str | Path, device: Device, entry: str | None = None, lib: Any = None,
+                 module: Any = None, partitioned: Any = None):
+        from byocc.backends.manifest import load_manifest
+
+        from .memplan import plan_function
+
+        self.out_dir = Path(out_dir)
+        self.device = device
+        self.manifest = load_manifest(self.out_dir)
+        self.stem = _stem(self.out_dir, self.manifest)
+        self.mod = module if module is not None else _read_module(self.out_dir / f"{self.stem}.codegen.relax")
+        if lib is None:
+            from .native import load
+
+            lib = load(self.out_dir)
+        self.lib = lib
+        no_code = [str(f["symbol"]) for f in self.manifest.get("functions", ()) if f.get("status")]
+        offloaded: dict = {}
+        if no_code:
+            part = partitioned if partitioned is not None else _read_module(
+                self.out_dir / f"{self.stem}.partitioned.relax")
+            for name, func in part.items():
+                sym = func.attrs.get("global_symbol", name) if isinstance(func, Function) else None
+                if sym in no_code:
+                    offloaded[sym] = func
+        self.no_code = sorted(offloaded)
+        self.entry = entry or "main"
+        self.func = self.mod[self.entry]
+        self.plan = plan_function(self.func)
+        self._arena = None
+        self._event_pool: list = []
+        self._interp = _DeviceInterpreter(self, self.mod, offloaded)
+        self._setup_h2d = 0
+        self._const_bytes = 0
+
+    # ----------------------------------------------------------------- setup
+    def setup(self) -> None:
+        """Upload the module's constants, allocate the arena, bind the library's constants."""
+        if self._arena is not None:
+            return
+        dev = self.device
+        before = dev.counted_h2d()
+        walk = _Constants()
+        for _, func in self.mod.items():
+            if isinstance(func, Function):
+                walk.visit_expr(func)
+        with dev.stream():
+            self._interp._constants = {c: dev.upload(c.data) for c in walk.found}
+            self._arena = dev.empty_bytes(self.plan.arena_bytes)
+            binder = getattr(self.lib, "bind_all_constants", None)
+            if binder is not None:
+                self._const_bytes = binder(self._arena)
+        self._setup_h2d = dev.counted_h2d() - before + self._const_bytes
+
+    def upload(self, args: list) -> list:
+        """The inputs on the device (tuples element-wise; shapes and scalars as they are)."""
+        def up(v):
+            if isinstance(v, tuple) and not hasattr(v, "shape") and type(v).__name__ != "ShapeValue":
+                return tuple(up(x) for x in v)
+            return self.device.upload(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
+
+        with self.device.stream():
+            return [up(a) for a in args]
+
+    def _events(self, i: int) -> tuple[Any, Any]:
+        while len(self._event_pool) <= i:
+            self._event_pool.append((self.device.event(), self.device.event()))
+        return self._event_pool[i]
+
+    def _native_call(self, symbol: str):
+        runner = self
+
+        def call(*args):
+            xp = runner.device.xp
+            fixed = []
+            for a in args:
+                if hasattr(a, "flags") and not a.flags.c_contiguous:
+                    a = xp.ascontiguousarray(a)  # a view a host op returned: the kernels take compact tensors
+                fixed.append(a)
+            out = runner._planned_outputs()
+            return runner.lib[symbol](*fixed, out=out)
+
+        return call
+
+    def _planned_outputs(self):
+        binding = self._interp.current
+        if binding is None or self._arena is None:
+            return None
+        from byocc.ir import TupleStructInfo
+
+        var = binding.var
+        sinfo = var.struct_info
+        fields = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
+        outs = []
+        for k, f in enumerate(fields):
+            slot = self.plan.slot((var, k))
+            if slot is None:
+                return None
+            outs.append(self.device.view(self._arena, slot[0], tuple(f.shape), f.dtype))
+        return outs if len(outs) > 1 else outs[0]
+
+    # ----------------------------------------------------------------- running
+    def run(self, dev_args: list, timed: bool = True) -> tuple[Any, RunSummary]:
+        """Run the entry function on device inputs; the result stays on the device."""
+        from byocc.ops.xp import use_array_module
+
+        self.setup()
+        dev = self.device
+        summary = RunSummary(dev.describe(), plan=self.plan.as_dict(), h2d_setup=self._setup_h2d)
+        h2d0, d2h0 = dev.counted_h2d(), dev.d2h_bytes
+        self._interp.timing = [] if timed else None
+        t0 = time.perf_counter()
+        with dev.stream(), use_array_module(dev.xp):
+            result = self._interp.run(dev_args, self.entry)
+        dev.synchronize()
+        summary.host_ms = (time.perf_counter() - t0) * 1e3
+        timing = self._interp.timing or []
+        self._interp.timing = None
+        rows: dict = {}
+        for label, kind, start, end in timing:
+            ms = dev.elapsed_ms(start, end)
+            row = rows.setdefault(label, {"name": label, "kind": kind, "calls": 0, "ms": 0.0})
+            row["calls"] += 1
+            row["ms"] += ms
+        if timing:
+            summary.device_ms = dev.elapsed_ms(timing[0][2], timing[-1][3])
+        summary.functions = sorted(rows.values(), key=lambda r: -r["ms"])
+        summary.h2d_run = dev.counted_h2d() - h2d0
+        summary.d2h_run = dev.d2h_bytes - d2h0
+        summary.peak_used_bytes, summary.peak_bytes = dev.memory_bytes()
+        if self.no_code:
+            summary.notes.append(f"{len(self.no_code)} offloaded function(s) without code ran their "
+                                 f"partitioned body on the device: {', '.join(self.no_code)}")
+        return result, summary
+
+    def capture(self, dev_args: list):
+        """Capture one whole run as a CUDA graph (after a run that warmed every kernel up);
+        returns ``(replay, outputs)``: ``replay()`` launches the graph again and the outputs
+        (device arrays) hold the latest replay's values."""
+        from byocc.ops.xp import use_array_module
+
+        self.setup()
+        dev = self.device
+        with dev.capture() as captured, use_array_module(dev.xp):
+            result = self._interp.run(dev_args, self.entry)
+        graph, kept = captured[0], captured[1]
+        stream = dev.stream()
+
+        def replay() -> None:
+            graph.launch(stream)
+
+        replay.graph = graph  # type: ignore[attr-defined]
+        replay.kept = kept  # type: ignore[attr-defined]
+        return replay, result
+
+
+def _stem(out_dir: Path, manifest: Mapping) -> str:
+    found = sorted(p.name[: -len(".codegen.relax")] for p in out_dir.glob("*.codegen.relax"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(f"{out_dir}: no <stem>.codegen.relax (write the folder with `byocc partition -o`)")
+    lib = str(manifest.get("library", ""))
+    for stem in found:
+        if stem in lib:
+            return stem
+    raise InputError(f"{out_dir}: several codegen modules ({', '.join(found)}); keep one per folder")
+
+
+def _read_module(path: Path):
+    from byocc.text import read_file
+
+    if not path.is_file():
+        raise InputError(f"{path}: missing (write the folder with `byocc partition -o`)")
+    return read_file(str(path))
+
+
+
+
+def partitioned_module(out_dir: str | Path):
+    """``<stem>.partitioned.relax`` of a folder ``partition -o`` wrote (the reference a
+    device run is verified against: its Codegen functions run as ordinary calls)."""
+    from byocc.backends.manifest import load_manifest
+
+    root = Path(out_dir)
+    return _read_module(root / f"{_stem(root, load_manifest(root))}.partitioned.relax")
+
+
+def codegen_module(out_dir: str | Path):
+    """``<stem>.codegen.relax`` of a folder ``partition -o`` wrote."""
+    from byocc.backends.manifest import load_manifest
+
+    root = Path(out_dir)
+    return _read_module(root / f"{_stem(root, load_manifest(root))}.codegen.relax")
+
+
+__all__ = ["CupyDevice", "Device", "DeviceRunner", "DeviceUnavailable", "HostDevice", "RunSummary",
+           "codegen_module", "open_device", "partitioned_module"]

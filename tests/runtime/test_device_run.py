@@ -1,0 +1,364 @@
+"""Whole-model device runs without a GPU (docs/runtime.md): the allocation plan, the
+references under a device array namespace, the runner's logic with numpy standing in for
+the device and a Python stand-in for the built library, and the command-line errors."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from byocc.ir import Call
+from byocc.ir import Op
+from byocc.ops import bound_reference
+from byocc.ops.xp import DeviceNamespace
+from byocc.ops.xp import array_module
+from byocc.ops.xp import use_array_module
+from byocc.runtime import Interpreter
+from byocc.runtime import bind_arguments
+from byocc.runtime import compare
+from byocc.runtime import random_arguments
+from byocc.runtime.device import DeviceRunner
+from byocc.runtime.device import HostDevice
+from byocc.runtime.device import partitioned_module
+from byocc.runtime.inputs import DEVICE_TOLERANCES
+from byocc.runtime.memplan import ALIGN
+from byocc.runtime.memplan import Interval
+from byocc.runtime.memplan import plan_buffers
+from byocc.runtime.memplan import plan_function
+from byocc.runtime.values import Closure
+from byocc.text import parse_module as parse
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples"
+
+
+# --------------------------------------------------------------------------- the plan
+def test_plan_reuses_a_buffer_after_its_last_use():
+    # a -> b -> c -> d, each used only by the next: two buffers alternate
+    ivs = [Interval("a", 1000, 0, 1), Interval("b", 1000, 1, 2), Interval("c", 1000, 2, 3), Interval("d", 1000, 3, 3)]
+    plan = plan_buffers(ivs)
+    off = {k: plan.offsets[k][0] for k in "abcd"}
+    assert off["a"] == off["c"] and off["b"] == off["d"] and off["a"] != off["b"]
+    assert plan.arena_bytes == 2 * 1024  # aligned to 256
+    assert plan.live_peak == 2 * 1024 and plan.unplanned_bytes == 4 * 1024
+
+
+def test_plan_never_overlaps_buffers_alive_at_once_and_reaches_the_live_peak_on_a_chain():
+    rng = random.Random(7)
+    for trial in range(200):
+        ivs = []
+        for i in range(rng.randint(1, 30)):
+            first = rng.randint(0, 40)
+            ivs.append(Interval(i, rng.choice([1, 100, 256, 1000, 5000, 1 << 16]), first, first + rng.randint(0, 10)))
+        plan = plan_buffers(ivs)
+        for a in ivs:
+            oa, na = plan.offsets[a.key]
+            assert oa % ALIGN == 0 and oa + na <= plan.arena_bytes
+            for b in ivs:
+                if a.key >= b.key or a.last < b.first or b.last < a.first:
+                    continue
+                ob, nb = plan.offsets[b.key]
+                assert oa + na <= ob or ob + nb <= oa, (trial, a, b)
+        assert plan.live_peak <= plan.arena_bytes <= plan.unplanned_bytes
+
+
+def test_plan_rejects_an_interval_that_ends_before_it_starts():
+    with pytest.raises(ValueError, match="bad interval"):
+        plan_buffers([Interval("x", 8, 3, 2)])
+
+
+ALIAS_MODULE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 64), dtype="float16")) -> R.Tensor((256,), dtype="float16"):
+        with R.dataflow():
+            a = R.call_dps_packed("f", (x,), out_ty=R.Tensor((4, 64), dtype="float16"))
+            v: R.Tensor((256,), dtype="float16") = R.reshape(a, R.shape([256]))
+            b = R.call_dps_packed("f", (x,), out_ty=R.Tensor((4, 64), dtype="float16"))
+            c = R.call_dps_packed("f", (b,), out_ty=R.Tensor((4, 64), dtype="float16"))
+            r: R.Tensor((4, 64), dtype="float16") = R.nn.relu(c)
+            d = R.call_dps_packed("f", (x,), out_ty=R.Tensor((4, 64), dtype="float16"))
+            w: R.Tensor((256,), dtype="float16") = R.reshape(d, R.shape([256]))
+            s: R.Tensor((256,), dtype="float16") = R.add(v, w)
+            R.output(s)
+        return s
+"""
+
+
+def test_plan_keeps_a_buffer_while_a_view_of_it_lives():
+    mod = parse(ALIAS_MODULE)
+    plan = plan_function(mod["main"])
+    by_name = {k[0].name_hint: v for k, v in plan.offsets.items()}
+    assert set(by_name) == {"a", "b", "c", "d"}
+    # a's only direct use is the reshape, but the view v is used by the last binding: a must
+    # not share memory with b, c or d; c is dead after relu (fresh), so d may take its place
+    for other in "bcd":
+        assert by_name[other][0] != by_name["a"][0]
+    assert by_name["b"][0] != by_name["c"][0]  # c is computed from b
+    assert by_name["d"][0] in (by_name["b"][0], by_name["c"][0])
+    assert plan.aliases >= 2
+
+
+def test_plan_of_the_codegen_mlp(tmp_path):
+    out = _partition(tmp_path, "mlp_fp16.relax")
+    from byocc.runtime.device import codegen_module
+
+    plan = plan_function(codegen_module(out)["main"])
+    assert len(plan.offsets) == 3
+    offsets = sorted(v[0] for v in plan.offsets.values())
+    assert offsets[0] == offsets[1] == 0  # the first hidden layer's buffer is reused by the output
+    assert plan.arena_bytes == 2 * 16 * 128 * 2 < plan.unplanned_bytes
+
+
+# --------------------------------------------------------------------------- xp references
+class _DeviceArray(np.ndarray):
+    """What a device array is to the namespace: another type than numpy's."""
+
+
+class _FakeDeviceModule:
+    """numpy whose arrays are _DeviceArray: enough of a device module for DeviceNamespace."""
+
+    __name__ = "fakedevice"
+    ndarray = _DeviceArray
+
+    def __getattr__(self, name):
+        fn = getattr(np, name)
+        if not callable(fn) or isinstance(fn, type):
+            return fn
+
+        def wrapped(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            return out.view(_DeviceArray) if isinstance(out, np.ndarray) else out
+
+        return wrapped
+
+    def asarray(self, x, dtype=None):
+        return np.asarray(x, dtype=dtype).view(_DeviceArray)
+
+    def array(self, x, dtype=None, copy=True):
+        return np.array(x, dtype=dtype, copy=copy).view(_DeviceArray)
+
+
+def test_a_device_namespace_counts_host_arrays_it_is_handed():
+    ns = DeviceNamespace(_FakeDeviceModule())
+    dev = ns.asarray(np.ones((4, 4), np.float32))
+    assert type(dev) is _DeviceArray and ns.h2d_bytes == 64 and ns.h2d_copies == 1
+    assert ns.asarray(dev) is dev and ns.h2d_bytes == 64  # a device array is not copied again
+    assert ns.dtype is np.dtype and ns.errstate(all="ignore").__enter__() is not None
+    with pytest.raises(AttributeError, match="Python element loop"):
+        ns.frompyfunc(abs, 1, 1)
+
+
+def _call(op_text: str):
+    """A module with one binding, parsed: its Call node."""
+    mod = parse(op_text)
+    return mod["main"].body.blocks[0].bindings[0].value
+
+
+REFERENCE_CASES = [
+    ('x: R.Tensor((2, 8, 8, 4), dtype="float16"), w: R.Tensor((6, 3, 3, 4), dtype="float16")',
+     'R.nn.conv2d(x, w, strides=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=1, data_layout="NHWC", '
+     'kernel_layout="OHWI", out_layout="NHWC", out_dtype="float16")', "R.Tensor((2, 8, 8, 6), dtype=\"float16\")"),
+    ('x: R.Tensor((1, 8, 8, 4), dtype="float32")',
+     'R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2], dilation=[1, 1], padding=[0, 0, 0, 0], ceil_mode=False, '
+     'count_include_pad=False, layout="NHWC", out_layout="NHWC")', "R.Tensor((1, 4, 4, 4), dtype=\"float32\")"),
+    ('x: R.Tensor((1, 9, 9, 4), dtype="float32")',
+     'R.nn.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], dilation=[1, 1], padding=[1, 1, 1, 1], ceil_mode=False, '
+     'count_include_pad=False, layout="NHWC", out_layout="NHWC")', "R.Tensor((1, 5, 5, 4), dtype=\"float32\")"),
+    ('x: R.Tensor((3, 10), dtype="float16")', "R.nn.softmax(x, axis=-1)", "R.Tensor((3, 10), dtype=\"float16\")"),
+    ('x: R.Tensor((3, 10), dtype="float32")', "R.nn.gelu(x)", "R.Tensor((3, 10), dtype=\"float32\")"),
+    ('x: R.Tensor((3, 10), dtype="float32"), g: R.Tensor((10,), dtype="float32"), b: R.Tensor((10,), dtype="float32")',
+     "R.nn.layer_norm(x, g, b, axes=[-1], epsilon=1e-05, center=True, scale=True)", "R.Tensor((3, 10), dtype=\"float32\")"),
+    ('x: R.Tensor((1, 4, 4, 2), dtype="float32")', "R.nn.pad(x, pad_width=[0, 0, 1, 1, 1, 1, 0, 0], pad_value=0.0, "
+     'pad_mode="constant")', "R.Tensor((1, 6, 6, 2), dtype=\"float32\")"),
+    ('x: R.Tensor((2, 3, 4), dtype="float32")', "R.mean(x, axis=[1, 2], keepdims=True)", "R.Tensor((2, 1, 1), dtype=\"float32\")"),
+    ('x: R.Tensor((2, 3), dtype="float16"), y: R.Tensor((2, 3), dtype="float16")', "R.concat((x, y), axis=1)",
+     "R.Tensor((2, 6), dtype=\"float16\")"),
+    ('x: R.Tensor((2, 3), dtype="float32")', "R.clip(x, 0, 6)", "R.Tensor((2, 3), dtype=\"float32\")"),
+    ('x: R.Tensor((2, 3), dtype="float16")', "R.astype(x, dtype=\"float32\")", "R.Tensor((2, 3), dtype=\"float32\")"),
+]
+
+
+@pytest.mark.parametrize("params, expr, ret", REFERENCE_CASES, ids=[c[1].split("(")[0] for c in REFERENCE_CASES])
+def test_references_compute_the_same_under_a_device_namespace(params, expr, ret):
+    text = (f"@I.ir_module\nclass Module:\n    @R.function\n    def main({params}) -> {ret}:\n"
+            f"        with R.dataflow():\n            y: {ret} = {expr}\n            R.output(y)\n        return y\n")
+    call = _call(text)
+    assert isinstance(call, Call) and isinstance(call.op, Op)
+    fn = bound_reference(call)
+    rng = np.random.default_rng(0)
+
+    def value(arg):
+        if hasattr(arg, "fields"):  # a tuple of tensors
+            return [value(f) for f in arg.fields]
+        if hasattr(arg, "name_hint"):
+            si = arg.struct_info
+            return rng.standard_normal(tuple(si.shape)).astype(si.dtype)
+        return arg.value  # a PrimValue
+
+    operands = [value(a) for a in call.args]
+    expected = fn(*operands)
+    ns = DeviceNamespace(_FakeDeviceModule(), special=__import__("scipy.special").special)
+    device_operands = [[ns.asarray(o) for o in x] if isinstance(x, list) else
+                       ns.asarray(x) if isinstance(x, np.ndarray) else x for x in operands]
+    copied = ns.h2d_bytes
+    with use_array_module(ns):
+        assert array_module() is ns
+        actual = fn(*device_operands)
+    assert array_module() is np
+    assert type(actual) is _DeviceArray  # computed by the device module, not by numpy behind its back
+    assert ns.h2d_bytes == copied  # no host array pulled in while computing
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(actual), expected)
+
+
+# --------------------------------------------------------------------------- the runner
+def _partition(tmp_path, sample: str, *extra) -> Path:
+    out = tmp_path / Path(sample).stem
+    res = run_cli("partition", SAMPLES / sample, "--backend", "cutlass", *extra, "-o", out)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+class FakeLibrary:
+    """The built library's Python face, computing each function from the partitioned module
+    (what the CUDA code is checked against on the GPU); records the ``out=`` it was given."""
+
+    def __init__(self, folder: Path):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        self.functions = {f["symbol"]: f for f in manifest["functions"] if not f.get("status")}
+        part = partitioned_module(folder)
+        self._interp = Interpreter(part)
+        self._funcs = {f.attrs.get("global_symbol", n): f for n, f in part.items()
+                       if hasattr(f, "attrs") and f.attrs.get("Codegen")}
+        self.calls: list = []
+
+    def __getitem__(self, symbol):
+        def call(*args, out=None):
+            for a in args:
+                assert a.flags.c_contiguous, f"{symbol} got a strided argument"
+            value = self._interp.call(Closure(self._funcs[symbol], symbol), list(args))
+            self.calls.append((symbol, out))
+            if out is None:
+                return value
+            out[...] = value
+            return out
+
+        return call
+
+
+@pytest.mark.parametrize("sample, extra", [("mlp_fp16.relax", ()), ("conv2d_nhwc_fp16.relax", ()),
+                                           ("small_cnn.onnx", ("--layout", "NHWC", "--fold-batch-norm"))])
+def test_runner_matches_the_interpreter_with_outputs_in_the_planned_arena(tmp_path, sample, extra):
+    folder = _partition(tmp_path, sample, *extra)
+    lib = FakeLibrary(folder)
+    runner = DeviceRunner(folder, HostDevice(), lib=lib)
+    args = bind_arguments(runner.func, random_arguments(runner.func, 3))
+    expected = Interpreter(partitioned_module(folder)).run(args)
+    dev_args = runner.upload(args)
+    assert runner.device.h2d_bytes == sum(a.nbytes for a in args)
+    result, summary = runner.run(dev_args)
+    assert all(r["ok"] for r in compare(expected, result, DEVICE_TOLERANCES))
+    assert all(r["max_abs"] == 0 for r in compare(expected, result))  # same references, same numbers
+    # every native output was written in place, into the arena at its planned offset
+    assert lib.calls and all(out is not None for _, out in lib.calls)
+    arena = runner._arena
+    base = arena.__array_interface__["data"][0]
+    planned = sorted(off for off, _ in runner.plan.offsets.values())
+    used = sorted(out.__array_interface__["data"][0] - base for _, out in lib.calls)
+    assert used == planned and all(np.shares_memory(out, arena) for _, out in lib.calls)
+    # the summary: one row per native function and host operator, nothing moved in the run
+    natives = {s for s, _ in lib.calls}
+    assert natives <= {r["name"] for r in summary.functions if r["kind"] == "native"}
+    assert summary.h2d_run == 0 and summary.d2h_run == 0
+    assert summary.plan["arena_bytes"] == runner.plan.arena_bytes
+    # a second run on the same inputs gives the same result (the arena is reused, not stale)
+    again, _ = runner.run(dev_args)
+    assert all(r["max_abs"] == 0 for r in compare(result, again))
+
+
+def test_runner_runs_functions_without_code_from_the_partitioned_module(tmp_path):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    dropped = manifest["functions"][0]["symbol"]
+    manifest["functions"][0]["status"] = "no_code"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    lib = FakeLibrary(folder)
+    assert dropped not in lib.functions
+    runner = DeviceRunner(folder, HostDevice(), lib=lib)
+    args = bind_arguments(runner.func, random_arguments(runner.func, 0))
+    result, summary = runner.run(runner.upload(args))
+    expected = Interpreter(partitioned_module(folder)).run(args)
+    assert all(r["max_abs"] == 0 for r in compare(expected, result))
+    assert dropped not in {s for s, _ in lib.calls}
+    assert any(dropped in n for n in summary.notes)
+
+
+# --------------------------------------------------------------------------- the command line
+@pytest.fixture
+def no_cupy(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+
+
+@pytest.mark.parametrize("command", [["run"], ["verify"], ["bench"]])
+def test_without_cupy_a_device_command_says_so_with_exit_code_3(tmp_path, no_cupy, command):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    args = [*command, folder] + ([] if command == ["bench"] else ["--device", "cuda"])
+    res = run_cli(*args)
+    assert res.exit_code == 3, res.output
+    assert "--device cuda needs CuPy" in res.output and "Traceback" not in res.output
+
+
+def test_device_run_of_a_model_file_is_a_usage_error(no_cupy):
+    res = run_cli("run", SAMPLES / "mlp_fp16.relax", "--device", "cuda")
+    assert res.exit_code == 2 and "runs a built folder" in res.output
+
+
+def test_unknown_device_and_graph_on_cpu_are_errors(tmp_path):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    res = run_cli("run", folder, "--device", "tpu")
+    assert res.exit_code == 1 and "unknown device 'tpu'" in res.output
+    res = run_cli("run", folder, "--cuda-graph")
+    assert res.exit_code == 2 and "--device cuda" in res.output
+
+
+def test_cpu_run_of_a_folder_interprets_its_partitioned_module(tmp_path):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    a = run_cli("run", folder, "--random-inputs", "2", "-o", tmp_path / "a.npz")
+    b = run_cli("run", SAMPLES / "mlp_fp16.relax", "--random-inputs", "2", "-o", tmp_path / "b.npz")
+    assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
+    with np.load(tmp_path / "a.npz") as x, np.load(tmp_path / "b.npz") as y:
+        np.testing.assert_allclose(x["output_0"].astype(np.float64), y["output_0"].astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+def test_compare_names_the_first_differing_element():
+    exp = np.zeros((2, 3), np.float32)
+    act = exp.copy()
+    act[1, 2] = 1.0
+    act[1, 1] = 0.5
+    (rec,) = compare(exp, act, DEVICE_TOLERANCES)
+    assert not rec["ok"] and rec["first_bad"] == {"index": (1, 1), "expected": 0.0, "actual": 0.5}
+    assert rec["mismatches"] == 2 and (rec["rtol"], rec["atol"]) == DEVICE_TOLERANCES["float32"]
+
+
+def test_references_import_numpy_only_for_dtype_helpers():
+    """A reference that imported numpy itself would compute on the host during a device run."""
+    import ast
+
+    allowed = {"np_dtype", "dtype_name", "is_float_dtype"}
+    for name in ("reference.py", "reference_tensor.py", "reference_nn.py", "reference_image.py"):
+        tree = ast.parse((ROOT / "byocc" / "ops" / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name not in allowed:
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        names = [a.name for a in inner.names]
+                        assert "numpy" not in names and getattr(inner, "module", None) != "numpy", (name, node.name)
+                    assert not (isinstance(inner, ast.Name) and inner.id == "np"), (name, node.name, inner.lineno)
