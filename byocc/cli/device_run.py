@@ -165,6 +165,7 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
     from byocc.runtime import Interpreter
     from byocc.runtime import bind_arguments
     from byocc.runtime import compare
+    from byocc.runtime import flatten_outputs
     from byocc.runtime import random_arguments
     from byocc.runtime.device import partitioned_module
     from byocc.runtime.inputs import DEVICE_TOLERANCES
@@ -185,7 +186,8 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
             args = bind_arguments(func, random_arguments(func, seed + t, dict(dims)))
             expected = reference.run(args, entry)
             result, _ = runner.run(runner.upload(args), timed=False)
-            for rec in compare(expected, download(runner, result), DEVICE_TOLERANCES):
+            leaves = tuple(flatten_outputs(expected))
+            for rec in compare(leaves, tuple(download(runner, result)), DEVICE_TOLERANCES):
                 rec = dict(rec, seed=seed + t)
                 old = worst.get(rec["index"])
                 if old is None or (old["ok"] and not rec["ok"]) or (old["ok"] == rec["ok"] and rec["max_abs"] > old["max_abs"]):

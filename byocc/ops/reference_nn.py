@@ -17,6 +17,7 @@ from .reference import erf
 from .reference import is_float_dtype
 from .reference import np_dtype
 from .xp import array_module
+from .xp import numpy_module
 
 
 # --------------------------------------------------------------------------- activations
@@ -410,7 +411,9 @@ def _pad(x, *rest, pad_width=(), pad_value=0.0, pad_mode="constant"):
     if mode is None:
         raise ValueError(f"unsupported pad_mode {pad_mode!r}")
     if mode == "constant":
-        return xp.pad(x, pairs, constant_values=xp.asarray(pad_value).astype(x.dtype))
+        # the fill as a host scalar of x's dtype: a device module's pad reads it on the host
+        fill = numpy_module().asarray(pad_value.item() if hasattr(pad_value, "item") else pad_value)
+        return xp.pad(x, pairs, constant_values=fill.astype(x.dtype).item())
     return xp.pad(x, pairs, mode=mode)
 
 

@@ -47,6 +47,7 @@ from byocc.ir import Op
 
 from .interpreter import Interpreter
 from .interpreter import _Push
+from .values import ShapeValue
 
 
 class DeviceUnavailable(ExternalToolError):
@@ -394,7 +395,7 @@ class DeviceRunner:
     def upload(self, args: list) -> list:
         """The inputs on the device (tuples element-wise; shapes and scalars as they are)."""
         def up(v):
-            if isinstance(v, tuple) and not hasattr(v, "shape") and type(v).__name__ != "ShapeValue":
+            if isinstance(v, tuple) and not isinstance(v, ShapeValue):
                 return tuple(up(x) for x in v)
             return self.device.upload(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
 
