@@ -44,11 +44,14 @@ class Matcher:
     def match(self, si: StructInfo | None, value: Any, path: str = "") -> None:
         import numpy as np
 
+        from byocc.ops.xp import array_module
+
+        tensor_types = (np.ndarray, array_module().ndarray)  # a device run's arrays too
         if si is None or isinstance(si, ObjectStructInfo):
             return
         where = f" (at {path})" if path else ""
         if isinstance(si, TensorStructInfo):
-            if not isinstance(value, np.ndarray):
+            if not isinstance(value, tensor_types):
                 self.fail(f"expected a tensor{where}, got {describe(value)}")
             if si.ndim != -1 and value.ndim != si.ndim:
                 self.fail(f"expected a tensor of rank {si.ndim}{where}, got {describe(value)}")
@@ -74,7 +77,7 @@ class Matcher:
                 self._dims(si.values, tuple(value), path)
             return
         if isinstance(si, PrimStructInfo):
-            if isinstance(value, (np.ndarray, tuple, Closure, PackedFunc, str)):
+            if isinstance(value, (*tensor_types, tuple, Closure, PackedFunc, str)):
                 self.fail(f"expected a {si.dtype} value{where}, got {describe(value)}")
             if si.value is not None and not isinstance(si.value, (int, float, bool)):
                 self._dims((si.value,), (value,), path)

@@ -244,7 +244,9 @@ class FakeLibrary:
         def call(*args, out=None):
             for a in args:
                 assert a.flags.c_contiguous, f"{symbol} got a strided argument"
-            value = self._interp.call(Closure(self._funcs[symbol], symbol), list(args))
+            host = [np.asarray(a).view(np.ndarray) for a in args]
+            with use_array_module(np):  # what the CUDA code does, computed on the host
+                value = self._interp.call(Closure(self._funcs[symbol], symbol), host)
             self.calls.append((symbol, out))
             if out is None:
                 return value
@@ -362,3 +364,99 @@ def test_references_import_numpy_only_for_dtype_helpers():
                         names = [a.name for a in inner.names]
                         assert "numpy" not in names and getattr(inner, "module", None) != "numpy", (name, node.name)
                     assert not (isinstance(inner, ast.Name) and inner.id == "np"), (name, node.name, inner.lineno)
+
+
+# --------------------------------------------------------------------------- commands on a stand-in device
+@pytest.fixture
+def stand_in(monkeypatch):
+    """``--device cuda`` opens the numpy stand-in and loads the Python stand-in library;
+    ``state["perturb"]`` (a symbol) makes that function's output wrong."""
+    import byocc.runtime.device as device_mod
+    import byocc.runtime.native as native_mod
+
+    state: dict = {}
+
+    class Perturbing(FakeLibrary):
+        def __getitem__(self, symbol):
+            inner = super().__getitem__(symbol)
+
+            def call(*args, out=None):
+                value = inner(*args, out=out)
+                if state.get("perturb") == symbol:
+                    value.reshape(-1)[-1] += 100
+                return value
+
+            return call
+
+    monkeypatch.setattr(device_mod, "open_device", lambda kind: HostDevice())
+    monkeypatch.setattr(native_mod, "load", lambda folder: Perturbing(Path(folder)))
+    return state
+
+
+def test_run_on_the_stand_in_writes_outputs_and_the_summary(tmp_path, stand_in):
+    folder = _partition(tmp_path, "small_cnn.onnx", "--layout", "NHWC", "--fold-batch-norm")
+    res = run_cli("run", folder, "--device", "cuda", "--random-inputs", "1", "-o", tmp_path / "o.npz",
+                  "--summary", tmp_path / "s.json")
+    assert res.exit_code == 0, res.output
+    cpu = run_cli("run", folder, "--random-inputs", "1", "-o", tmp_path / "c.npz")
+    assert cpu.exit_code == 0
+    with np.load(tmp_path / "o.npz") as a, np.load(tmp_path / "c.npz") as b:
+        np.testing.assert_array_equal(a["output_0"], b["output_0"])
+    summary = json.loads((tmp_path / "s.json").read_text())
+    kinds = {r["name"]: r["kind"] for r in summary["functions"]}
+    assert kinds["relax.nn.max_pool2d"] == "host op" and kinds["fused_relax_matmul_relax_add_cutlass"] == "native"
+    assert summary["h2d_run"] == 0 and summary["h2d_inputs"] == 1 * 3 * 32 * 32 * 4
+    assert summary["plan"]["buffers"] == 6 and summary["d2h_outputs"] == 10 * 4
+    assert "host->device: inputs 12.0 KiB" in res.output and "allocation plan: 6 native outputs" in res.output
+
+
+def test_verify_on_the_stand_in_passes_and_names_the_first_differing_element(tmp_path, stand_in):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    ok = run_cli("verify", folder, "--device", "cuda", "--trials", "2")
+    assert ok.exit_code == 0 and "ok: the built library on cuda" in ok.output, ok.output
+    stand_in["perturb"] = "fused_relax_matmul_relax_add_cutlass"  # the last layer: the output's last element
+    bad = run_cli("verify", folder, "--device", "cuda", "--trials", "2")
+    assert bad.exit_code == 1, bad.output
+    assert "error: output_0 differs beyond rtol/atol 0.01/0.01 (seed 0); first differs at index [15, 9]" in bad.output
+    import re
+
+    assert re.search(r"MISMATCH \(seed [01], 1 elements\)", bad.output)
+
+
+def test_bench_on_the_stand_in_prints_json(tmp_path, stand_in):
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    res = run_cli("bench", folder, "--warmup", "1", "--iters", "3", "--no-cuda-graph", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output[res.output.index("{"):])
+    (row,) = doc["results"]
+    assert row["impl"] == "byocc" and row["mode"] == "eager" and row["h2d_per_call"] == 0
+    assert doc["batch"] == 16 and row["median_ms"] > 0 and row["throughput"] > 0
+
+
+class _FakeDevice(HostDevice):
+    """The stand-in with device arrays of their own type, through a DeviceNamespace: a host
+    array that reaches the references during the run is counted as a host-to-device copy."""
+
+    name = "fake device"
+
+    def __init__(self):
+        super().__init__()
+        self.xp = DeviceNamespace(_FakeDeviceModule(), special=__import__("scipy.special").special)
+
+    def upload(self, array):
+        self.h2d_bytes += int(array.nbytes)
+        return np.array(array, copy=True).view(_DeviceArray)
+
+    def empty_bytes(self, nbytes):
+        return np.zeros(max(int(nbytes), 1), dtype=np.uint8).view(_DeviceArray)
+
+
+def test_runner_pulls_no_host_array_into_the_run(tmp_path):
+    folder = _partition(tmp_path, "small_cnn.onnx", "--layout", "NHWC", "--fold-batch-norm")
+    runner = DeviceRunner(folder, _FakeDevice(), lib=FakeLibrary(folder))
+    args = bind_arguments(runner.func, random_arguments(runner.func, 5))
+    result, summary = runner.run(runner.upload(args))
+    assert type(result) is _DeviceArray
+    assert summary.h2d_run == 0 and runner.device.xp.h2d_copies == 0
+    expected = Interpreter(partitioned_module(folder)).run(args)
+    assert all(r["max_abs"] == 0 for r in compare(expected, np.asarray(result)))
