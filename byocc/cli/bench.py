@@ -195,7 +195,7 @@ def _bench_byocc_graph(runner, dev_args, warmup, iters, batch) -> dict:
     try:
         replay, _ = runner.capture(dev_args)
     except Exception as exc:  # noqa: BLE001  (a capture the driver refuses: reported, not fatal)
-        return {"impl": "byocc", "mode": "cuda graph", "skipped": f"capture failed: {str(exc)[:80]}"}
+        return {"impl": "byocc", "mode": "cuda graph", "skipped": f"capture failed: {str(exc)[:160]}"}
     stream = dev.stream()
 
     def call():
@@ -283,7 +283,7 @@ def _bench_torch(spec: str, args, warmup, iters, batch) -> list:
             wall, dev = _loop(g.replay, sync, events, warmup, iters, "torch graph")
             out.append(_stats("torch", "cuda graph", wall, dev, batch, peak_bytes=torch.cuda.max_memory_allocated()))
         except Exception as exc:  # noqa: BLE001  (a model that cannot be captured)
-            out.append({"impl": "torch", "mode": "cuda graph", "skipped": f"capture failed: {str(exc)[:80]}"})
+            out.append({"impl": "torch", "mode": "cuda graph", "skipped": f"capture failed: {str(exc)[:160]}"})
     return out
 
 

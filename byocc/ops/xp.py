@@ -71,19 +71,18 @@ class _StrideTricks:
         self._ns = ns
 
     def sliding_window_view(self, x: Any, window_shape: Any, axis: Any = None) -> Any:
-        """numpy's ``sliding_window_view`` (as_strided over the device array): a view."""
-        mod = self._ns.module
-        own = getattr(getattr(getattr(mod, "lib", None), "stride_tricks", None), "sliding_window_view", None)
-        if own is not None:
-            return own(x, window_shape, axis=axis)
+        """numpy's ``sliding_window_view``, as one ``as_strided`` view of the device array
+        (CuPy's own copies the window shape to the device, which a CUDA-graph capture refuses)."""
         window = tuple(window_shape) if not isinstance(window_shape, int) else (window_shape,)
         axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(a + x.ndim if a < 0 else a for a in axes)
         shape = list(x.shape)
         for a, w in zip(axes, window):
+            if shape[a] < w:
+                raise ValueError("window shape cannot be larger than input array shape")
             shape[a] -= w - 1
         strides = tuple(x.strides) + tuple(x.strides[a] for a in axes)
-        return mod.lib.stride_tricks.as_strided(x, tuple(shape) + window, strides)
+        return self._ns.module.lib.stride_tricks.as_strided(x, tuple(shape) + window, strides)
 
 
 class _Lib:

@@ -37,6 +37,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from byocc.ir import ByoccError
 from byocc.ir import Call
 from byocc.ir import Constant
 from byocc.ir import ExprVisitor
@@ -52,6 +53,11 @@ from .values import ShapeValue
 
 class DeviceUnavailable(ExternalToolError):
     """No usable CUDA device or no CuPy (exit code 3, as any missing external tool)."""
+
+
+class GraphCaptureError(InputError):
+    """The run cannot be captured as one CUDA graph (exit code 1): an operator's device code
+    synchronises or copies from the host while capturing."""
 
 
 # --------------------------------------------------------------------------- devices
@@ -481,8 +487,20 @@ class DeviceRunner:
 
         self.setup()
         dev = self.device
-        with dev.capture() as captured, use_array_module(dev.xp):
-            result = self._interp.run(dev_args, self.entry)
+        self._interp.current = None
+        try:
+            with dev.capture() as captured, use_array_module(dev.xp):
+                result = self._interp.run(dev_args, self.entry)
+        except ByoccError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (CuPy/CUDA refuse something the capture cannot hold)
+            binding = self._interp.current
+            where = ""
+            if binding is not None:
+                label, _ = _label(binding.value)
+                where = f" at {binding.var.name_hint!r} ({label})"
+            raise GraphCaptureError(f"cannot capture the run as one CUDA graph{where}: {exc}",
+                                    notes=("run without --cuda-graph (eager), or report the operator",)) from exc
         graph, kept = captured[0], captured[1]
         stream = dev.stream()
 
@@ -534,5 +552,5 @@ def codegen_module(out_dir: str | Path):
     return _read_module(root / f"{_stem(root, load_manifest(root))}.codegen.relax")
 
 
-__all__ = ["CupyDevice", "Device", "DeviceRunner", "DeviceUnavailable", "HostDevice", "RunSummary",
+__all__ = ["CupyDevice", "Device", "DeviceRunner", "DeviceUnavailable", "GraphCaptureError", "HostDevice", "RunSummary",
            "codegen_module", "open_device", "partitioned_module"]

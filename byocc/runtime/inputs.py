@@ -189,11 +189,15 @@ def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
     raise InterpretError(f"cannot make a random value for {name!r} of this type; give --inputs")
 
 
-def compare(expected: Any, actual: Any, tolerances: dict | None = None) -> list[dict]:
+def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_atol: bool = False) -> list[dict]:
     """Compare two results leaf by leaf. Returns one record per output: ``index``,
     ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol``, ``ok`` and, for
     arrays, ``compared`` (the elements not NaN on both sides) and, when some differ,
-    ``first_bad`` (the first such element in row-major order: its index, both values)."""
+    ``first_bad`` (the first such element in row-major order: its index, both values).
+
+    ``scale_atol``: the absolute tolerance is ``atol`` times the output's largest finite
+    magnitude (at least 1), so an element that cancels to near zero is judged at the scale
+    of the output, not of itself (``verify --device``: other rounding, same math)."""
     import numpy as np
 
     from .values import flatten_outputs
@@ -220,6 +224,10 @@ def compare(expected: Any, actual: Any, tolerances: dict | None = None) -> list[
             records.append(rec)
             continue
         ef, af = e.astype(np.float64), a.astype(np.float64)
+        if scale_atol and ef.size:
+            finite = np.abs(ef[np.isfinite(ef)])
+            atol = atol * max(1.0, float(finite.max()) if finite.size else 1.0)
+            rec["atol"] = atol
         same_nan = np.isnan(ef) & np.isnan(af)
         same_inf = np.isinf(ef) & (ef == af)
         with np.errstate(invalid="ignore"):

@@ -122,11 +122,22 @@ class _DeviceArray(np.ndarray):
     """What a device array is to the namespace: another type than numpy's."""
 
 
+class _FakeStrideTricks:
+    @staticmethod
+    def as_strided(x, shape, strides):
+        return np.lib.stride_tricks.as_strided(x, shape, strides, subok=True)
+
+
+class _FakeLib:
+    stride_tricks = _FakeStrideTricks
+
+
 class _FakeDeviceModule:
     """numpy whose arrays are _DeviceArray: enough of a device module for DeviceNamespace."""
 
     __name__ = "fakedevice"
     ndarray = _DeviceArray
+    lib = _FakeLib
 
     def __getattr__(self, name):
         fn = getattr(np, name)
@@ -417,9 +428,10 @@ def test_verify_on_the_stand_in_passes_and_names_the_first_differing_element(tmp
     stand_in["perturb"] = "fused_relax_matmul_relax_add_cutlass"  # the last layer: the output's last element
     bad = run_cli("verify", folder, "--device", "cuda", "--trials", "2")
     assert bad.exit_code == 1, bad.output
-    assert "error: output_0 differs beyond rtol/atol 0.01/0.01 (seed 0); first differs at index [15, 9]" in bad.output
     import re
 
+    assert re.search(r"error: output_0 differs beyond rtol/atol 0\.01/[0-9.]+ \(seed 0\); first differs at index "
+                     r"\[15, 9\]: expected [-0-9.]+, got [-0-9.]+", bad.output), bad.output
     assert re.search(r"MISMATCH \(seed [01], 1 elements\)", bad.output)
 
 
@@ -460,3 +472,43 @@ def test_runner_pulls_no_host_array_into_the_run(tmp_path):
     assert summary.h2d_run == 0 and runner.device.xp.h2d_copies == 0
     expected = Interpreter(partitioned_module(folder)).run(args)
     assert all(r["max_abs"] == 0 for r in compare(expected, np.asarray(result)))
+
+
+def test_device_compare_scales_atol_by_the_output_magnitude():
+    """fp16 outputs of magnitude 1000 that cancel to ~1 in one element: a rounding difference
+    of 0.25 there is noise at the output's scale, an error of 20 is not."""
+    exp = np.array([1000.0, -800.0, 1.5], np.float16)
+    close = np.array([1000.0, -800.0, 1.25], np.float16)
+    far = np.array([1000.0, -800.0, 21.5], np.float16)
+    (plain,) = compare(exp, close, DEVICE_TOLERANCES)
+    (scaled,) = compare(exp, close, DEVICE_TOLERANCES, scale_atol=True)
+    (wrong,) = compare(exp, far, DEVICE_TOLERANCES, scale_atol=True)
+    assert not plain["ok"] and scaled["ok"] and scaled["atol"] == pytest.approx(10.0)
+    assert not wrong["ok"] and wrong["first_bad"]["index"] == (2,)
+
+
+def test_a_capture_failure_names_the_binding(tmp_path):
+    import contextlib
+
+    from byocc.runtime.device import GraphCaptureError
+
+    class Capturing(HostDevice):
+        @contextlib.contextmanager
+        def capture(self):
+            out: list = []
+            yield out
+            out.extend(["graph", []])
+
+    class Refusing(FakeLibrary):
+        def __getitem__(self, symbol):
+            def call(*args, out=None):
+                raise RuntimeError("the current stream is capturing, so H2D transfers are disallowed")
+
+            return call
+
+    folder = _partition(tmp_path, "mlp_fp16.relax")
+    runner = DeviceRunner(folder, Capturing(), lib=Refusing(folder))
+    args = runner.upload(bind_arguments(runner.func, random_arguments(runner.func, 0)))
+    with pytest.raises(GraphCaptureError, match=r"cannot capture the run as one CUDA graph at 'lv' "
+                                                r"\(fused_relax_matmul_relax_add_relax_nn_relu_cutlass\): the current"):
+        runner.capture(args)
