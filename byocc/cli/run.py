@@ -95,11 +95,12 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
 
 
 def load_model_or_folder(model: str):
-    """The module of MODEL; for a folder ``partition -o`` wrote, its partitioned module
-    (which the numpy interpreter runs: its Codegen functions are ordinary calls)."""
+    """The module of MODEL; for a folder ``partition -o`` wrote (it has a manifest.json),
+    its partitioned module (which the numpy interpreter runs: its Codegen functions are
+    ordinary calls). Any other folder is refused as a model file is."""
     import os
 
-    if model != "-" and os.path.isdir(model):
+    if model != "-" and os.path.isfile(os.path.join(model, "manifest.json")):
         from byocc.runtime.device import partitioned_module
 
         return partitioned_module(model)
