@@ -27,10 +27,33 @@ def check_folder(model: str, device: str) -> None:
         raise click.UsageError(f"{model}: no manifest.json (write the folder with `byocc partition -o`)")
 
 
+def _read(path) -> object:
+    from byocc.ir import InputError
+    from byocc.text import read_file
+
+    if not path.is_file():
+        raise InputError(f"{path}: missing (write the folder with `byocc partition -o`)")
+    return read_file(str(path))
+
+
+def codegen_module(folder: str):
+    """``<stem>.codegen.relax`` of a folder ``partition -o`` wrote (with its sidecar)."""
+    from byocc.runtime.device import module_paths
+
+    return _read(module_paths(folder)[0])
+
+
+def partitioned_module(folder: str):
+    """``<stem>.partitioned.relax`` of a folder ``partition -o`` wrote: the reference a device
+    run is verified against (its Codegen functions run as ordinary calls)."""
+    from byocc.runtime.device import module_paths
+
+    return _read(module_paths(folder)[1])
+
+
 def open_runner(model: str, device: str, entry: str | None):
     """``(runner, entry, func)``: the device, the folder's codegen'd module, its library."""
     from byocc.runtime.device import DeviceRunner
-    from byocc.runtime.device import codegen_module
     from byocc.runtime.device import open_device
 
     from .run import entry_function
@@ -39,7 +62,7 @@ def open_runner(model: str, device: str, entry: str | None):
     mod = codegen_module(model)
     entry, func = entry_function(mod, entry)
     dev = open_device(device)  # exit 3 without CUDA/CuPy, before the library is loaded
-    return DeviceRunner(model, dev, entry=entry, module=mod), entry, func
+    return DeviceRunner(model, dev, mod, entry=entry, partitioned=lambda: partitioned_module(model)), entry, func
 
 
 def host_inputs(func, inputs_file: str | None, seed: int | None, dims) -> list:
@@ -155,7 +178,8 @@ def render_summary(summary, stderr: bool = True) -> None:
     click.echo("\n".join(lines), err=stderr)
 
 
-__all__ = ["check_folder", "download", "graph_run", "host_inputs", "open_runner", "render_summary", "run_on_device"]
+__all__ = ["check_folder", "codegen_module", "download", "graph_run", "host_inputs", "open_runner", "partitioned_module", "render_summary", "run_on_device",
+           "verify_on_device"]
 
 
 # --------------------------------------------------------------------------- verify --device
@@ -168,7 +192,6 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
     from byocc.runtime import compare
     from byocc.runtime import flatten_outputs
     from byocc.runtime import random_arguments
-    from byocc.runtime.device import partitioned_module
     from byocc.runtime.inputs import DEVICE_TOLERANCES
 
     from .run import check_dims

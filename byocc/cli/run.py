@@ -101,7 +101,7 @@ def load_model_or_folder(model: str):
     import os
 
     if model != "-" and os.path.isfile(os.path.join(model, "manifest.json")):
-        from byocc.runtime.device import partitioned_module
+        from .device_run import partitioned_module
 
         return partitioned_module(model)
     return load_model(model)

@@ -13,7 +13,7 @@ on one device:
   (:mod:`byocc.ops.xp`, CuPy), on the device arrays the native calls return (zero copy:
   CuPy arrays go to the runner through ``__cuda_array_interface__``, nothing is staged);
 * a function the manifest lists without code (``"status": "no_code"``) runs its partitioned
-  body (from ``<stem>.partitioned.relax``) the same way;
+  body (the ``partitioned`` module, ``<stem>.partitioned.relax``) the same way;
 * constants of the module are uploaded once, with the inputs; the library's bound constants
   are bound before the first call (:meth:`~byocc.runtime.native.Library.bind_all_constants`).
 
@@ -344,8 +344,8 @@ class _DeviceInterpreter(Interpreter):
 class DeviceRunner:
     """A built ``OUT_DIR`` ready to run on ``device`` (see the module docstring)."""
 
-    def __init__(self, out_dir: str | Path, device: Device, entry: str | None = None, lib: Any = None,
-                 module: Any = None, partitioned: Any = None):
+    def __init__(self, out_dir: str | Path, device: Device, module: Any, entry: str | None = None, lib: Any = None,
+                 partitioned: Any = None):
         from byocc.backends.manifest import load_manifest
 
         from .memplan import plan_function
@@ -353,8 +353,7 @@ class DeviceRunner:
         self.out_dir = Path(out_dir)
         self.device = device
         self.manifest = load_manifest(self.out_dir)
-        self.stem = _stem(self.out_dir, self.manifest)
-        self.mod = module if module is not None else _read_module(self.out_dir / f"{self.stem}.codegen.relax")
+        self.mod = module
         if lib is None:
             from .native import load
 
@@ -363,8 +362,10 @@ class DeviceRunner:
         no_code = [str(f["symbol"]) for f in self.manifest.get("functions", ()) if f.get("status")]
         offloaded: dict = {}
         if no_code:
-            part = partitioned if partitioned is not None else _read_module(
-                self.out_dir / f"{self.stem}.partitioned.relax")
+            part = partitioned() if callable(partitioned) else partitioned
+            if part is None:
+                raise InputError(f"{self.out_dir}: {', '.join(no_code)} ha{'ve' if len(no_code) > 1 else 's'} no "
+                                 "code; running it needs the partitioned module")
             for name, func in part.items():
                 sym = func.attrs.get("global_symbol", name) if isinstance(func, Function) else None
                 if sym in no_code:
@@ -512,45 +513,21 @@ class DeviceRunner:
         return replay, result
 
 
-def _stem(out_dir: Path, manifest: Mapping) -> str:
-    found = sorted(p.name[: -len(".codegen.relax")] for p in out_dir.glob("*.codegen.relax"))
-    if len(found) == 1:
-        return found[0]
+def module_paths(out_dir: str | Path) -> tuple[Path, Path]:
+    """``(<stem>.codegen.relax, <stem>.partitioned.relax)`` of a folder ``partition -o``
+    wrote (the one codegen module in it, or the one whose stem the library names)."""
+    from byocc.backends.manifest import load_manifest
+
+    root = Path(out_dir)
+    manifest = load_manifest(root)
+    found = sorted(p.name[: -len(".codegen.relax")] for p in root.glob("*.codegen.relax"))
     if not found:
-        raise InputError(f"{out_dir}: no <stem>.codegen.relax (write the folder with `byocc partition -o`)")
-    lib = str(manifest.get("library", ""))
-    for stem in found:
-        if stem in lib:
-            return stem
-    raise InputError(f"{out_dir}: several codegen modules ({', '.join(found)}); keep one per folder")
-
-
-def _read_module(path: Path):
-    from byocc.text import read_file
-
-    if not path.is_file():
-        raise InputError(f"{path}: missing (write the folder with `byocc partition -o`)")
-    return read_file(str(path))
-
-
-
-
-def partitioned_module(out_dir: str | Path):
-    """``<stem>.partitioned.relax`` of a folder ``partition -o`` wrote (the reference a
-    device run is verified against: its Codegen functions run as ordinary calls)."""
-    from byocc.backends.manifest import load_manifest
-
-    root = Path(out_dir)
-    return _read_module(root / f"{_stem(root, load_manifest(root))}.partitioned.relax")
-
-
-def codegen_module(out_dir: str | Path):
-    """``<stem>.codegen.relax`` of a folder ``partition -o`` wrote."""
-    from byocc.backends.manifest import load_manifest
-
-    root = Path(out_dir)
-    return _read_module(root / f"{_stem(root, load_manifest(root))}.codegen.relax")
+        raise InputError(f"{root}: no <stem>.codegen.relax (write the folder with `byocc partition -o`)")
+    stem = found[0] if len(found) == 1 else next((s for s in found if s in str(manifest.get("library", ""))), None)
+    if stem is None:
+        raise InputError(f"{root}: several codegen modules ({', '.join(found)}); keep one per folder")
+    return root / f"{stem}.codegen.relax", root / f"{stem}.partitioned.relax"
 
 
 __all__ = ["CupyDevice", "Device", "DeviceRunner", "DeviceUnavailable", "GraphCaptureError", "HostDevice", "RunSummary",
-           "codegen_module", "open_device", "partitioned_module"]
+           "module_paths", "open_device"]

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from byocc.cli.device_run import codegen_module
+from byocc.cli.device_run import partitioned_module
 from byocc.ir import Call
 from byocc.ir import Op
 from byocc.ops import bound_reference
@@ -25,7 +27,6 @@ from byocc.runtime import compare
 from byocc.runtime import random_arguments
 from byocc.runtime.device import DeviceRunner
 from byocc.runtime.device import HostDevice
-from byocc.runtime.device import partitioned_module
 from byocc.runtime.inputs import DEVICE_TOLERANCES
 from byocc.runtime.memplan import ALIGN
 from byocc.runtime.memplan import Interval
@@ -108,8 +109,6 @@ def test_plan_keeps_a_buffer_while_a_view_of_it_lives():
 
 def test_plan_of_the_codegen_mlp(tmp_path):
     out = _partition(tmp_path, "mlp_fp16.relax")
-    from byocc.runtime.device import codegen_module
-
     plan = plan_function(codegen_module(out)["main"])
     assert len(plan.offsets) == 3
     offsets = sorted(v[0] for v in plan.offsets.values())
@@ -238,6 +237,11 @@ def _partition(tmp_path, sample: str, *extra) -> Path:
     return out
 
 
+def _runner(folder: Path, device, lib) -> DeviceRunner:
+    return DeviceRunner(folder, device, codegen_module(str(folder)), lib=lib,
+                        partitioned=lambda: partitioned_module(str(folder)))
+
+
 class FakeLibrary:
     """The built library's Python face, computing each function from the partitioned module
     (what the CUDA code is checked against on the GPU); records the ``out=`` it was given."""
@@ -272,7 +276,7 @@ class FakeLibrary:
 def test_runner_matches_the_interpreter_with_outputs_in_the_planned_arena(tmp_path, sample, extra):
     folder = _partition(tmp_path, sample, *extra)
     lib = FakeLibrary(folder)
-    runner = DeviceRunner(folder, HostDevice(), lib=lib)
+    runner = _runner(folder, HostDevice(), lib)
     args = bind_arguments(runner.func, random_arguments(runner.func, 3))
     expected = Interpreter(partitioned_module(folder)).run(args)
     dev_args = runner.upload(args)
@@ -305,7 +309,7 @@ def test_runner_runs_functions_without_code_from_the_partitioned_module(tmp_path
     (folder / "manifest.json").write_text(json.dumps(manifest))
     lib = FakeLibrary(folder)
     assert dropped not in lib.functions
-    runner = DeviceRunner(folder, HostDevice(), lib=lib)
+    runner = _runner(folder, HostDevice(), lib)
     args = bind_arguments(runner.func, random_arguments(runner.func, 0))
     result, summary = runner.run(runner.upload(args))
     expected = Interpreter(partitioned_module(folder)).run(args)
@@ -465,7 +469,7 @@ class _FakeDevice(HostDevice):
 
 def test_runner_pulls_no_host_array_into_the_run(tmp_path):
     folder = _partition(tmp_path, "small_cnn.onnx", "--layout", "NHWC", "--fold-batch-norm")
-    runner = DeviceRunner(folder, _FakeDevice(), lib=FakeLibrary(folder))
+    runner = _runner(folder, _FakeDevice(), FakeLibrary(folder))
     args = bind_arguments(runner.func, random_arguments(runner.func, 5))
     result, summary = runner.run(runner.upload(args))
     assert type(result) is _DeviceArray
@@ -507,7 +511,7 @@ def test_a_capture_failure_names_the_binding(tmp_path):
             return call
 
     folder = _partition(tmp_path, "mlp_fp16.relax")
-    runner = DeviceRunner(folder, Capturing(), lib=Refusing(folder))
+    runner = _runner(folder, Capturing(), Refusing(folder))
     args = runner.upload(bind_arguments(runner.func, random_arguments(runner.func, 0)))
     with pytest.raises(GraphCaptureError, match=r"cannot capture the run as one CUDA graph at 'lv' "
                                                 r"\(fused_relax_matmul_relax_add_relax_nn_relu_cutlass\): the current"):
