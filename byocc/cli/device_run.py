@@ -51,7 +51,7 @@ def partitioned_module(folder: str):
     return _read(module_paths(folder)[1])
 
 
-def open_runner(model: str, device: str, entry: str | None):
+def open_runner(model: str, device: str, entry: str | None, check: bool = False):
     """``(runner, entry, func)``: the device, the folder's codegen'd module, its library."""
     from byocc.runtime.device import DeviceRunner
     from byocc.runtime.device import open_device
@@ -62,7 +62,8 @@ def open_runner(model: str, device: str, entry: str | None):
     mod = codegen_module(model)
     entry, func = entry_function(mod, entry)
     dev = open_device(device)  # exit 3 without CUDA/CuPy, before the library is loaded
-    return DeviceRunner(model, dev, mod, entry=entry, partitioned=lambda: partitioned_module(model)), entry, func
+    runner = DeviceRunner(model, dev, mod, entry=entry, partitioned=lambda: partitioned_module(model), check=check)
+    return runner, entry, func
 
 
 def host_inputs(func, inputs_file: str | None, seed: int | None, dims) -> list:
@@ -87,13 +88,13 @@ def download(runner, result) -> list:
 
 
 def run_on_device(model: str, device: str, inputs_file: str | None, seed: int | None, out_file: str | None,
-                  entry: str | None, dims, cuda_graph: bool, summary_file: str | None) -> None:
+                  entry: str | None, dims, cuda_graph: bool, summary_file: str | None, check: bool = False) -> None:
     if device == "cpu":
         raise click.UsageError("--cuda-graph and --summary apply to --device cuda")
     check_output_file(out_file)
     if summary_file and summary_file != "-":
         check_output_file(summary_file)
-    runner, entry, func = open_runner(model, device, entry)
+    runner, entry, func = open_runner(model, device, entry, check)
     args = host_inputs(func, inputs_file, seed, dims)
     from .run import quiet_numpy
     from .run import summary_rows

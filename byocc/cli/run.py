@@ -71,7 +71,7 @@ def run(model: str, inputs_file: str | None, seed: int | None, out_file: str | N
     if device != "cpu" or cuda_graph or summary_file:
         from .device_run import run_on_device
 
-        return run_on_device(model, device, inputs_file, seed, out_file, entry, dims, cuda_graph, summary_file)
+        return run_on_device(model, device, inputs_file, seed, out_file, entry, dims, cuda_graph, summary_file, check)
     mod = load_model_or_folder(model)
     check_output_file(out_file)  # before the work: a bad destination fails fast
     entry, func = entry_function(mod, entry)

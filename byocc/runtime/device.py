@@ -316,8 +316,8 @@ def _label(value) -> tuple[str, str]:
 class _DeviceInterpreter(Interpreter):
     """The interpreter with the run's arena for native outputs and per-binding timing."""
 
-    def __init__(self, runner: DeviceRunner, mod, offloaded: Mapping[str, Function]):
-        super().__init__(mod, packed={sym: runner._native_call(sym) for sym in runner.lib.functions})
+    def __init__(self, runner: DeviceRunner, mod, offloaded: Mapping[str, Function], check: bool = False):
+        super().__init__(mod, packed={sym: runner._native_call(sym) for sym in runner.lib.functions}, check=check)
         self._offloaded.update(offloaded)
         self.runner = runner
         self.current = None
@@ -345,7 +345,7 @@ class DeviceRunner:
     """A built ``OUT_DIR`` ready to run on ``device`` (see the module docstring)."""
 
     def __init__(self, out_dir: str | Path, device: Device, module: Any, entry: str | None = None, lib: Any = None,
-                 partitioned: Any = None):
+                 partitioned: Any = None, check: bool = False):
         from byocc.backends.manifest import load_manifest
 
         from .memplan import plan_function
@@ -376,7 +376,7 @@ class DeviceRunner:
         self.plan = plan_function(self.func)
         self._arena = None
         self._event_pool: list = []
-        self._interp = _DeviceInterpreter(self, self.mod, offloaded)
+        self._interp = _DeviceInterpreter(self, self.mod, offloaded, check)
         self._setup_h2d = 0
         self._const_bytes = 0
 

@@ -107,6 +107,30 @@ def test_plan_keeps_a_buffer_while_a_view_of_it_lives():
     assert plan.aliases >= 2
 
 
+TUPLE_MODULE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((8, 8), dtype="float32")) -> R.Tensor((8, 8), dtype="float32"):
+        with R.dataflow():
+            t = R.call_dps_packed("two", (x,), out_ty=[R.Tensor((8, 8), dtype="float32"), R.Tensor((4,), dtype="float32")])
+            a: R.Tensor((8, 8), dtype="float32") = t[0]
+            b = R.call_dps_packed("f", (a,), out_ty=R.Tensor((8, 8), dtype="float32"))
+            R.output(b)
+        return b
+"""
+
+
+def test_plan_gives_each_field_of_a_tuple_output_its_buffer_and_keeps_them_while_a_field_lives():
+    plan = plan_function(parse(TUPLE_MODULE)["main"])
+    slots = {(k[0].name_hint, k[1]): v for k, v in plan.offsets.items()}
+    assert set(slots) == {("t", 0), ("t", 1), ("b", 0)}
+    assert slots[("t", 0)][1] == 256 and slots[("t", 1)][1] == 16
+    # b is computed from t[0] (an alias of t): it may not take t's memory
+    assert slots[("b", 0)][0] not in (slots[("t", 0)][0], slots[("t", 1)][0])
+    assert slots[("t", 0)][0] != slots[("t", 1)][0]
+
+
 def test_plan_of_the_codegen_mlp(tmp_path):
     out = _partition(tmp_path, "mlp_fp16.relax")
     plan = plan_function(codegen_module(out)["main"])
