@@ -157,10 +157,11 @@ def render_summary(summary, stderr: bool = True) -> None:
     from byocc.runtime.inputs import format_bytes
 
     total = sum(r["ms"] for r in summary.functions) or 1.0
-    rows = [[r["name"], r["kind"], str(r["calls"]), f"{r['ms']:.3f}", f"{100 * r['ms'] / total:.1f}"]
-            for r in summary.functions]
-    render_table("device time per function (CUDA events around each call; they include the launch gaps "
-                 "while the device waits for the host)", ["function", "kind", "calls", "ms", "%"], rows,
+    rows = [[r["name"], r["kind"], str(r["calls"]), f"{r['ms']:.3f}", f"{100 * r['ms'] / total:.1f}",
+             f"{r.get('host_ms', 0.0):.3f}"] for r in summary.functions]
+    render_table("time per function: device (CUDA events around each call; they include the launch gaps "
+                 "while the device waits for the host) and host (Python, launches)",
+                 ["function", "kind", "calls", "ms", "%", "host ms"], rows,
                  stderr=stderr, left=frozenset({"function", "kind"}))
     plan = summary.plan
     lines = [

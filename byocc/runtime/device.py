@@ -331,13 +331,15 @@ class _DeviceInterpreter(Interpreter):
         dev = self.runner.device
         start, end = self.runner._events(len(timing))
         dev.record(start)
+        t0 = time.perf_counter()
         out = super()._step(frame, binding)
         if not isinstance(out, _Push):
+            host = time.perf_counter() - t0
             dev.record(end)
             label, kind = _label(binding.value)
             if kind == "native" and label not in self.runner.lib.functions:
                 kind = "interpreted"
-            timing.append((label, kind, start, end))
+            timing.append((label, kind, start, end, host))
         return out
 
 
@@ -464,11 +466,12 @@ class DeviceRunner:
         timing = self._interp.timing or []
         self._interp.timing = None
         rows: dict = {}
-        for label, kind, start, end in timing:
+        for label, kind, start, end, host in timing:
             ms = dev.elapsed_ms(start, end)
-            row = rows.setdefault(label, {"name": label, "kind": kind, "calls": 0, "ms": 0.0})
+            row = rows.setdefault(label, {"name": label, "kind": kind, "calls": 0, "ms": 0.0, "host_ms": 0.0})
             row["calls"] += 1
             row["ms"] += ms
+            row["host_ms"] += host * 1e3
         if timing:
             summary.device_ms = dev.elapsed_ms(timing[0][2], timing[-1][3])
         summary.functions = sorted(rows.values(), key=lambda r: -r["ms"])

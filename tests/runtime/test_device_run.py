@@ -444,6 +444,7 @@ def test_run_on_the_stand_in_writes_outputs_and_the_summary(tmp_path, stand_in):
     summary = json.loads((tmp_path / "s.json").read_text())
     kinds = {r["name"]: r["kind"] for r in summary["functions"]}
     assert kinds["relax.nn.max_pool2d"] == "host op" and kinds["fused_relax_matmul_relax_add_cutlass"] == "native"
+    assert all(r["host_ms"] > 0 and r["calls"] >= 1 for r in summary["functions"])
     assert summary["h2d_run"] == 0 and summary["h2d_inputs"] == 1 * 3 * 32 * 32 * 4
     assert summary["plan"]["buffers"] == 6 and summary["d2h_outputs"] == 10 * 4
     assert "host->device: inputs 12.0 KiB" in res.output and "allocation plan: 6 native outputs" in res.output
