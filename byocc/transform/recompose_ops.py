@@ -559,7 +559,8 @@ def _match_attention(g: _Chain, root: Var, call: Call) -> list[tuple[DataflowVar
     from byocc.ops.reference import np_dtype
 
     try:
-        k4 = _untranspose(g, kt4, emit)
+        k4 = _heads(g, _untranspose(g, kt4, emit), emit)
+        v4 = _heads(g, v4, emit)
         q3 = emit(_make("relax.reshape", [q4, [b * n, sq, h]]))
         k3 = emit(_make("relax.reshape", [k4, [b * n, skv, h]]))
         kt3 = emit(_make("relax.permute_dims", [k3], {"axes": [0, 2, 1]}))
@@ -595,6 +596,30 @@ def _untranspose(g: _Chain, kt4: Expr, emit: Callable[[Expr], DataflowVar]) -> E
     return emit(_make("relax.permute_dims", [kt4], {"axes": [0, 1, 3, 2]}))
 
 
+def _heads(g: _Chain, x4: Expr, emit: Callable[[Expr], DataflowVar]) -> Expr:
+    """``x4`` (B, N, S, H); where it is grouped heads repeated the way Llama code writes it
+    (``reshape(broadcast_to(expand_dims(permute_dims(y, [0, 2, 1, 3]), 2), ...))``, y of
+    shape (B, S, N_kv, H)), the same value as ``permute_dims(repeat(y, N / N_kv, axis=2),
+    [0, 2, 1, 3])``, the form the attention rewrites read as BSNH."""
+    r = g.peek(x4, "relax.reshape")
+    bc = g.peek(r.args[0], "relax.broadcast_to") if r is not None else None
+    ex = g.peek(bc.args[0], "relax.expand_dims") if bc is not None else None
+    pt = g.peek(ex.args[0], "relax.permute_dims") if ex is not None else None
+    if pt is None or list(ex.attrs.get("axis") or ()) not in ([2], [-3]):  # type: ignore[union-attr]
+        return x4
+    if [int(a) for a in (pt.attrs.get("axes") or ())] != [0, 2, 1, 3]:
+        return x4
+    y, wide, out = pt.args[0], _shape(bc), _shape(x4)
+    ys = _shape(y)
+    if ys is None or wide is None or out is None or len(wide) != 5 or len(ys) != 4:
+        return x4
+    b, kv, rep, s, h = wide
+    if not (isinstance(rep, int) and isinstance(kv, int)) or tuple(ys) != (b, s, kv, h) or tuple(out) != (b, kv * rep, s, h):
+        return x4
+    rep_y = emit(_make("relax.repeat", [y], {"repeats": rep, "axis": 2}))
+    return emit(_make("relax.permute_dims", [rep_y], {"axes": [0, 2, 1, 3]}))
+
+
 def _bias_3d(bias: Expr, b: int, n: int, s: Any, skv: Any, emit: Callable[[Expr], DataflowVar]) -> Expr | None:
     shape = _shape(bias)
     if shape is None or len(shape) > 4:
@@ -625,6 +650,7 @@ def recompose_function(func: Function, stats: dict[str, int] | None = None) -> F
     """``func`` with every recognised chain fused (the same object when none is)."""
     if any(k in func.attrs for k in _SKIP_ATTRS) or not isinstance(func.body, SeqExpr):
         return func
+    func = _drop_noop_casts(func)
     g = _Chain(func)
     replace: dict[Var, Expr] = {}
     extra: dict[Var, list[tuple[DataflowVar, Expr]]] = {}
@@ -672,6 +698,43 @@ def recompose_function(func: Function, stats: dict[str, int] | None = None) -> F
     body = SeqExpr(tuple(blocks), func.body.body, func.body.span)
     new = Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
     return remove_all_unused(new)  # what fed only the chains (an astype to fp32, a mean)
+
+
+def _drop_noop_casts(func: Function) -> Function:
+    """``func`` without the dataflow ``astype`` bindings that cast a tensor to its own dtype
+    (exporters write them for ``x.to(torch.float32)`` on an fp32 model); their uses read the
+    tensor itself."""
+    from byocc.ir import ExprMutator
+
+    assert isinstance(func.body, SeqExpr)
+    remap: dict[Var, Expr] = {}
+    for block in func.body.blocks:
+        if not isinstance(block, DataflowBlock):
+            continue
+        for b in block.bindings:
+            v = b.value
+            if (isinstance(b, VarBinding) and isinstance(b.var, DataflowVar) and isinstance(v, Call)
+                    and getattr(v.op, "name", None) == "relax.astype" and _si(v.args[0]) is not None
+                    and _si(v.args[0]).dtype == _si(b.var).dtype  # type: ignore[union-attr]
+                    and _shape(v.args[0]) == _shape(b.var)):
+                src = v.args[0]
+                remap[b.var] = remap.get(src, src) if isinstance(src, Var) else src
+    if not remap:
+        return func
+    mut = ExprMutator()
+    mut.var_remap = remap
+    blocks: list[BindingBlock] = []
+    for block in func.body.blocks:
+        out: list[Binding] = []
+        for b in block.bindings:
+            if b.var in remap:
+                continue
+            value = mut.visit_expr(b.value)
+            out.append(b if value is b.value else type(b)(b.var, value, *(
+                (b.struct_info, b.span) if not isinstance(b, VarBinding) else (b.span,))))
+        blocks.append(type(block)(tuple(out), block.span))
+    return Function(func.params, SeqExpr(tuple(blocks), func.body.body, func.body.span), func.ret_struct_info,
+                    func.is_pure, dict(func.attrs), func.span)
 
 
 def recompose_ops(mod: IRModule, stats: dict[str, int] | None = None) -> IRModule:
