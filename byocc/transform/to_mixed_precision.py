@@ -251,14 +251,14 @@ class _Block:
         if x not in self.versions and x not in self.primary:
             self._keep(b)  # nothing rewritten about x: the module's own cast stays as it is
             return
-        value = self.get(x, target)
         var = b.var
         if isinstance(var, DataflowVar):
-            self.versions[var] = dict(self.versions.get(x, {}))
-            self.versions[var][target] = value
+            # var and x are one value: they share their versions, and a cast is made only
+            # where a user needs one (from the most precise version)
+            self.versions[var] = self.versions.setdefault(x, {_tensor_dtype(x): x})  # type: ignore[dict-item]
             self.primary[var] = target
-            return  # no binding: every use of var gets one of x's versions
-        self.out.append(VarBinding(var, value, b.span))  # a block output: an alias of the version
+            return
+        self.out.append(VarBinding(var, self.get(x, target), b.span))  # a block output: an alias
         self.versions[var] = {target: var}
         self.primary[var] = target
 

@@ -1,0 +1,187 @@
+"""ToMixedPrecision on small modules: the dtypes TVM's policies give (matmul/conv/attention
+in half, element-wise ops following, softmax and reductions in fp32), casts made once and
+never cast back and forth, constants converted at compile time, and numerics within the
+half dtype's tolerance of the fp32 module on the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from byocc.ir import Call
+from byocc.ir import Constant
+from byocc.ir import PassError
+from byocc.ir.well_formed import well_formed
+from byocc.runtime.interpreter import run_module
+from byocc.text import parse_module
+from byocc.transform import ToMixedPrecision
+from byocc.transform import to_mixed_precision
+
+RNG = np.random.default_rng(3)
+
+MLP = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 16), dtype="float32")) -> R.Tensor((4, 8), dtype="float32"):
+        with R.dataflow():
+            a = R.matmul(x, metadata["ir.GenericConst"][0])
+            b = R.add(a, metadata["ir.GenericConst"][1])
+            c = R.nn.relu(b)
+            d = R.nn.softmax(a, axis=-1)
+            e = R.add(c, d)
+            f = R.matmul(e, metadata["ir.GenericConst"][2])
+            m = R.mean(f, axis=[-1], keepdims=True)
+            g = R.subtract(f, m)
+            gv = R.nn.layer_norm(g, metadata["ir.GenericConst"][3], metadata["ir.GenericConst"][4], axes=[-1])
+            R.output(gv)
+        return gv
+'''
+
+
+def mlp():
+    shapes = [(16, 8), (8,), (8, 8), (8,), (8,)]
+    return parse_module(MLP, constants={f"ir.GenericConst/{i}": RNG.standard_normal(s).astype("float32")
+                                        for i, s in enumerate(shapes)})
+
+
+def bindings(mod):
+    """name -> binding, the casts the pass made left out (they take their source's name)."""
+    return {b.var.name_hint: b for blk in mod["main"].body.blocks for b in blk.bindings
+            if not (isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.astype")}
+
+
+def dtype(b) -> str:
+    return b.var.struct_info.dtype
+
+
+def casts(mod) -> list:
+    return [b for blk in mod["main"].body.blocks for b in blk.bindings
+            if isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.astype"]
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_policies_give_the_dtypes_tvm_gives(half):
+    new = to_mixed_precision(mlp(), half, out_dtype=half)
+    assert well_formed(new) == []
+    b = bindings(new)
+    assert dtype(b["a"]) == half and b["a"].value.attrs.out_dtype == half  # always: half
+    assert all(a.struct_info.dtype == half for a in b["a"].value.args)
+    assert dtype(b["b"]) == half and dtype(b["c"]) == half  # follow: half operands -> half
+    assert dtype(b["d"]) == "float32"  # never: softmax in fp32
+    assert dtype(b["e"]) == "float32"  # follow with an fp32 operand -> fp32
+    assert dtype(b["m"]) == "float32"  # the statistics of a decomposed norm stay fp32
+    assert new["main"].ret_struct_info.dtype == "float32"  # the signature keeps its dtypes
+    assert new["main"].params[0].struct_info.dtype == "float32"
+    # constants converted at compile time, not through astype
+    assert isinstance(b["b"].value.args[1], Constant) and b["b"].value.args[1].struct_info.dtype == half
+
+
+def test_fp32_accumulator_feeds_fp32_users_without_a_round_trip():
+    new = to_mixed_precision(mlp(), "float16", out_dtype="float32")
+    b = bindings(new)
+    assert dtype(b["a"]) == "float32" and b["a"].value.attrs.out_dtype == "float32"
+    # softmax reads the fp32 accumulator itself, not astype(astype(a, f16), f32)
+    assert b["d"].value.args[0] is b["a"].var
+    srcs = {id(c.var): c for c in casts(new)}
+    for c in casts(new):  # no cast of a cast back to where it came from
+        src = c.value.args[0]
+        if id(src) in srcs:
+            assert srcs[id(src)].value.args[0].struct_info.dtype != c.var.struct_info.dtype
+
+
+def test_each_var_is_cast_once_per_dtype():
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), dtype="float32"), w: R.Tensor((8, 8), dtype="float32")) -> R.Tensor((4, 8), dtype="float32"):
+        with R.dataflow():
+            a = R.matmul(x, w)
+            b = R.matmul(x, w)
+            c = R.matmul(a, w)
+            gv = R.add(b, c)
+            R.output(gv)
+        return gv
+'''
+    new = to_mixed_precision(parse_module(text), "float16", "float16")
+    srcs = [c.value.args[0].name_hint for c in casts(new)]
+    assert sorted(srcs) == ["lv", "w", "x"]  # x and w once each, the fp16 output back once
+    assert well_formed(new) == []
+
+
+def test_module_casts_are_looked_through():
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), dtype="float32"), w: R.Tensor((8, 8), dtype="float32")) -> R.Tensor((4, 8), dtype="float32"):
+        with R.dataflow():
+            a = R.matmul(x, w)
+            h = R.astype(a, dtype="float16")
+            f = R.astype(h, dtype="float32")
+            gv = R.nn.softmax(f, axis=-1)
+            R.output(gv)
+        return gv
+'''
+    new = to_mixed_precision(parse_module(text), "float16", "float32")
+    b = bindings(new)
+    assert "h" not in b and "f" not in b
+    assert b["gv"].value.args[0] is b["a"].var  # softmax of the fp32 accumulator
+    assert casts(new) and all(c.value.args[0].name_hint in ("x", "w") for c in casts(new))
+
+
+def test_numerics_against_fp32_on_the_interpreter():
+    mod = mlp()
+    x = RNG.standard_normal((4, 16)).astype("float32")
+    want = np.asarray(run_module(mod, [x]))
+    for half, tol in (("float16", 1e-2), ("bfloat16", 5e-2)):
+        for acc in ("float32", half):
+            got = np.asarray(run_module(to_mixed_precision(mod, half, acc), [x]))
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_conv_and_out_of_range_constants():
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4, 8, 8), dtype="float32")) -> R.Tensor((1, 4, 8, 8), dtype="float32"):
+        with R.dataflow():
+            c = R.nn.conv2d(x, metadata["ir.GenericConst"][0], padding=[1, 1, 1, 1])
+            big = R.add(c, metadata["ir.GenericConst"][1])
+            small = R.add(c, metadata["ir.GenericConst"][2])
+            gv = R.add(big, small)
+            R.output(gv)
+        return gv
+'''
+    consts = {"ir.GenericConst/0": RNG.standard_normal((4, 4, 3, 3)).astype("float32"),
+              "ir.GenericConst/1": np.full((1, 4, 1, 1), 1e6, "float32"),
+              "ir.GenericConst/2": np.ones((1, 4, 1, 1), "float32")}
+    new = to_mixed_precision(parse_module(text, constants=consts), "float16", "float16")
+    b = bindings(new)
+    assert dtype(b["c"]) == "float16" and b["c"].value.attrs.out_dtype == "float16"
+    assert dtype(b["big"]) == "float32"  # 1e6 does not fit fp16: fp32, as TVM
+    assert dtype(b["small"]) == "float16"
+    # bfloat16 has fp32's range: the big constant is cast
+    assert dtype(bindings(to_mixed_precision(parse_module(text, constants=consts), "bfloat16", "bfloat16"))["big"]) == "bfloat16"
+
+
+def test_a_module_without_fp32_tensor_core_ops_is_unchanged_and_bad_dtypes_are_refused():
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), dtype="float32")) -> R.Tensor((4, 8), dtype="float32"):
+        with R.dataflow():
+            gv = R.nn.softmax(x, axis=-1)
+            R.output(gv)
+        return gv
+'''
+    mod = parse_module(text)
+    assert to_mixed_precision(mod) is mod
+    with pytest.raises(PassError, match="dtype must be one of"):
+        ToMixedPrecision("float64")
+    with pytest.raises(PassError, match="out_dtype"):
+        ToMixedPrecision("float16", "bfloat16")
