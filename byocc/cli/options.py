@@ -187,7 +187,7 @@ def precision_options(command):
         help="Fuse the decomposed forms exporters write (GELU as erf/tanh arithmetic, SiLU, "
              "LayerNorm, RMSNorm, 4-D attention chains) into the ops the tables match, then run "
              "the backends' rewrites (cutlass: attention) (RecomposeOps). Default: on with "
-             "--dtype or a --prepare option.")(command)
+             "--dtype.")(command)
     command = click.option(
         "--accumulate-dtype", "accumulate", type=click.Choice(["float32", "half"]), default="half",
         show_default=True,
@@ -204,9 +204,10 @@ def precision_options(command):
 
 def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, prepare: tuple) -> list:
     """The passes of ``--recompose`` (RecomposeOps, then the backends' rewrites), run first;
-    none when it is off (by default it is on with ``--dtype`` or a ``--prepare`` option)."""
+    none when it is off (by default it is on with ``--dtype``; ``prepare``, the
+    ``--prepare`` values, does not turn it on, so prepared runs keep their output)."""
     if recompose is None:
-        recompose = mixed_dtype is not None or _prepare_choice(*prepare) is not None
+        recompose = mixed_dtype is not None
     if not recompose:
         return []
     from byocc.transform import RecomposeOps

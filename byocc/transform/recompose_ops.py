@@ -56,6 +56,7 @@ from byocc.ir import DataflowVar
 from byocc.ir import Expr
 from byocc.ir import Function
 from byocc.ir import IRModule
+from byocc.ir import MatchCast
 from byocc.ir import Op
 from byocc.ir import SeqExpr
 from byocc.ir import TensorStructInfo
@@ -76,6 +77,12 @@ def _make(op: str, args: list, attrs: Any = None) -> Call:
     from byocc.ops import make_call
 
     return make_call(op, args, attrs)
+
+
+def _opname(call: Expr) -> str | None:
+    """The operator name of a call of an Op (None for anything else)."""
+    op = getattr(call, "op", None)
+    return op.name if isinstance(op, Op) else None
 
 
 def _si(x: Expr) -> TensorStructInfo | None:
@@ -329,10 +336,10 @@ def _inv_std(g: _Chain, e: Expr, mode: str) -> tuple[Expr, float] | None:
 def _normalised_call(g: _Chain, c: Call) -> tuple[Expr, Expr, float] | None:
     """``(x, variance expression, eps)`` when ``c`` is ``x * rsqrt(v + eps)`` or
     ``x / sqrt(v + eps)``."""
-    if c.op.name == "relax.divide":  # type: ignore[union-attr]
+    if _opname(c) == "relax.divide":
         got = _inv_std(g, c.args[1], "div")
         return (c.args[0], got[0], got[1]) if got is not None else None
-    if c.op.name != "relax.multiply":  # type: ignore[union-attr]
+    if _opname(c) != "relax.multiply":
         return None
     for i in (0, 1):
         got = _attempt(g, _inv_std, g, c.args[i], "mul")
@@ -414,7 +421,7 @@ def _centred(g: _Chain, n: Expr) -> tuple[Expr, tuple, float] | None:
 
 def _with_gamma(g: _Chain, c: Call) -> tuple[tuple[Expr, tuple, float], Expr] | None:
     """``(centred norm, gamma)`` when ``c`` is ``norm * gamma`` (either order)."""
-    if c.op.name != "relax.multiply":  # type: ignore[union-attr]
+    if _opname(c) != "relax.multiply":
         return None
     for i in (0, 1):
         got = _attempt(g, _centred, g, c.args[i])
@@ -429,7 +436,7 @@ def _match_layer_norm(g: _Chain, root: Var, call: Call) -> Expr | None:
         return None
     beta = gamma = None
     hit = None
-    if call.op.name == "relax.add":  # type: ignore[union-attr]
+    if _opname(call) == "relax.add":
         for i in (0, 1):
             mark = len(g.taken)
             inner = g.call(call.args[i], "relax.multiply", "relax.divide")
@@ -522,13 +529,16 @@ def _match_attention(g: _Chain, root: Var, call: Call) -> list[tuple[DataflowVar
     scaled = g.call(s, "relax.multiply", "relax.divide")
     if scaled is None:
         return None
-    if scaled.op.name == "relax.divide":  # type: ignore[union-attr]
+    scale: float | None = None
+    scores: Expr | None = None
+    if _opname(scaled) == "relax.divide":
         c = _scalar(scaled.args[1])
         scores = scaled.args[0]
         scale = None if c is None or c == 0 else 1.0 / c
     else:
         hit = _one_of(scaled.args, _scalar)
-        scale, scores = (hit[0], hit[1]) if hit is not None else (None, None)
+        if hit is not None:
+            scale, scores = hit
     if scale is None or scores is None:
         return None
     mm = g.call(scores, "relax.matmul")
@@ -545,7 +555,10 @@ def _match_attention(g: _Chain, root: Var, call: Call) -> list[tuple[DataflowVar
     if not (ks[0] == b and ks[1] == n and ks[2] == h and vs[0] == b and vs[1] == n and vs[2] == ks[3]):
         return None
     skv = ks[3]
-    dtype = _si(q4).dtype  # type: ignore[union-attr]
+    q_si = _si(q4)
+    if q_si is None or q_si.dtype is None:
+        return None
+    dtype = q_si.dtype
     new: list[tuple[DataflowVar, Expr]] = []
 
     def emit(value: Expr) -> DataflowVar:
@@ -605,7 +618,9 @@ def _heads(g: _Chain, x4: Expr, emit: Callable[[Expr], DataflowVar]) -> Expr:
     bc = g.peek(r.args[0], "relax.broadcast_to") if r is not None else None
     ex = g.peek(bc.args[0], "relax.expand_dims") if bc is not None else None
     pt = g.peek(ex.args[0], "relax.permute_dims") if ex is not None else None
-    if pt is None or list(ex.attrs.get("axis") or ()) not in ([2], [-3]):  # type: ignore[union-attr]
+    if pt is None or ex is None or bc is None or ex.attrs is None or pt.attrs is None:
+        return x4
+    if list(ex.attrs.get("axis") or ()) not in ([2], [-3]):
         return x4
     if [int(a) for a in (pt.attrs.get("axes") or ())] != [0, 2, 1, 3]:
         return x4
@@ -677,7 +692,7 @@ def recompose_function(func: Function, stats: dict[str, int] | None = None) -> F
                     kind = "attention"
                 else:
                     replace[b.var] = got
-                    kind = KINDS.get(got.op.name, "other")  # type: ignore[union-attr]
+                    kind = KINDS.get(_opname(got) or "", "other")
                 dropped.update(g.taken)
                 if stats is not None:
                     stats[kind] = stats.get(kind, 0) + 1
@@ -730,8 +745,12 @@ def _drop_noop_casts(func: Function) -> Function:
             if b.var in remap:
                 continue
             value = mut.visit_expr(b.value)
-            out.append(b if value is b.value else type(b)(b.var, value, *(
-                (b.struct_info, b.span) if not isinstance(b, VarBinding) else (b.span,))))
+            if value is b.value:
+                out.append(b)
+            elif isinstance(b, MatchCast):
+                out.append(MatchCast(b.var, value, b.struct_info, b.span))
+            else:
+                out.append(VarBinding(b.var, value, b.span))
         blocks.append(type(block)(tuple(out), block.span))
     return Function(func.params, SeqExpr(tuple(blocks), func.body.body, func.body.span), func.ret_struct_info,
                     func.is_pure, dict(func.attrs), func.span)

@@ -36,6 +36,7 @@ visited a bounded number of times: linear in the number of bindings, no recursio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from typing import ClassVar
@@ -104,7 +105,7 @@ def _is_float_tensor(expr: Expr) -> bool:
     return _tensor_dtype(expr) in ("float16", "bfloat16", "float32")
 
 
-def _make(op: Op | str, args: list[Expr], attrs: Any = None, span: Any = None) -> Call:
+def _make(op: Any, args: list[Expr], attrs: Any = None, span: Any = None) -> Call:
     from byocc.ops import make_call
 
     return make_call(op, args, attrs, span=span)
@@ -118,9 +119,9 @@ class _Block:
         self.out_dtype = out_dtype
         self.out: list[Binding] = []
         # original var -> {dtype: expression holding its value in that dtype}
-        self.versions: dict[Var, dict[str, Expr]] = {}
+        self.versions: dict[Var, dict[str | None, Expr]] = {}
         # original var -> the dtype it "lives" in (decides follow ops); default: its own
-        self.primary: dict[Var, str] = {}
+        self.primary: dict[Var, str | None] = {}
         self.const_cache: dict[tuple[int, str], Constant] = {}
         self.n_casts = 0
 
@@ -157,17 +158,17 @@ class _Block:
             if _tensor_dtype(x) == dtype or x.data is None:
                 return x if _tensor_dtype(x) == dtype else self._cast(x, dtype)
             key = (id(x), dtype)
-            hit = self.const_cache.get(key)
-            if hit is None:
+            known = self.const_cache.get(key)
+            if known is None:
                 from byocc.ops import constant_of
                 from byocc.ops.reference import np_dtype
 
-                hit = constant_of(x.data.astype(np_dtype(dtype)))
-                self.const_cache[key] = hit
-            return hit
+                known = constant_of(x.data.astype(np_dtype(dtype)))
+                self.const_cache[key] = known
+            return known
         if not isinstance(x, Var):
             return x if _tensor_dtype(x) == dtype else self._cast(x, dtype)
-        have = self.versions.setdefault(x, {_tensor_dtype(x): x})  # type: ignore[dict-item]
+        have = self.versions.setdefault(x, {_tensor_dtype(x): x})
         hit = have.get(dtype)
         if hit is not None:
             return hit
@@ -185,7 +186,8 @@ class _Block:
 
     def original(self, x: Expr) -> Expr:
         """``x`` in the dtype the input module gave it."""
-        return self.get(x, _tensor_dtype(x)) if isinstance(x, Var) else x  # type: ignore[arg-type]
+        dtype = _tensor_dtype(x)
+        return self.get(x, dtype) if isinstance(x, Var) and dtype is not None else x
 
     # ------------------------------------------------------------------ bindings
     def visit(self, b: Binding) -> None:
@@ -207,29 +209,29 @@ class _Block:
         new_dtype = _tensor_dtype(value)
         if new_dtype == orig:
             self.out.append(VarBinding(var, value, b.span))
-            self.versions[var] = {orig: var}  # type: ignore[dict-item]
+            self.versions[var] = {orig: var}
         elif not isinstance(var, DataflowVar):  # a block output keeps its dtype and identity
             tmp = DataflowVar("lv", value.struct_info)
             self.out.append(VarBinding(tmp, value, b.span))
             self.out.append(VarBinding(var, _make("relax.astype", [tmp], {"dtype": orig}), b.span))
             self.n_casts += 1
-            self.versions[var] = {orig: var, new_dtype: tmp}  # type: ignore[dict-key]
+            self.versions[var] = {orig: var, new_dtype: tmp}
         else:
             new = DataflowVar(var.name_hint, value.struct_info, var.span)
             self.out.append(VarBinding(new, value, b.span))
-            self.versions[var] = {new_dtype: new}  # type: ignore[dict-item]
+            self.versions[var] = {new_dtype: new}
         if half_result and isinstance(var, DataflowVar):
             self.primary[var] = self.half
         else:
-            self.primary[var] = orig if not isinstance(var, DataflowVar) else new_dtype  # type: ignore[assignment]
+            self.primary[var] = orig if not isinstance(var, DataflowVar) else new_dtype
 
     def _always(self, b: VarBinding, call: Call, has_out_dtype: bool) -> None:
         args = [self.get(a, self.half) for a in call.args]
-        attrs = call.attrs
+        attrs: Any = call.attrs
         if has_out_dtype:
             attrs = (attrs.replace(out_dtype=self.out_dtype) if attrs is not None
                      else {"out_dtype": self.out_dtype})
-        self._bind(b, _make(call.op, args, attrs, call.span), half_result=True)  # type: ignore[arg-type]
+        self._bind(b, _make(call.op, args, attrs, call.span), half_result=True)
 
     def _follow(self, b: VarBinding, call: Call) -> None:
         tensors = [a for a in _leaves(call.args) if isinstance(getattr(a, "struct_info", None), TensorStructInfo)]
@@ -255,7 +257,7 @@ class _Block:
         if isinstance(var, DataflowVar):
             # var and x are one value: they share their versions, and a cast is made only
             # where a user needs one (from the most precise version)
-            self.versions[var] = self.versions.setdefault(x, {_tensor_dtype(x): x})  # type: ignore[dict-item]
+            self.versions[var] = self.versions.setdefault(x, {_tensor_dtype(x): x})
             self.primary[var] = target
             return
         self.out.append(VarBinding(var, self.get(x, target), b.span))  # a block output: an alias
@@ -290,7 +292,7 @@ def _leaves(args: tuple[Expr, ...]) -> list[Expr]:
     return out
 
 
-def _map_leaves(a: Expr, fn) -> Expr:
+def _map_leaves(a: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     if isinstance(a, Tuple):
         fields = tuple(fn(f) if isinstance(getattr(f, "struct_info", None), TensorStructInfo) else f
                        for f in a.fields)

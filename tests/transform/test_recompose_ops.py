@@ -265,3 +265,54 @@ def test_attention_chain_becomes_the_core_the_cutlass_rewrites_take(scale_op, ma
 def test_attention_softmax_over_another_axis_stays():
     mod = attention(softmax_axis=2)
     assert recompose_ops(mod) is mod
+
+
+def gqa_attention(b=1, s=6, n=4, kv=2, h=8, cast: bool = True):
+    """The Llama-style chain: K/V of ``kv`` heads repeated by Unsqueeze + Expand + Reshape,
+    a causal mask, and the no-op fp32 casts torch writes around the softmax."""
+    i64 = lambda name, v: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=numpy_helper.from_array(np.array(v, "int64"), name))
+    rep = n // kv
+    nodes = [i64("qs", [b, s, n, h]), i64("kvs", [b, s, kv, h]), i64("ax", [2]), i64("wide", [b, kv, rep, s, h]),
+             i64("full", [b, n, s, h]), i64("os", [b, s, n * h]), const("c", math.sqrt(h)),
+             helper.make_node("Reshape", ["q", "qs"], ["qr"]), helper.make_node("Transpose", ["qr"], ["q4"], perm=[0, 2, 1, 3])]
+    for t in "kv":
+        nodes += [helper.make_node("Reshape", [t, "kvs"], [t + "r"]),
+                  helper.make_node("Transpose", [t + "r"], [t + "4"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Unsqueeze", [t + "4", "ax"], [t + "u"]),
+                  helper.make_node("Expand", [t + "u", "wide"], [t + "e"]),
+                  helper.make_node("Reshape", [t + "e", "full"], [t + "f"])]
+    nodes += [helper.make_node("Transpose", ["kf"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q4", "kt"], ["sc"]), helper.make_node("Div", ["sc", "c"], ["ss"]),
+              helper.make_node("Add", ["ss", "mask"], ["sm"])]
+    sm = "sm"
+    if cast:
+        nodes.append(helper.make_node("Cast", ["sm"], ["smc"], to=TensorProto.FLOAT))
+        sm = "smc"
+    nodes += [helper.make_node("Softmax", [sm], ["p"], axis=-1), helper.make_node("MatMul", ["p", "vf"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), helper.make_node("Reshape", ["ot", "os"], ["y"])]
+    mask = np.triu(np.full((s, s), -1e9), 1).reshape(1, 1, s, s)
+    return model(nodes, [("q", [b, s, n * h]), ("k", [b, s, kv * h]), ("v", [b, s, kv * h])], [b, s, n * h],
+                 [("mask", mask)])
+
+
+def test_grouped_query_attention_with_casts_becomes_attention_with_repeated_heads():
+    from byocc.backends.cutlass.rewrites import rewrite_attention
+
+    mod = gqa_attention()
+    new = recompose_ops(mod)
+    assert "relax.astype" not in ops(new)  # the casts to fp32 of fp32 tensors are gone
+    assert ops(new).count("relax.repeat") == 2 and "relax.broadcast_to" not in ops(new)
+    shapes = ((1, 6, 32), (1, 6, 16), (1, 6, 16))
+    check_same(mod, new, *shapes)
+    fused = new.clone()
+    fused["main"] = rewrite_attention(new["main"])
+    assert "relax.nn.attention_bias" in ops(fused) and "relax.nn.softmax" not in ops(fused)
+    check_same(mod, fused, *shapes)
+
+
+def test_a_cast_to_another_dtype_is_kept():
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)]
+    mod = model(nodes, [("x", [2, 3])], [2, 3])
+    assert recompose_ops(mod) is mod
