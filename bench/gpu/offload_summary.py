@@ -23,30 +23,38 @@ HEAVY = {
 
 
 def _calls(func):
-    """(op name or callee name, is_function_call) of every call bound in ``func`` (explicit stack)."""
+    """``(op name, callee name, local function)`` of every call bound in ``func``'s body, in
+    order; ``local function``: the Function a local variable callee is bound to."""
     from byocc.ir import Call
     from byocc.ir import Function
     from byocc.ir import GlobalVar
     from byocc.ir import Op
     from byocc.ir import SeqExpr
 
-    stack = [func.body]
-    while stack:
-        seq = stack.pop()
-        if not isinstance(seq, SeqExpr):
-            continue
-        for block in seq.blocks:
-            for b in block.bindings:
-                v = b.value
-                if isinstance(v, Function):
-                    stack.append(v.body)
-                elif isinstance(v, Call):
-                    if isinstance(v.op, Op):
-                        yield v.op.name, None
-                    elif isinstance(v.op, GlobalVar):
-                        yield None, v.op.name_hint
-                    else:  # a local composite function called inside a merged function
-                        yield None, getattr(v.op, "name_hint", None)
+    local: dict = {}
+    if not isinstance(func.body, SeqExpr):
+        return
+    for block in func.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, Function):
+                local[b.var] = v
+            elif isinstance(v, Call):
+                if isinstance(v.op, Op):
+                    yield v.op.name, None, None
+                elif isinstance(v.op, GlobalVar):
+                    yield None, v.op.name_hint, None
+                else:
+                    yield None, None, local.get(v.op)
+
+
+def _local_counts(fn) -> Counter:
+    """Heavy ops of one call of a local (composite) function; they hold operators only."""
+    c: Counter = Counter()
+    for op, _, _ in _calls(fn):
+        if op in HEAVY:
+            c[HEAVY[op]] += 1
+    return c
 
 
 def summarize(out_dir: Path) -> tuple[Counter, Counter]:
@@ -55,17 +63,39 @@ def summarize(out_dir: Path) -> tuple[Counter, Counter]:
     (path,) = sorted(out_dir.glob("*.partitioned.relax"))
     mod = parse_module(path.read_text())
     inner: dict[str, Counter] = {}
+
+    def count(name: str) -> Counter:
+        """Heavy ops run by one call of ``name``, its callees (composites) included. The
+        callees of a function are counted before it (an explicit stack, no recursion)."""
+        stack = [name]
+        while stack:
+            top = stack[-1]
+            if top in inner:
+                stack.pop()
+                continue
+            callees = [c for _, c, _ in _calls(mod[top]) if c in mod.names() and c != "main"]
+            todo = [c for c in callees if c not in inner]
+            if todo:
+                stack += todo
+                continue
+            c: Counter = Counter()
+            for op, callee, fn in _calls(mod[top]):
+                if op in HEAVY:
+                    c[HEAVY[op]] += 1
+                elif callee in inner:
+                    c.update(inner[callee])
+                elif fn is not None:
+                    c.update(_local_counts(fn))
+            inner[top] = c
+            stack.pop()
+        return inner[name]
+
     for name in mod.names():
-        if name == "main":
-            continue
-        c: Counter = Counter()
-        for op, _ in _calls(mod[name]):
-            if op in HEAVY:
-                c[HEAVY[op]] += 1
-        inner[name] = c
+        if name != "main":
+            count(name)
     host: Counter = Counter()
     off: Counter = Counter()
-    for op, callee in _calls(mod["main"]):
+    for op, callee, _ in _calls(mod["main"]):
         if op in HEAVY:
             host[HEAVY[op]] += 1
         elif callee in inner:

@@ -17,7 +17,12 @@ registrations; byocc reimplements the pass from its documented behaviour):
   /``variance``..., ``batch_norm``, ``take``, ``where``, ``cumsum``...): the operands get
   their original dtype back, so softmax and the statistics of decomposed norms stay fp32.
 
-Differences from TVM (improvements, not changes of what is computed in half):
+Differences from TVM:
+
+* ``take``, ``where``, ``gather_elements`` and ``gather_nd`` follow their floating-point
+  operands (TVM: never). They compute nothing, so the half result is exactly the cast of the
+  fp32 one; an embedding lookup from a half table then keeps a transformer's residual stream
+  in half (as PyTorch's fp16 models run) instead of fp32 with casts around every layer.
 
 * A cast is made once per variable and dtype inside a dataflow block and reused (TVM
   casts at every use). A variable keeps every dtype it has been seen in: where an fp32
@@ -94,6 +99,13 @@ FOLLOW_OPS = frozenset("relax." + n for n in (
     "broadcast_to concat expand_dims flatten layout_transform permute_dims reshape split "
     "squeeze stack full full_like ones zeros strided_slice dynamic_strided_slice astype "
     "ewise_fma").split())
+
+
+#: Index and select ops: no arithmetic, so computing them in half gives exactly the cast of
+#: the fp32 result. TVM registers no policy for them (never); byocc lets them follow their
+#: floating-point operands (indices and conditions do not count), so an fp16 embedding table
+#: or select keeps the stream in half instead of sending it back to fp32.
+SELECT_OPS = frozenset(("relax.take", "relax.where", "relax.gather_elements", "relax.gather_nd"))
 
 
 def _tensor_dtype(expr: Expr) -> str | None:
@@ -197,8 +209,8 @@ class _Block:
                 return self._always(b, b.value, ALWAYS_OPS[name])
             if name == "relax.astype":
                 return self._astype(b, b.value)
-            if name in FOLLOW_OPS and isinstance(b.var.struct_info, TensorStructInfo):
-                return self._follow(b, b.value)
+            if (name in FOLLOW_OPS or name in SELECT_OPS) and isinstance(b.var.struct_info, TensorStructInfo):
+                return self._follow(b, b.value, select=name in SELECT_OPS)
         self._keep(b)
 
     def _bind(self, b: VarBinding, value: Call, half_result: bool) -> None:
@@ -233,8 +245,9 @@ class _Block:
                      else {"out_dtype": self.out_dtype})
         self._bind(b, _make(call.op, args, attrs, call.span), half_result=True)
 
-    def _follow(self, b: VarBinding, call: Call) -> None:
-        tensors = [a for a in _leaves(call.args) if isinstance(getattr(a, "struct_info", None), TensorStructInfo)]
+    def _follow(self, b: VarBinding, call: Call, select: bool = False) -> None:
+        tensors = [a for a in _leaves(call.args) if isinstance(getattr(a, "struct_info", None), TensorStructInfo)
+                   and (not select or _is_float_tensor(a))]
         half = bool(tensors) and all(self.castable(a) for a in tensors)
         dtype = self.half if half else "float32"
         args = [_map_leaves(a, lambda x: self.get(x, dtype)) for a in call.args]
@@ -380,5 +393,5 @@ class ToMixedPrecision(Pass):
         return to_mixed_precision(mod, self.dtype, self.out_dtype)
 
 
-__all__ = ["ALWAYS_OPS", "FOLLOW_OPS", "HALF_DTYPES", "ToMixedPrecision", "to_mixed_precision",
+__all__ = ["ALWAYS_OPS", "FOLLOW_OPS", "HALF_DTYPES", "SELECT_OPS", "ToMixedPrecision", "to_mixed_precision",
            "to_mixed_precision_function"]

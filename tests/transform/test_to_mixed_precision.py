@@ -185,3 +185,32 @@ class Module:
         ToMixedPrecision("float64")
     with pytest.raises(PassError, match="out_dtype"):
         ToMixedPrecision("float16", "bfloat16")
+
+
+def test_an_embedding_lookup_keeps_the_stream_in_half():
+    """take follows its table (byocc; TVM: never): gathering from the fp16 table is exactly
+    the cast of the fp32 gather, and the residual stream after it stays fp16."""
+    text = '''
+@I.ir_module
+class Module:
+    @R.function
+    def main(ids: R.Tensor((2, 3), dtype="int64"), w: R.Tensor((8, 8), dtype="float32")) -> R.Tensor((2, 3, 8), dtype="float32"):
+        with R.dataflow():
+            e = R.take(metadata["ir.GenericConst"][0], ids, axis=0)
+            m = R.matmul(e, w)
+            r = R.add(e, m)
+            gv = R.nn.layer_norm(r, metadata["ir.GenericConst"][1], metadata["ir.GenericConst"][2], axes=[-1])
+            R.output(gv)
+        return gv
+'''
+    consts = {"ir.GenericConst/0": RNG.standard_normal((10, 8)).astype("float32"),
+              "ir.GenericConst/1": np.ones(8, "float32"), "ir.GenericConst/2": np.zeros(8, "float32")}
+    mod = parse_module(text, constants=consts)
+    new = to_mixed_precision(mod, "float16", "float16")
+    b = bindings(new)
+    assert [dtype(b[n]) for n in ("e", "m", "r")] == ["float16"] * 3
+    assert b["e"].value.args[0].struct_info.dtype == "float16"  # the table converted at compile time
+    ids = RNG.integers(0, 10, (2, 3)).astype("int64")
+    w = RNG.standard_normal((8, 8)).astype("float32")
+    np.testing.assert_allclose(np.asarray(run_module(new, [ids, w])), np.asarray(run_module(mod, [ids, w])),
+                               rtol=2e-2, atol=2e-2)
