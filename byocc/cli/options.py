@@ -220,6 +220,8 @@ def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, 
         rewrites = backend_steps(list(backends))[0]
         if rewrites:
             passes.append(RewriteFunctions(tuple(rewrites)))
+    # no FoldConstant here: a folded constant attention bias is bound into the composite,
+    # which the cutlass attention codegen refuses ("the attention bias must be a 4-D parameter")
     return passes
 
 

@@ -19,8 +19,8 @@ registrations; byocc reimplements the pass from its documented behaviour):
 
 Differences from TVM:
 
-* ``take``, ``where``, ``gather_elements`` and ``gather_nd`` follow their floating-point
-  operands (TVM: never). They compute nothing, so the half result is exactly the cast of the
+* ``take``, ``where``, ``gather_elements``, ``gather_nd``, ``repeat`` and ``tile`` follow
+  their floating-point operands (TVM: never). They compute nothing, so the half result is exactly the cast of the
   fp32 one; an embedding lookup from a half table then keeps a transformer's residual stream
   in half (as PyTorch's fp16 models run) instead of fp32 with casts around every layer.
 
@@ -30,7 +30,9 @@ Differences from TVM:
   accumulator itself, and ``astype(astype(x, float16), float32)`` never appears: a cast of a
   cast is made from the most precise version there is (``astype`` bindings of the module
   itself are looked through the same way). Casts are emitted only where a user needs them.
-* Constants are converted at compile time (numpy), never as ``astype`` bindings.
+* Constants are converted at compile time (numpy), never as ``astype`` bindings; a constant
+  counts as half-castable when its *finite* values fit (TVM: all values, so an additive
+  mask holding ``-inf`` kept its users in fp32).
 * ``bfloat16`` is accepted as the half dtype (TVM's pass is fp16 only); its range is fp32's.
 
 Only dataflow blocks are rewritten (as TVM); variables visible outside a block (its
@@ -101,11 +103,12 @@ FOLLOW_OPS = frozenset("relax." + n for n in (
     "ewise_fma").split())
 
 
-#: Index and select ops: no arithmetic, so computing them in half gives exactly the cast of
+#: Index, select and repeat ops: no arithmetic, so computing them in half gives exactly the cast of
 #: the fp32 result. TVM registers no policy for them (never); byocc lets them follow their
 #: floating-point operands (indices and conditions do not count), so an fp16 embedding table
 #: or select keeps the stream in half instead of sending it back to fp32.
-SELECT_OPS = frozenset(("relax.take", "relax.where", "relax.gather_elements", "relax.gather_nd"))
+SELECT_OPS = frozenset(("relax.take", "relax.where", "relax.gather_elements", "relax.gather_nd",
+                        "relax.repeat", "relax.tile"))
 
 
 def _tensor_dtype(expr: Expr) -> str | None:
@@ -158,8 +161,9 @@ class _Block:
             return True
         import numpy as np
 
-        data = np.asarray(c.data)
-        return bool(data.size == 0 or np.nanmax(np.abs(data.astype(np.float64))) <= _FP16_MAX)
+        data = np.abs(np.asarray(c.data, dtype=np.float64))
+        finite = data[np.isfinite(data)]  # inf and nan convert exactly (a mask's -inf)
+        return bool(finite.size == 0 or finite.max() <= _FP16_MAX)
 
     def get(self, x: Expr, dtype: str) -> Expr:
         """An expression holding ``x`` in ``dtype`` (casts made once, from the most precise
