@@ -214,3 +214,43 @@ class Module:
     w = RNG.standard_normal((8, 8)).astype("float32")
     np.testing.assert_allclose(np.asarray(run_module(new, [ids, w])), np.asarray(run_module(mod, [ids, w])),
                                rtol=2e-2, atol=2e-2)
+
+
+def test_long_chains_run_without_recursion():
+    """30 000 bindings through RecomposeOps and ToMixedPrecision (linear passes, no recursion
+    over bindings): a matmul / sigmoid / multiply chain whose last silu-shaped pair fuses."""
+    import sys
+
+    from byocc.ir import DataflowBlock
+    from byocc.ir import DataflowVar
+    from byocc.ir import Function
+    from byocc.ir import IRModule
+    from byocc.ir import SeqExpr
+    from byocc.ir import TensorStructInfo
+    from byocc.ir import Var
+    from byocc.ir import VarBinding
+    from byocc.ops import constant_of
+    from byocc.ops import make_call
+    from byocc.transform import recompose_ops
+
+    n = 30_000
+    x = Var("x", TensorStructInfo((4, 4), "float32"))
+    w = constant_of(np.eye(4, dtype="float32"))
+    binds, cur = [], x
+    for i in range(n):
+        k = i % 3
+        value = (make_call("relax.matmul", [cur, w]) if k == 0 else make_call("relax.sigmoid", [cur]) if k == 1
+                 else make_call("relax.multiply", [binds[-2].var, cur]))
+        cur = (Var if i == n - 1 else DataflowVar)(f"v{i}", value.struct_info)
+        binds.append(VarBinding(cur, value))
+    func = Function((x,), SeqExpr((DataflowBlock(tuple(binds)),), cur), cur.struct_info, True, {"global_symbol": "main"})
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        fused = recompose_ops(IRModule({"main": func}))
+        new = to_mixed_precision(fused, "float16", "float16")
+    finally:
+        sys.setrecursionlimit(limit)
+    names = [b.value.op.name for b in new["main"].body.blocks[0].bindings if isinstance(b.value, Call)]
+    assert names.count("relax.nn.silu") == n // 3 and names.count("relax.matmul") == n // 3
+    assert new["main"].ret_struct_info.dtype == "float32"
