@@ -123,3 +123,18 @@ def test_print_after_knows_the_new_passes(layer, tmp_path):
     assert "After Running Pass: ToMixedPrecision" in result.stderr
     result = CliRunner().invoke(cli, ["partition", layer, "--backend", "cutlass", "--print-after", "ToMixedPrecision"])
     assert result.exit_code == 2 and "--dtype" in result.output
+
+
+def test_bfloat16_and_an_fp32_accumulator(layer, tmp_path):
+    text, report = _partition(layer, tmp_path, "--dtype", "bfloat16")
+    assert 'dtype="bfloat16"' in text and 'dtype="float16"' not in text
+    # TVM's cutlass matmul check takes no bfloat16: --explain says so for each matmul
+    matmuls = [row for row in report["host"] if row["op"] == "relax.matmul"]
+    assert len(matmuls) == 6 and all("bfloat16" in row["reason"] for row in matmuls)
+    # out_dtype float32: each matmul gives fp32, cast to half for its users; the bias adds
+    # and GELU then run on the host in half, the matmuls still offloaded
+    text, report = _partition(layer, tmp_path, "--dtype", "float16", "--accumulate-dtype", "float32")
+    assert 'out_dtype="float32"' in text
+    composites = [c for item in report["offloaded"] for c in item["composites"]]
+    assert sum(c.startswith("cutlass.matmul") for c in composites) == 6
+    assert report["host_other_ops"].get("relax.astype", 0) >= 6
