@@ -493,6 +493,8 @@ def _match_rms_norm(g: _Chain, root: Var, call: Call) -> Expr | None:
             mean = g.call(var, "relax.mean")
             if mean is not None and _is_square(g, mean.args[0], x32):
                 x = _strip_cast(g, x32)
+                if _si(x) is None or _si(x).dtype != out.dtype:  # type: ignore[union-attr]
+                    x = x32  # the cast is not the norm's input dtype: the norm of the cast value
                 xs = _si(x)
                 ndim = xs.ndim if xs is not None else -1
                 axes = _trailing_axes(mean, ndim)

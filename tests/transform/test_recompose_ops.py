@@ -316,3 +316,24 @@ def test_a_cast_to_another_dtype_is_kept():
              helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)]
     mod = model(nodes, [("x", [2, 3])], [2, 3])
     assert recompose_ops(mod) is mod
+
+
+def test_rms_norm_of_an_upcast_input_in_fp32_uses_the_cast_value():
+    """``x32 = astype(x16)``, the norm and its weight in fp32: rms_norm(x32, w), fp32."""
+    c = 16
+    nodes = [const("c2", 2.0), const("eps", 1e-6), const("one", 1.0),
+             helper.make_node("Cast", ["x"], ["x32"], to=TensorProto.FLOAT),
+             helper.make_node("Pow", ["x32", "c2"], ["q"]),
+             helper.make_node("ReduceMean", ["q"], ["v"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["one", "s"], ["r"]), helper.make_node("Mul", ["x32", "r"], ["n"]),
+             helper.make_node("Mul", ["n", "w"], ["y"])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, c])]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c])
+    w = numpy_helper.from_array(RNG.standard_normal(c).astype("float32"), "w")
+    mod = from_onnx(helper.make_model(helper.make_graph(nodes, "g", ins, [out], initializer=[w]),
+                                      opset_imports=[helper.make_opsetid("", 17)]))
+    new = recompose_ops(mod)
+    assert ops(new) == ["relax.astype", "relax.nn.rms_norm"]
+    args = [RNG.standard_normal((2, c)).astype("float16")]
+    np.testing.assert_allclose(np.asarray(run_module(new, args)), np.asarray(run_module(mod, args)), rtol=1e-5, atol=1e-5)
