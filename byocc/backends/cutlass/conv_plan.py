@@ -5,7 +5,8 @@
 [relu]`` with NHWC data, OHWI weight and an NHWC (or unset) output layout. :func:`plan_conv`
 maps it onto the per-group implicit GEMM (M = N*P*Q, N = K/groups, K = R*S*C/groups),
 classifies bias and residual (per-channel, full, general) and lists the compiled variants in
-run-time order: the sm_80 CUTLASS 2.x unit at the largest alignment tier C and K allow (one
+run-time order: the sm_90a CUTLASS 3.x unit (groups == 1, f16, C and K 16-byte aligned, C
+whole k-tiles, a fused epilogue; run on compute capability 9 only), the sm_80 CUTLASS 2.x unit at the largest alignment tier C and K allow (one
 launch per group, channel slices of the full tensors), then byocc's generic direct
 convolution, always compiled. A tier whose unit cannot fuse the epilogue writes an fp32
 accumulator into scratch and the generic epilogue kernel finishes.
@@ -37,7 +38,10 @@ from . import tiles
 from .backend import OPTIONS
 from .config import EpilogueSpec
 from .conv_unit import CONV_ALIGNMENTS
+from .conv_unit import CONV_SM90_ALIGNMENT
 from .conv_unit import ConvKernelConfig
+from .conv_unit import ConvSm90Config
+from .conv_unit import conv_sm90_supports
 from .conv_unit import conv_supports
 from .gemm_plan import classify
 
@@ -117,8 +121,8 @@ def conv_step(comp: Function) -> ConvStep | None:
 class ConvTier:
     """One compiled variant of a conv step."""
 
-    arch: str  # "sm80" | "generic"
-    cfg: ConvKernelConfig | None = None
+    arch: str  # "sm90" | "sm80" | "generic"
+    cfg: ConvKernelConfig | ConvSm90Config | None = None
     fused: bool = True  # False: the conv into the fp32 accumulator, then the generic epilogue
 
 
@@ -206,7 +210,10 @@ def plan_conv(step: ConvStep, call: CompositeCall, where: str, options: dict) ->
     acc = "int32" if step.data_sinfo.dtype in ("int8", "uint8") else "float32"
     plan = ConvPlan(step, call, where, n, h, w, c, k, r, s, p, q, g, bias_cls, res_cls,
                     step.out_sinfo.dtype, acc)
-    if "sm_80" in OPTIONS.resolve(options)["arch"]:
+    archs = OPTIONS.resolve(options)["arch"]
+    if "sm_90a" in archs:
+        plan.tiers.extend(_sm90_tiers(plan))
+    if "sm_80" in archs:
         plan.tiers.extend(_cutlass_tiers(plan))
     plan.tiers.append(ConvTier("generic"))
     return plan
@@ -241,6 +248,24 @@ def _epilogue_spec(plan: ConvPlan) -> EpilogueSpec | None:
     except ValueError:
         return None
     return spec if residual is None or bias is not None else None
+
+
+def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
+    """The sm_90a unit when it applies: one group, f16, C and K multiples of 16 bytes, C
+    whole k-tiles (the im2col TMA loads one box of channels per filter tap), an epilogue it
+    fuses; the tile from :func:`~.tiles.select_conv_sm90`."""
+    dt = plan.step.data_sinfo.dtype
+    align = CONV_SM90_ALIGNMENT.get(dt)
+    spec = _epilogue_spec(plan)
+    if align is None or plan.groups != 1 or spec is None or plan.out_dtype != dt or plan.K % align:
+        return []
+    m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
+    tile, cluster = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
+    if tile[2] == 0:
+        return []
+    cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
+                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, epilogue=spec)
+    return [ConvTier("sm90", cfg)] if conv_sm90_supports(cfg) else []
 
 
 def _largest(n: int, candidates) -> int:
@@ -285,7 +310,7 @@ def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
 
 # --------------------------------------------------------------------------- manifest, scratch
 def impl_name(tier: ConvTier) -> str:
-    return "cutlass2x_implicit_gemm" if tier.arch == "sm80" else "generic_direct_conv"
+    return {"sm90": "cutlass3x_implicit_gemm", "sm80": "cutlass2x_implicit_gemm"}.get(tier.arch, "generic_direct_conv")
 
 
 def variant(tier: ConvTier) -> Variant:
@@ -293,6 +318,11 @@ def variant(tier: ConvTier) -> Variant:
     if tier.arch == "generic":
         return Variant("sm_80", impl_name(tier), {"align": 1, "epilogue": "generic (fused)"})
     cfg = tier.cfg
+    if isinstance(cfg, ConvSm90Config):
+        return Variant("sm_90a", impl_name(tier), {
+            "tile": list(cfg.tile), "cluster": list(cfg.cluster), "align": cfg.align, "kernel": cfg.path,
+            "epilogue": "fused"})
+    assert isinstance(cfg, ConvKernelConfig)
     return Variant("sm_80", impl_name(tier), {
         "tile": list(cfg.tile), "stages": cfg.stages, "align": min(cfg.align_a, cfg.align_d),
         "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d}, "iterator": cfg.iterator,

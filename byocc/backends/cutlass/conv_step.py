@@ -2,7 +2,7 @@
 it uses with their declarations, its header lines, manifest record and variants
 (:func:`conv_step_of` builds the :class:`~byocc.backends.cuda.step.Step`).
 
-At run time the sm_80 tier runs when its alignment checks, ``can_implement`` and its
+At run time the sm_90a tier (compute capability 9 only) and then the sm_80 tier run when its alignment checks, ``can_implement`` and its
 workspace need pass for group 0 (every group's slice has the same alignment), once per group;
 a refusal before anything ran hands over to byocc's generic direct convolution.
 """
@@ -24,6 +24,7 @@ from .conv_plan import ConvPlan
 from .conv_unit import conv_declarations
 from .conv_unit import emit_conv
 from .gemm_plan import epilogue_header
+from .gemm_step import CONDITIONS
 from .gemm_step import GUARDS
 from .gemm_step import StepKernel
 
@@ -52,6 +53,7 @@ def _context(plan: ConvPlan, ctx: WrapperContext) -> dict:
         "bias": None if st.bias is None else _operand(resolve(call, st.bias), st.bias_sinfo, ctx),
         "residual": None if st.residual is None else _operand(resolve(call, st.residual), st.residual_sinfo, ctx),
         "tiers": [{"cfg": t.cfg, "fused": t.fused, "guard": GUARDS[t.arch], "impl": conv_plan.impl_name(t),
+                   "condition": CONDITIONS[t.arch] if t.arch == "sm90" else None,
                    "d_bytes": itemsize(t.cfg.dtype_d)} for t in plan.tiers if t.arch != "generic"],
         "a_bytes": itemsize(dt), "epilogue_kernel": generic.epilogue_name(plan.acc_dtype, plan.out_dtype),
         "generic_conv": generic.conv_name(dt, st.weight_sinfo.dtype, plan.out_dtype),
@@ -83,6 +85,9 @@ def _header(plan: ConvPlan) -> list[str]:
 
     def tier_text(tier) -> str:
         c = tier.cfg
+        if tier.arch == "sm90":
+            return (f"variant {conv_plan.impl_name(tier)} {c.path} tile {'x'.join(map(str, c.tile))} cluster "
+                    f"{'x'.join(map(str, c.cluster))}, align {c.align}, on compute capability 9")
         return (f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
                 f"D {c.align_d}, {c.iterator}")
 

@@ -156,7 +156,29 @@ def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
     return scale_k(tile, dtype), stages
 
 
+def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile]:
+    """``(tile, cluster)`` of an sm_90a conv (f16) from its implicit GEMM M = N*P*Q (None when
+    the batch is symbolic), N = K (output channels), K = C*R*S.
+
+    CUTLASS 3.x offers conv on Hopper only with the non-persistent warp-specialized kernel
+    (one consumer warp group, so at most 128x128 accumulators): the N tile is 64 when the
+    layer has at most 64 output channels (else 128); the M tile 128 when that still gives a
+    full wave of 132 CTAs (a symbolic batch: 128), else 64; a 2x1 cluster (the two CTAs above
+    each other share the filter tile through TMA multicast) when the grid has at least two M
+    tiles. The k-tile is the largest of 64, 32, 16 channels dividing ``c`` (the input
+    channels: the im2col TMA loads one box of channels per filter tap; 0 when none does);
+    ``k`` does not enter (every tile streams the whole reduction). Cost O(1).
+    """
+    del k
+    tk = next((t for t in (64, 32, 16) if c % t == 0), 0)
+    tn = 64 if n <= 64 else 128
+    tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
+    cluster = (2, 1, 1) if m is None or ceil(m / tm) >= 2 else (1, 1, 1)
+    return (tm, tn, tk), cluster
+
+
 __all__ = [
-    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_sm90",
+    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_conv_sm90",
+    "select_sm90",
     "sm80_tile",
 ]
