@@ -64,21 +64,22 @@ def partitioned(text: str, path="annotate"):
     return partition(parse_module(text), get_patterns_with_prefix("cutlass"), path=path)
 
 
-def generate(text: str, path="annotate"):
+def generate(text: str, path="annotate", arch=None):
+    options = {"cutlass": {"arch": arch}} if arch else None
     out = partition(parse_module(text), get_patterns_with_prefix("cutlass"), path=path, run_codegen=True,
-                    codegens={"cutlass": codegen})
+                    codegens={"cutlass": codegen}, target_options=options)
     (gm,) = out.attrs.get("external_mods", ())
     return gm
 
 
-def gen(**kw):
-    gm = generate(conv_module(**kw))
+def gen(arch=None, **kw):
+    gm = generate(conv_module(**kw), arch=arch)
     (entry,) = gm.entries
     return gm, entry
 
 
-def unit_texts(gm, prefix="src/kernels/conv_"):
-    return [s.text for s in gm.sources if s.path.startswith(prefix)]
+def unit_texts(gm, prefix="src/kernels/conv_", kind=None):
+    return [s.text for s in gm.sources if s.path.startswith(prefix) and kind in (None, s.unit)]
 
 
 X = (2, 16, 16, 32)
@@ -118,10 +119,11 @@ def test_every_conv_pattern_generates_a_fused_sm80_unit(name, kw, formula):
     assert step["kind"] == "conv2d" and step["composite"] == f"cutlass.{name}"
     assert step["problem"] == {"N": 2, "H": 16, "W": 16, "C": 32, "K": 64, "R": 3, "S": 3, "P": 16, "Q": 16,
                                "padding": [1, 1, 1, 1], "strides": [1, 1], "dilation": [1, 1], "groups": 1}
-    assert [(v.impl, dict(v.params)["epilogue"]) for v in entry.variants] == [
-        ("cutlass2x_implicit_gemm", "fused"), ("generic_direct_conv", "generic (fused)")]
-    assert dict(entry.variants[0].params)["alignments"] == {"a": 8, "b": 8, "d": 8}
-    (unit,) = unit_texts(gm)
+    assert [(v.arch, v.impl, dict(v.params)["epilogue"]) for v in entry.variants] == [
+        ("sm_90a", "cutlass3x_implicit_gemm", "fused"), ("sm_80", "cutlass2x_implicit_gemm", "fused"),
+        ("sm_80", "generic_direct_conv", "generic (fused)")]
+    assert dict(entry.variants[1].params)["alignments"] == {"a": 8, "b": 8, "d": 8}
+    (unit,) = unit_texts(gm, kind="sm80")
     assert f"//   {formula.replace('acc', 'acc[n,p,q,k]')}\n" in unit
     residual = "residual" in name
     assert ("DefaultConv2dFpropWithBroadcast<" in unit) == residual
@@ -140,21 +142,118 @@ def test_every_conv_pattern_generates_a_fused_sm80_unit(name, kw, formula):
         s.path for s in gm.sources}
 
 
-def test_c3_stem_takes_the_alignment_1_path():
-    """The 7x7/2 stem of every CNN: C = 3 gives A/B alignment 1, the Sm75 16x8x8 two-stage path."""
-    gm, entry = gen(xs=(1, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
+def test_c3_stem_is_padded_to_8_channels_for_the_fixed_channels_unit():
+    """The 7x7/2 stem of every CNN (C = 3, f16): A and B are copied into scratch with 8
+    channels (zeros after 3), then the 2.x fixed-channels fprop runs at alignment 8 (a k-tile
+    spans 4 filter taps) instead of the alignment-1 Sm75 path; no sm_90a unit (3 channels
+    are no k-tile)."""
+    gm, entry = gen(xs=(2, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
                     bias=(64,), act="relu")
     (step,) = entry.steps
     assert (step["problem"]["P"], step["problem"]["Q"]) == (112, 112)
+    assert [v.impl for v in entry.variants] == ["cutlass2x_implicit_gemm", "generic_direct_conv"]
     params = dict(entry.variants[0].params)
-    assert params["alignments"] == {"a": 1, "b": 1, "d": 8} and params["stages"] == 2
+    assert params["alignments"] == {"a": 8, "b": 8, "d": 8} and params["pad_channels"] == 8
+    assert params["iterator"] == "fixed_channels" and params["tile"] == [64, 64, 32]
     (unit,) = unit_texts(gm)
-    assert "cutlass::arch::Sm75" in unit and "GemmShape<16, 8, 8>" in unit
+    assert "cutlass::conv::IteratorAlgorithm::kFixedChannels" in unit and "cutlass::arch::Sm80" in unit
+    # scratch: the padded activation and filter, 256-byte rounded
+    assert entry.scratch_bytes == 2 * 224 * 224 * 8 * 2 + 64 * 7 * 7 * 8 * 2
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "t.A = ws_base + off_pad_a; t.lda = 8;" in wrapper and "t.B = ws_base + off_pad_b; t.C = 8;" in wrapper
+    pads = [line.strip() for line in wrapper.splitlines() if "conv_f16_f16_f16_pad8_run(" in line and "grc =" in line]
+    assert pads == ["grc = byocc::generic::conv_f16_f16_f16_pad8_run(c.A, int64_t(2) * int64_t(224) * int64_t(224), "
+                    "3, ws_base + off_pad_a, dev.sm_count, stream);",
+                    "grc = byocc::generic::conv_f16_f16_f16_pad8_run(c.B, 3136, 3, ws_base + off_pad_b, "
+                    "dev.sm_count, stream);"]
+    # the pad runs only once the unit accepted the padded problem, before it
+    assert wrapper.index("_can_implement(t)") < wrapper.index("pad8_run(c.A") < wrapper.index("_run(byocc::conv_group(t")
+    generic = next(s.text for s in gm.sources if s.path == "src/kernels/generic_conv_f16_f16_f16.cu")
+    assert "int conv_f16_f16_f16_pad8_run(const void* src, int64_t rows, int64_t c, void* dst" in generic
+    # f32, or two groups: no padding (the alignment tiers as before)
+    _, entry = gen(xs=(1, 16, 16, 6), ws=(8, 3, 3, 3), padding=PAD1, groups=2, bias=(8,))
+    assert "pad_channels" not in dict(entry.variants[0].params)
 
 
-@pytest.mark.parametrize("c,k,align_ab,align_d", [(32, 64, 8, 8), (12, 20, 4, 4), (6, 10, 2, 2), (5, 45, 1, 1)])
+def test_sm90_conv_tier_and_its_unit():
+    """groups == 1, f16, C and K multiples of 8 and C of a k-tile: the CUTLASS 3.x unit comes
+    first, only on compute capability 9; its shape follows tiles.select_conv_sm90."""
+    gm, entry = gen(xs=(32, 56, 56, 64), ws=(256, 1, 1, 64), bias=(256,), act="relu")
+    v = entry.variants[0]
+    assert (v.arch, v.impl) == ("sm_90a", "cutlass3x_implicit_gemm")
+    assert dict(v.params)["tile"] == [128, 128, 64] and dict(v.params)["cluster"] == [2, 1, 1]
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert "cutlass::conv::collective::CollectiveBuilder<" in unit
+    assert "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;" in unit
+    assert "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>" in unit
+    assert "cutlass::conv::device::ConvUniversalAdapter<Kernel>" in unit
+    assert "using TileShape = cute::Shape<cute::_128, cute::_128, cute::Shape<cute::_64>>;" in unit
+    assert "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu," in unit
+    assert "constexpr int kTileK = 64;" in unit and "a.C % kTileK == 0" in unit
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    sm90_at = wrapper.index("if (!done && dev.major == 9) {  // cutlass3x_implicit_gemm")
+    assert wrapper.index("#ifndef BYOCC_NO_SM90") < sm90_at < wrapper.index("if (!done) {  // cutlass2x_implicit_gemm")
+    # a small batch-1 layer: 64-row tiles, one M tile -> no cluster
+    _, entry = gen(xs=(1, 7, 7, 512), ws=(2048, 1, 1, 512), bias=(2048,), act="relu")
+    params = dict(entry.variants[0].params)
+    assert params["tile"] == [64, 128, 64] and params["cluster"] == [1, 1, 1]
+    # C = 32: a 32-channel k-tile
+    gm, entry = gen(xs=(1, 16, 16, 32), ws=(64, 3, 3, 32), padding=PAD1, bias=(64,), act="relu")
+    assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
+
+
+@pytest.mark.parametrize("kw", [dict(groups=2), dict(c=12), dict(k=20), dict(dtype="float32"),
+                                dict(arch="sm_80"), dict(bias_shape=(1, 8, 1, 1))],
+                         ids=["groups", "c12", "k20", "f32", "arch_sm80", "general_bias"])
+def test_no_sm90_conv_tier(kw):
+    """Two groups, C not a multiple of 16 channels, K not of 8, f32, --arch sm_80, or an
+    epilogue the unit cannot fuse: no sm_90a variant (the sm_80 unit and the generic conv)."""
+    c, k = kw.get("c", 64), kw.get("k", 64)
+    g = kw.get("groups", 1)
+    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c // g), padding=PAD1, groups=g, dtype=kw.get("dtype", "float16"),
+                   bias=kw.get("bias_shape", (k,)), act="relu", arch=kw.get("arch"))
+    assert "sm_90a" not in {v.arch for v in entry.variants}
+    assert entry.variants[-1].impl == "generic_direct_conv"
+
+
+@pytest.mark.parametrize("name,kw,formula", PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_every_conv_pattern_fuses_in_the_sm90_unit(name, kw, formula):
+    gm, _ = gen(xs=(2, 16, 16, 64), ws=(64, 3, 3, 64), padding=PAD1,
+                **{k: ((2, 16, 16, 64) if k == "res" else v) for k, v in kw.items()})
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert f"//   {formula.replace('acc', 'acc[n,p,q,k]')}\n" in unit
+    if "residual" in name:
+        # the full residual is the epilogue's C (im2col-mode TMA, beta = 1 or an EVT source fetch)
+        assert "using ElementC = cutlass::half_t;" in unit and "static_cast<ElementC const*>(a.source)" in unit
+        assert ("PerColResAddPerColBiasEltAct" in unit) == name.endswith("_residual_add")
+    else:
+        assert "using ElementC = void;" in unit
+    if "bias" in kw and "residual" in name and "PerColResAddPerColBiasEltAct" not in unit:
+        assert "evt::Sm90RowBroadcast<0, TileShape, ElementD" in unit
+        assert "{static_cast<ElementD const*>(a.bias), ElementD(0), {cute::_0{}, cute::_1{}, 0}},  // bias" in unit
+
+
+def test_sm90_conv_tile_rule():
+    from byocc.backends.cutlass.tiles import select_conv_sm90
+
+    # batch 32 ResNet-50 layers: full waves of 128-row tiles; 64 output channels take N tile 64
+    assert select_conv_sm90(32 * 56 * 56, 64, 64, 64) == ((128, 64, 64), (2, 1, 1))
+    assert select_conv_sm90(32 * 7 * 7, 512, 4608, 512) == ((64, 128, 64), (2, 1, 1))
+    assert select_conv_sm90(32 * 28 * 28, 256, 2304, 256) == ((128, 128, 64), (2, 1, 1))
+    assert select_conv_sm90(32 * 14 * 14, 256, 2304, 256) == ((64, 128, 64), (2, 1, 1))  # 98 tiles of 128
+    # batch 1 7x7: 64-row tiles, a single M tile has no cluster
+    assert select_conv_sm90(49, 2048, 512, 512) == ((64, 128, 64), (1, 1, 1))
+    # symbolic batch: 128-row tiles; k-tile from the channels (0: none fits)
+    assert select_conv_sm90(None, 256, 576, 64) == ((128, 128, 64), (2, 1, 1))
+    assert select_conv_sm90(4096, 64, 9 * 48, 48)[0][2] == 16
+    assert select_conv_sm90(4096, 64, 9 * 8, 8)[0][2] == 0
+
+
+@pytest.mark.parametrize("c,k,align_ab,align_d", [(32, 64, 8, 8), (12, 20, 4, 4), (10, 10, 2, 2), (6, 10, 8, 2),
+                                                   (5, 45, 8, 1)])
 def test_alignment_tiers_follow_c_and_k(c, k, align_ab, align_d):
-    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c), padding=PAD1, bias=(k,))
+    """The sm_80 unit's A/B tier follows C, D's K; C < 8 (f16) is padded to 8 channels."""
+    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c), padding=PAD1, bias=(k,), arch="sm_80")
     assert dict(entry.variants[0].params)["alignments"] == {"a": align_ab, "b": align_ab, "d": align_d}
 
 
@@ -202,7 +301,7 @@ def test_general_bias_goes_through_the_accumulator_and_generic_epilogue():
 def test_full_bias_is_the_c_operand():
     gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), bias=(1, 8, 8, 16))
     assert entry.steps[0]["bias_class"] == "full"
-    (unit,) = unit_texts(gm)
+    (unit,) = unit_texts(gm, kind="sm80")
     assert "//   D = acc[n,p,q,k] + C\n" in unit
 
 

@@ -124,6 +124,7 @@ class ConvTier:
     arch: str  # "sm90" | "sm80" | "generic"
     cfg: ConvKernelConfig | ConvSm90Config | None = None
     fused: bool = True  # False: the conv into the fp32 accumulator, then the generic epilogue
+    pad_c: int = 0  # > 0: A and B are copied into scratch with C padded (zeros) to pad_c channels
 
 
 @dataclass
@@ -162,6 +163,11 @@ class ConvPlan:
     @property
     def needs_acc(self) -> bool:
         return any(not t.fused for t in self.tiers if t.arch != "generic")
+
+    @property
+    def pad_c(self) -> int:
+        """The channels a tier pads A and B to in scratch (0: none does)."""
+        return max((t.pad_c for t in self.tiers), default=0)
 
 
 def _static(d, what: str, where: str) -> int:
@@ -272,13 +278,42 @@ def _largest(n: int, candidates) -> int:
     return max((a for a in candidates if n % a == 0), default=1)
 
 
+#: Input channels below this are padded to it in scratch (f16, one group): the stem.
+STEM_PAD = 8
+
+
+def _stem_tier(plan: ConvPlan) -> ConvTier | None:
+    """The C < 8 stem of a CNN (f16, one group, a fused epilogue): A and B padded to 8
+    channels in scratch, then the 2.x fixed-channels fprop (each k-tile of 32 spans 4 filter
+    taps of 8 channels, 16-byte loads) instead of the alignment-1 unit, whose k-tiles of 32
+    channels would hold 3."""
+    spec = _epilogue_spec(plan)
+    if (plan.step.data_sinfo.dtype != "float16" or plan.step.weight_sinfo.dtype != "float16" or plan.groups != 1
+            or plan.C >= STEM_PAD or spec is None or plan.out_dtype != "float16"):
+        return None
+    tile, stages = tiles.SM80_MENU["tiny"] if plan.K <= 64 else tiles.SM80_MENU["medium"]
+    align_d = _largest(plan.K, (8, 4, 2, 1))
+    try:
+        cfg = ConvKernelConfig(dtype_a="float16", dtype_b="float16", dtype_c="float16" if spec.has_c else None,
+                               dtype_d="float16", accumulator="float32", align_a=STEM_PAD, align_b=STEM_PAD,
+                               align_c=align_d if spec.has_c else 0, align_d=align_d, tile=tile, stages=stages,
+                               iterator="fixed_channels", epilogue=spec)
+    except ValueError:
+        return None
+    return ConvTier("sm80", cfg, True, pad_c=STEM_PAD) if conv_supports(cfg) else None
+
+
 def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
     """The sm_80 unit at the alignment tier C/groups and K/groups allow, fused when it can be
-    (else into the accumulator), none for dtypes without a unit."""
+    (else into the accumulator), none for dtypes without a unit; the padded stem unit
+    (:func:`_stem_tier`) for a C < 8 stem."""
     dt = plan.step.data_sinfo.dtype
     aligns = CONV_ALIGNMENTS.get(dt)
     if aligns is None or plan.acc_dtype != "float32":
         return []
+    stem = _stem_tier(plan)
+    if stem is not None:
+        return [stem]
     align_ab = _largest(plan.c_group, aligns)
     if plan.c_group % align_ab:
         return []
@@ -326,12 +361,26 @@ def variant(tier: ConvTier) -> Variant:
     return Variant("sm_80", impl_name(tier), {
         "tile": list(cfg.tile), "stages": cfg.stages, "align": min(cfg.align_a, cfg.align_d),
         "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d}, "iterator": cfg.iterator,
-        "kernel": cfg.path, "epilogue": "fused" if tier.fused else "generic kernel"})
+        "kernel": cfg.path, "epilogue": "fused" if tier.fused else "generic kernel",
+        **({"pad_channels": tier.pad_c} if tier.pad_c else {})})
 
 
 def step_scratch(plan: ConvPlan, ctx: WrapperContext) -> Size:
-    """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue."""
-    return tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+    """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue,
+    and the channel-padded copies of A and B (:func:`pad_regions`)."""
+    acc = tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+    pad_a, pad_b = pad_regions(plan, ctx)
+    return acc + pad_a + pad_b
 
 
-__all__ = ["ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "plan_conv", "step_scratch", "variant"]
+def pad_regions(plan: ConvPlan, ctx: WrapperContext) -> tuple[Size, Size]:
+    """The scratch of A and B padded to ``plan.pad_c`` channels (zero when no tier pads)."""
+    if not plan.pad_c:
+        return Size.zero(), Size.zero()
+    size = itemsize(plan.step.data_sinfo.dtype)
+    return (tensor_bytes((plan.N, plan.H, plan.W, plan.pad_c), size, ctx),
+            tensor_bytes((plan.K, plan.R, plan.S, plan.pad_c), size, ctx))
+
+
+__all__ = ["STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "pad_regions", "plan_conv",
+           "step_scratch", "variant"]

@@ -48,6 +48,11 @@ from .sm90_unit import sm90_fusion
 CONV_ALIGNMENTS = {"float16": (8, 4, 2, 1), "float32": (4, 2)}
 
 
+#: The 2.x activation/filter iterators: config name -> (CUTLASS tag, cutlass_library name).
+_ITERATORS = {"optimized": ("kOptimized", "Optimized"), "analytic": ("kAnalytic", "Analytic"),
+              "fixed_channels": ("kFixedChannels", "FixedChannels")}
+
+
 @dataclass(frozen=True)
 class ConvKernelConfig:
     """Everything one conv unit is keyed by; the problem (N, H, W, C, K, R, S, P, Q, padding,
@@ -66,14 +71,15 @@ class ConvKernelConfig:
     align_d: int
     tile: tuple[int, int, int]
     stages: int
-    iterator: Literal["optimized", "analytic"] = "optimized"
+    iterator: Literal["optimized", "analytic", "fixed_channels"] = "optimized"
+    """fixed_channels: C equals the A/B alignment (the padded stem), each k-tile spans taps."""
     epilogue: EpilogueSpec = EpilogueSpec()
     arch: Literal["sm80"] = "sm80"
 
     def __post_init__(self):
         if (self.dtype_c is None) == self.epilogue.has_c:
             raise ValueError("dtype_c is set exactly when the epilogue reads C")
-        if self.iterator not in ("optimized", "analytic"):
+        if self.iterator not in _ITERATORS:
             raise ValueError(f"unknown iterator {self.iterator!r}")
 
     @property
@@ -112,6 +118,8 @@ def conv_supports(cfg: ConvKernelConfig) -> bool:
         return False
     if cfg.sm75_path and cfg.stages != 2:
         return False
+    if cfg.iterator == "fixed_channels" and (cfg.align_a != cfg.align_b or cfg.sm75_path):
+        return False
     if cfg.dtype_d not in ("float16", "float32"):
         return False
     if cfg.dtype_c is not None and cfg.dtype_c != cfg.dtype_d:
@@ -142,7 +150,7 @@ def _kernel_name(cfg: ConvKernelConfig, arch_tag: str, inst, warp) -> str:
     tile = lib.TileDescription(list(cfg.tile), cfg.stages, [cfg.tile[i] // warp[i] for i in range(3)],
                                math, arch, 1024)
     nhwc = lib.LayoutType.TensorNHWC
-    iterator = lib.IteratorAlgorithm.Optimized if cfg.iterator == "optimized" else lib.IteratorAlgorithm.Analytic
+    iterator = getattr(lib.IteratorAlgorithm, _ITERATORS[cfg.iterator][1])
     op = conv2d_operation.Conv2dOperation(
         lib.ConvKind.Fprop, iterator, arch, tile,
         lib.TensorDescription(library_type(lib, cfg.dtype_a), nhwc, cfg.align_a),
@@ -182,7 +190,7 @@ def emit_conv(cfg: ConvKernelConfig | ConvSm90Config) -> SourceFile:
         functor=_FUNCTORS[ep.act][0], addend="bias" if ep.bias else ("C" if ep.source else None),
         arch_tag=arch_tag, warp=warp, instruction=inst,
         operator=lib.MathOperationTag[lib.MathOperation.multiply_add],
-        iterator_tag=f"cutlass::conv::IteratorAlgorithm::k{cfg.iterator.capitalize()}")
+        iterator_tag=f"cutlass::conv::IteratorAlgorithm::{_ITERATORS[cfg.iterator][0]}")
     return SourceFile(cfg.path, text, "sm80")
 
 
