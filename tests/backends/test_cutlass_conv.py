@@ -406,6 +406,7 @@ def _fake_conv_unit(cfg) -> str:
 _HOST_GENERIC = r"""
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "byocc_conv.cuh"
 namespace byocc {
 namespace generic {
@@ -413,6 +414,14 @@ template <typename TA, typename TB, typename TOut>
 int host_conv(const ConvArgs& a, int64_t groups, const Epilogue& e) {
   fprintf(stderr, "ran generic conv\n");
   for (int64_t i = 0; i < a.N * a.P * a.Q * a.K * groups; ++i) conv_output<TA, TB, TOut>(a, groups, e, i);
+  return BYOCC_OK;
+}
+template <typename T>
+int host_pad8(const void* src, int64_t rows, int64_t c, void* dst) {
+  fprintf(stderr, "ran pad8\n");
+  memset(dst, 0, rows * 8 * sizeof(T));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < c; ++k) static_cast<T*>(dst)[i * 8 + k] = static_cast<const T*>(src)[i * c + k];
   return BYOCC_OK;
 }
 """ + HOST_EPILOGUE + r"""}  // namespace generic
@@ -479,6 +488,9 @@ def _host_build(tmp_path, cases):
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run("
                          f"const ConvArgs& c, int64_t g, const Epilogue& e, cudaStream_t) {{ "
                          f"return host_conv<{t[a]}, {t[b]}, {t[d]}>(c, g, e); }} }} }}")
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_pad8_run("
+                         f"const void* s, int64_t rows, int64_t c, void* d, int, cudaStream_t) {{ "
+                         f"return host_pad8<{t[a]}>(s, rows, c, d); }} }} }}")
         elif name.startswith("generic_epilogue_"):
             _, _, s, d = name.split("_")
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run("
@@ -544,7 +556,9 @@ def test_tvm_defect_grouped_conv_is_computed_per_group(tmp_path):
     convolution handles every group: both must match the interpreter's grouped conv2d. Also
     checks strides, asymmetric padding, dilation, the C = 3 stem, operand classes and the
     accumulator + generic epilogue path, with the CUTLASS units faked on the host (one group
-    per call, the contract of byocc_conv.h) and with them refusing (generic only)."""
+    per call, the contract of byocc_conv.h; the device reports compute capability 9, so the
+    sm_90a tier runs where it exists; the stem's unit computes on the 8-channel copies the
+    channel padding made) and with them refusing (generic only)."""
     exe, runs = _host_build(tmp_path, HOST_CASES)
     for no_cutlass in (False, True):
         env = dict(os.environ)
@@ -558,6 +572,7 @@ def test_tvm_defect_grouped_conv_is_computed_per_group(tmp_path):
         else:
             # two groups: the unit ran twice for the first case
             assert proc.stderr.count("ran conv_") >= 2 + 3
+            assert proc.stderr.count("ran pad8") == 2  # the stem's activation and filter
         _check_outputs(tmp_path, runs, "generic only" if no_cutlass else "cutlass units")
 
 
@@ -577,6 +592,34 @@ def test_generic_direct_convolution_compiles_for_the_device(tmp_path):
 
 # --------------------------------------------------------------------------- one real compile
 @needs_cutlass_library
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_90a conv compile test needs the CUDA toolkit")
+def test_sm90_conv_unit_compiles(tmp_path: Path):
+    """Compiles the sm_90a unit of samples/conv2d_nhwc_fp16.relax (CUTLASS 3.x implicit GEMM,
+    bias + relu) with the build's sm_90a flags (~90 s)."""
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import cutlass_include_dirs
+
+    gm = generate((SAMPLES / "conv2d_nhwc_fp16.relax").read_text())
+    for src in list(common_sources()) + list(gm.sources):
+        p = tmp_path / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm90"]
+    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], *(f"-I{d}" for d in cutlass_include_dirs()),
+           f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
+    lock = "/tmp/byocc_nvcc_heavy.lock"
+    if shutil.which("flock") and os.access("/tmp", os.W_OK):
+        cmd = ["flock", lock, *cmd]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    symbols = subprocess.run(["nm", "-C", str(tmp_path / "k.o")], capture_output=True, text=True)
+    if symbols.returncode == 0:
+        prefix = Path(unit.path).stem
+        assert f"byocc::{prefix}_run(byocc::ConvArgs const&" in symbols.stdout
+
+
+@needs_cutlass_library
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_80 conv compile test needs the CUDA toolkit")
 def test_sm80_conv_unit_compiles(tmp_path: Path):
     """Compiles the residual conv unit of the ResNet bottleneck (f16, bias + add + relu,
@@ -591,7 +634,7 @@ def test_sm80_conv_unit_compiles(tmp_path: Path):
         p = tmp_path / src.path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(src.text)
-    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_")]
+    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm80"]
     cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm80"], *(f"-I{d}" for d in cutlass_include_dirs()),
            f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
     lock = "/tmp/byocc_nvcc_heavy.lock"

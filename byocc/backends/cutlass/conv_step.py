@@ -14,8 +14,8 @@ from byocc.ir.prim import dim_text
 from ..cuda import generic
 from ..cuda.step import Operand
 from ..cuda.step import Size
-from ..cuda.step import tensor_bytes
 from ..cuda.step import Step
+from ..cuda.step import tensor_bytes
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
 from ..dtypes import itemsize

@@ -36,13 +36,13 @@ from .config import canonical_text
 from .config import config_hash
 from .kernels import sm80_epilogue_ok
 from .sm80_unit import _FUNCTORS
+from .sm90_unit import sm90_evt
+from .sm90_unit import sm90_fusion
 from .unit_text import ACT_FUNCTORS
 from .unit_text import BIN_FUNCTORS
 from .unit_text import cutlass_library
 from .unit_text import element_type
 from .unit_text import library_type
-from .sm90_unit import sm90_evt
-from .sm90_unit import sm90_fusion
 
 #: Input dtypes with an sm_80 conv unit, and their A/B alignments (elements), largest first.
 CONV_ALIGNMENTS = {"float16": (8, 4, 2, 1), "float32": (4, 2)}
