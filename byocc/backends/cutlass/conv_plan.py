@@ -266,11 +266,12 @@ def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
     if align is None or plan.groups != 1 or spec is None or plan.out_dtype != dt or plan.K % align:
         return []
     m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
-    tile, cluster = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
+    tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
     if tile[2] == 0:
         return []
     cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
-                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, epilogue=spec)
+                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
+                         epilogue=spec)
     return [ConvTier("sm90", cfg)] if conv_sm90_supports(cfg) else []
 
 
@@ -280,6 +281,13 @@ def _largest(n: int, candidates) -> int:
 
 #: Input channels below this are padded to it in scratch (f16, one group): the stem.
 STEM_PAD = 8
+
+#: Grouped convolutions with fewer output channels per group than this get no per-group
+#: CUTLASS launches (byocc's direct convolution computes every group in one launch): each
+#: launch would fill a few columns of a 64-wide tile. H200, ResNeXt's 3x3 C = K = 128 in 32
+#: groups (4 per group), batch 32: 32 launches of the 2.x unit 2.03 ms, cuDNN 0.049 ms
+#: (bench/gpu/results/h200_conv_sm90_results.json).
+GROUPED_MIN_K = 16
 
 
 def _stem_tier(plan: ConvPlan) -> ConvTier | None:
@@ -306,7 +314,8 @@ def _stem_tier(plan: ConvPlan) -> ConvTier | None:
 def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
     """The sm_80 unit at the alignment tier C/groups and K/groups allow, fused when it can be
     (else into the accumulator), none for dtypes without a unit; the padded stem unit
-    (:func:`_stem_tier`) for a C < 8 stem."""
+    (:func:`_stem_tier`) for a C < 8 stem; none for a grouped conv with fewer than
+    :data:`GROUPED_MIN_K` output channels per group."""
     dt = plan.step.data_sinfo.dtype
     aligns = CONV_ALIGNMENTS.get(dt)
     if aligns is None or plan.acc_dtype != "float32":
@@ -314,6 +323,8 @@ def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
     stem = _stem_tier(plan)
     if stem is not None:
         return [stem]
+    if plan.groups > 1 and plan.k_group < GROUPED_MIN_K:
+        return []
     align_ab = _largest(plan.c_group, aligns)
     if plan.c_group % align_ab:
         return []
@@ -355,7 +366,8 @@ def variant(tier: ConvTier) -> Variant:
     cfg = tier.cfg
     if isinstance(cfg, ConvSm90Config):
         return Variant("sm_90a", impl_name(tier), {
-            "tile": list(cfg.tile), "cluster": list(cfg.cluster), "align": cfg.align, "kernel": cfg.path,
+            "tile": list(cfg.tile), "cluster": list(cfg.cluster), "stages": cfg.stages or "auto", "align": cfg.align,
+            "kernel": cfg.path,
             "epilogue": "fused"})
     assert isinstance(cfg, ConvKernelConfig)
     return Variant("sm_80", impl_name(tier), {
@@ -382,5 +394,5 @@ def pad_regions(plan: ConvPlan, ctx: WrapperContext) -> tuple[Size, Size]:
             tensor_bytes((plan.K, plan.R, plan.S, plan.pad_c), size, ctx))
 
 
-__all__ = ["STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "pad_regions", "plan_conv",
+__all__ = ["GROUPED_MIN_K", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "pad_regions", "plan_conv",
            "step_scratch", "variant"]

@@ -223,6 +223,8 @@ class ConvSm90Config:
     accumulator: Literal["float32"]
     tile: tuple[int, int, int]
     cluster: tuple[int, int, int]
+    stages: int = 0
+    """Mainloop stages; 0: as many as shared memory holds next to the epilogue."""
     epilogue: EpilogueSpec = EpilogueSpec()
     arch: Literal["sm90"] = "sm90"
 
@@ -260,7 +262,7 @@ def conv_sm90_supports(cfg: ConvSm90Config) -> bool:
         return False
     if cfg.dtype_d != "float16" or cfg.dtype_c not in (None, "float16"):
         return False
-    if cfg.tile not in CONV_SM90_TILES or cfg.cluster not in ((1, 1, 1), (2, 1, 1)):
+    if cfg.tile not in CONV_SM90_TILES or cfg.cluster not in ((1, 1, 1), (2, 1, 1)) or cfg.stages not in (0, 2, 3, 4):
         return False
     ep = cfg.epilogue
     if ep.residual is not None and ep.bias is None:

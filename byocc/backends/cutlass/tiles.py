@@ -156,26 +156,44 @@ def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
     return scale_k(tile, dtype), stages
 
 
-def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile]:
-    """``(tile, cluster)`` of an sm_90a conv (f16) from its implicit GEMM M = N*P*Q (None when
-    the batch is symbolic), N = K (output channels), K = C*R*S.
+def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile, int]:
+    """``(tile, cluster, stages)`` of an sm_90a conv (f16) from its implicit GEMM M = N*P*Q
+    (None when the batch is symbolic), N = K (output channels), K = C*R*S, and the input
+    channels ``c``; ``stages`` 0 means as many as shared memory holds.
 
     CUTLASS 3.x offers conv on Hopper only with the non-persistent warp-specialized kernel
-    (one consumer warp group, so at most 128x128 accumulators): the N tile is 64 when the
-    layer has at most 64 output channels (else 128); the M tile 128 when that still gives a
-    full wave of 132 CTAs (a symbolic batch: 128), else 64; a 2x1 cluster (the two CTAs above
-    each other share the filter tile through TMA multicast) when the grid has at least two M
-    tiles. The k-tile is the largest of 64, 32, 16 channels dividing ``c`` (the input
-    channels: the im2col TMA loads one box of channels per filter tap; 0 when none does);
-    ``k`` does not enter (every tile streams the whole reduction). Cost O(1).
-    """
-    del k
-    tk = next((t for t in (64, 32, 16) if c % t == 0), 0)
-    tn = 64 if n <= 64 else 128
-    tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
-    cluster = (2, 1, 1) if m is None or ceil(m / tm) >= 2 else (1, 1, 1)
-    return (tm, tn, tk), cluster
+    (one consumer warp group, so at most 128x128 accumulators; an epilogue overlaps another
+    tile's mainloop only through a second CTA on the SM):
 
+    * k-tile: the largest of 64, 32, 16 channels dividing ``c`` (the im2col TMA loads one box
+      of channels per filter tap; 0 when none does);
+    * a short reduction (at most 4 k-tiles: the 1x1 layers with C <= 256, memory-bound):
+      128x64 tiles (64x64 when 128-row tiles give less than a wave of 132 CTAs) with 2 stages,
+      so that several CTAs share an SM and one's loads overlap another's epilogue. Measured
+      on the H200 with the 128xN, all-stages tiles (bench/gpu/results/h200_conv_sm90_results.json,
+      batch 32): 1x1 C=64 K=64 at 0.45x cuDNN, C=64 K=256 0.45x, C=128 K=512 0.47x, while
+      the 3x3 layers reached 0.73-0.94x;
+    * otherwise: N tile 64 when the layer has at most 64 output channels (else 128), M tile
+      128 when that still gives a full wave of 132 CTAs (and for a symbolic batch), else 64;
+      4 stages for tiles of at most 64x128 (two CTAs fit an SM), as many as fit for 128x128
+      (whose 128 accumulator registers a thread leave room for one CTA anyway);
+    * a 2x1 cluster (the two CTAs above each other share the filter tile through TMA
+      multicast) when the grid has at least two M tiles.
+
+    Cost O(1).
+    """
+    tk = next((t for t in (64, 32, 16) if c % t == 0), 0)
+    short = tk > 0 and ceil(k / tk) <= 4
+    if short:
+        tn = 64
+        tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
+        stages = 2
+    else:
+        tn = 64 if n <= 64 else 128
+        tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
+        stages = 0 if tm * tn > 64 * 128 else 4
+    cluster = (2, 1, 1) if m is None or ceil(m / tm) >= 2 else (1, 1, 1)
+    return (tm, tn, tk), cluster, stages
 
 __all__ = [
     "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_conv_sm90",
