@@ -178,10 +178,11 @@ def test_c3_stem_is_padded_to_8_channels_for_the_fixed_channels_unit():
 def test_sm90_conv_tier_and_its_unit():
     """groups == 1, f16, C and K multiples of 8 and C of a k-tile: the CUTLASS 3.x unit comes
     first, only on compute capability 9; its shape follows tiles.select_conv_sm90."""
-    gm, entry = gen(xs=(32, 56, 56, 64), ws=(256, 1, 1, 64), bias=(256,), act="relu")
+    gm, entry = gen(xs=(32, 28, 28, 128), ws=(256, 3, 3, 128), padding=PAD1, bias=(256,), act="relu")
     v = entry.variants[0]
     assert (v.arch, v.impl) == ("sm_90a", "cutlass3x_implicit_gemm")
     assert dict(v.params)["tile"] == [128, 128, 64] and dict(v.params)["cluster"] == [2, 1, 1]
+    assert dict(v.params)["stages"] == "auto"
     (unit,) = unit_texts(gm, kind="sm90")
     assert "cutlass::conv::collective::CollectiveBuilder<" in unit
     assert "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;" in unit
@@ -190,13 +191,19 @@ def test_sm90_conv_tier_and_its_unit():
     assert "using TileShape = cute::Shape<cute::_128, cute::_128, cute::Shape<cute::_64>>;" in unit
     assert "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu," in unit
     assert "constexpr int kTileK = 64;" in unit and "a.C % kTileK == 0" in unit
+    assert "cutlass::conv::collective::StageCountAutoCarveout<" in unit
     wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
     sm90_at = wrapper.index("if (!done && dev.major == 9) {  // cutlass3x_implicit_gemm")
     assert wrapper.index("#ifndef BYOCC_NO_SM90") < sm90_at < wrapper.index("if (!done) {  // cutlass2x_implicit_gemm")
     # a small batch-1 layer: 64-row tiles, one M tile -> no cluster
     _, entry = gen(xs=(1, 7, 7, 512), ws=(2048, 1, 1, 512), bias=(2048,), act="relu")
     params = dict(entry.variants[0].params)
-    assert params["tile"] == [64, 128, 64] and params["cluster"] == [1, 1, 1]
+    assert params["tile"] == [64, 128, 64] and params["cluster"] == [1, 1, 1] and params["stages"] == "auto"
+    # a 1x1 C=64 layer at batch 32: short reduction, 2 stages
+    gm, entry = gen(xs=(32, 56, 56, 64), ws=(64, 1, 1, 64), bias=(64,), act="relu")
+    assert dict(entry.variants[0].params)["stages"] == 2
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert "    cutlass::conv::collective::StageCount<2>,\n" in unit and "shape  tile 128x64x64, cluster 2x1x1, 2 stages" in unit
     # C = 32: a 32-channel k-tile
     gm, entry = gen(xs=(1, 16, 16, 32), ws=(64, 3, 3, 32), padding=PAD1, bias=(64,), act="relu")
     assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
@@ -234,17 +241,24 @@ def test_every_conv_pattern_fuses_in_the_sm90_unit(name, kw, formula):
 
 
 def test_sm90_conv_tile_rule():
+    """tiles.select_conv_sm90 on the ResNet-50 shapes: the branches its docstring measures."""
     from byocc.backends.cutlass.tiles import select_conv_sm90
 
-    # batch 32 ResNet-50 layers: full waves of 128-row tiles; 64 output channels take N tile 64
-    assert select_conv_sm90(32 * 56 * 56, 64, 64, 64) == ((128, 64, 64), (2, 1, 1))
-    assert select_conv_sm90(32 * 7 * 7, 512, 4608, 512) == ((64, 128, 64), (2, 1, 1))
-    assert select_conv_sm90(32 * 28 * 28, 256, 2304, 256) == ((128, 128, 64), (2, 1, 1))
-    assert select_conv_sm90(32 * 14 * 14, 256, 2304, 256) == ((64, 128, 64), (2, 1, 1))  # 98 tiles of 128
-    # batch 1 7x7: 64-row tiles, a single M tile has no cluster
-    assert select_conv_sm90(49, 2048, 512, 512) == ((64, 128, 64), (1, 1, 1))
+    # short reductions (<= 4 k-tiles, the memory-bound 1x1 layers) filling a wave: 128x64, 2 stages
+    assert select_conv_sm90(32 * 56 * 56, 64, 64, 64) == ((128, 64, 64), (2, 1, 1), 2)
+    assert select_conv_sm90(32 * 14 * 14, 1024, 256, 256) == ((128, 64, 64), (2, 1, 1), 2)
+    # longer reductions: 128x128 with every stage that fits when it fills a wave, else 64x128;
+    # tiles <= 64x128 take 4 stages when the grid fills a wave (a second CTA per SM)
+    assert select_conv_sm90(32 * 28 * 28, 128, 1152, 128) == ((128, 128, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(32 * 14 * 14, 256, 2304, 256) == ((64, 128, 64), (2, 1, 1), 4)  # 98 tiles of 128
+    assert select_conv_sm90(32 * 56 * 56, 64, 576, 64) == ((128, 64, 64), (2, 1, 1), 4)  # 64 output channels
+    assert select_conv_sm90(32 * 7 * 7, 512, 4608, 512) == ((64, 128, 64), (2, 1, 1), 0)  # 100 CTAs
+    # batch 1: under a wave, every stage that fits; the 1x1 C=64 layer is no short-reduction case
+    assert select_conv_sm90(56 * 56, 64, 64, 64) == ((64, 64, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(49, 2048, 512, 512) == ((64, 128, 64), (1, 1, 1), 0)  # one M tile: no cluster
     # symbolic batch: 128-row tiles; k-tile from the channels (0: none fits)
-    assert select_conv_sm90(None, 256, 576, 64) == ((128, 128, 64), (2, 1, 1))
+    assert select_conv_sm90(None, 256, 2304, 256) == ((128, 128, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(None, 256, 64, 64) == ((128, 64, 64), (2, 1, 1), 2)
     assert select_conv_sm90(4096, 64, 9 * 48, 48)[0][2] == 16
     assert select_conv_sm90(4096, 64, 9 * 8, 8)[0][2] == 0
 
@@ -314,8 +328,11 @@ def test_grouped_conv_is_planned_per_group():
     assert "for (int64_t grp = 0; grp < 2 && grc == BYOCC_OK; ++grp)" in wrapper
     assert "byocc::generic::conv_f16_f16_f16_run(c, 2, e, stream)" in wrapper
     # C/groups = 4 sets the A/B tier, K/groups the D tier
-    _, entry = gen(xs=(1, 8, 8, 8), ws=(12, 3, 3, 4), padding=PAD1, groups=2)
+    _, entry = gen(xs=(1, 8, 8, 8), ws=(36, 3, 3, 4), padding=PAD1, groups=2)
     assert dict(entry.variants[0].params)["alignments"] == {"a": 4, "b": 4, "d": 2}
+    # fewer than 16 output channels per group: no per-group launches, the direct conv (one launch)
+    _, entry = gen(xs=(1, 8, 8, 128), ws=(128, 3, 3, 4), padding=PAD1, groups=32, bias=(128,), act="relu")
+    assert [v.impl for v in entry.variants] == ["generic_direct_conv"]
 
 
 def test_depthwise_conv_is_rejected_by_the_pattern_check():
@@ -429,7 +446,7 @@ int host_pad8(const void* src, int64_t rows, int64_t c, void* dst) {
 """
 
 HOST_CASES = [
-    ("grouped", dict(xs=(2, 6, 6, 8), ws=(12, 3, 3, 4), padding=PAD1, groups=2, bias=(12,), act="relu")),
+    ("grouped", dict(xs=(2, 6, 6, 8), ws=(32, 3, 3, 4), padding=PAD1, groups=2, bias=(32,), act="relu")),
     ("grouped_residual", dict(xs=(1, 5, 5, 12), ws=(6, 1, 3, 4), padding=(0, 1, 0, 1), groups=3, bias=(6,),
                               res=(1, 5, 5, 6), res_op="multiply", post="relu")),
     ("stride_dilation", dict(xs=(1, 9, 11, 8), ws=(8, 3, 3, 8), strides=(2, 1), padding=(2, 1, 0, 2),

@@ -163,35 +163,44 @@ def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile,
 
     CUTLASS 3.x offers conv on Hopper only with the non-persistent warp-specialized kernel
     (one consumer warp group, so at most 128x128 accumulators; an epilogue overlaps another
-    tile's mainloop only through a second CTA on the SM):
+    tile's mainloop only through a second CTA on the SM, which the default stage count,
+    filling shared memory, leaves no room for):
 
     * k-tile: the largest of 64, 32, 16 channels dividing ``c`` (the im2col TMA loads one box
       of channels per filter tap; 0 when none does);
-    * a short reduction (at most 4 k-tiles: the 1x1 layers with C <= 256, memory-bound):
-      128x64 tiles (64x64 when 128-row tiles give less than a wave of 132 CTAs) with 2 stages,
-      so that several CTAs share an SM and one's loads overlap another's epilogue. Measured
-      on the H200 with the 128xN, all-stages tiles (bench/gpu/results/h200_conv_sm90_results.json,
-      batch 32): 1x1 C=64 K=64 at 0.45x cuDNN, C=64 K=256 0.45x, C=128 K=512 0.47x, while
-      the 3x3 layers reached 0.73-0.94x;
+    * a short reduction (at most 4 k-tiles: the 1x1 layers with C <= 256, memory-bound) whose
+      128x64 tiles fill a wave of 132 CTAs: 128x64 with 2 stages, so that several CTAs share
+      an SM and one's loads overlap another's epilogue;
     * otherwise: N tile 64 when the layer has at most 64 output channels (else 128), M tile
-      128 when that still gives a full wave of 132 CTAs (and for a symbolic batch), else 64;
-      4 stages for tiles of at most 64x128 (two CTAs fit an SM), as many as fit for 128x128
-      (whose 128 accumulator registers a thread leave room for one CTA anyway);
+      128 when that still gives a full wave (and for a symbolic batch), else 64; 4 stages
+      (two CTAs an SM) when the tile is at most 64x128 and the grid fills a wave, else as many
+      stages as fit (a 128x128 tile's 128 accumulator registers a thread leave room for one
+      CTA anyway; a grid under one wave has no second CTA to overlap);
     * a 2x1 cluster (the two CTAs above each other share the filter tile through TMA
       multicast) when the grid has at least two M tiles.
+
+    Measured on the H200, f16 conv+bias+relu, batch 32 (bench/gpu/conv_bench.py; run 1 with
+    every tile at the full stage count, bench/gpu/results/h200_conv_sm90_run1_results.json, run
+    2 with the short-reduction and 4-stage branches, h200_conv_sm90_results.json; ms, cuDNN's
+    conv alone in brackets): 1x1 C=64 K=64 0.0178 -> 0.0116 (0.0081), C=64 K=256 0.0452 ->
+    0.0379 (0.0207), C=256 K=64 0.0312 -> 0.0243 (0.0203), 3x3 C=64 K=64 (128x64, 4 stages)
+    0.0368 -> 0.0285 (0.0265), 3x3 C=256 K=256 at 14x14 (64x128, 196 CTAs, 4 stages) 0.0262 ->
+    0.0223 (0.0194). Grids under a wave (batch 1) lost 5-15 % with 4 stages (3x3 C=256 at 14x14:
+    0.0102 -> 0.0115 ms; cuDNN 0.0092, 0.0096), hence the wave condition.
 
     Cost O(1).
     """
     tk = next((t for t in (64, 32, 16) if c % t == 0), 0)
-    short = tk > 0 and ceil(k / tk) <= 4
-    if short:
-        tn = 64
-        tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
-        stages = 2
+
+    def fills(tm: int, tn: int) -> bool:
+        return m is None or ceil(m / tm) * ceil(n / tn) >= H200_SM_COUNT
+
+    if tk and ceil(k / tk) <= 4 and fills(128, 64):
+        tm, tn, stages = 128, 64, 2
     else:
         tn = 64 if n <= 64 else 128
-        tm = 128 if m is None or ceil(m / 128) * ceil(n / tn) >= H200_SM_COUNT else 64
-        stages = 0 if tm * tn > 64 * 128 else 4
+        tm = 128 if fills(128, tn) else 64
+        stages = 4 if tm * tn <= 64 * 128 and fills(tm, tn) else 0
     cluster = (2, 1, 1) if m is None or ceil(m / tm) >= 2 else (1, 1, 1)
     return (tm, tn, tk), cluster, stages
 
