@@ -209,6 +209,40 @@ def test_sm90_conv_tier_and_its_unit():
     assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+def test_sm90_unit_end_padding_gives_p_and_q(tmp_path):
+    """CUTLASS 3.x derives P from both paddings; the unit passes the least bottom padding that
+    gives the step's P (0 when a smaller stride remainder already does, -1 when no
+    non-negative padding does: the unit refuses). Its C++ function, compiled on the host,
+    against CUTLASS's formula for every small problem."""
+    gm, _ = gen(xs=(1, 8, 8, 64), ws=(64, 3, 3, 64), padding=PAD1, bias=(64,), act="relu")
+    (unit,) = unit_texts(gm, kind="sm90")
+    start = unit.index("int64_t end_padding(")
+    func = unit[start:unit.index("\n}\n", start) + 3]
+    main = "#include <stdint.h>\n#include <stdio.h>\n" + func + """
+int main() {
+  for (int in = 1; in <= 12; ++in) for (int f = 1; f <= 4; ++f) for (int pad = 0; pad <= 3; ++pad)
+  for (int st = 1; st <= 3; ++st) for (int dil = 1; dil <= 2; ++dil) for (int end = 0; end <= 4; ++end) {
+    const int span = in + pad + end - dil * (f - 1) - 1;
+    if (span < 0) continue;
+    const int out = span / st + 1;
+    const int64_t e = end_padding(in, f, pad, st, dil, out);
+    const int got = e < 0 ? -1 : (int)((in + pad + e - dil * (f - 1) - 1) / st + 1);
+    if (e < 0 || e > end || got != out) { printf("in=%d f=%d pad=%d st=%d dil=%d end=%d: %lld\\n", in, f, pad, st, dil,
+                                                   end, (long long)e); return 1; }
+  }
+  // P = 3 from H = 8, R = 1, stride 2, no padding needs a negative bottom padding: refused
+  return end_padding(8, 1, 0, 2, 1, 3) == -1 ? 0 : 2;
+}
+"""
+    (tmp_path / "t.cc").write_text(main)
+    exe = tmp_path / "t"
+    build = subprocess.run(["g++", "-O1", "-o", str(exe), str(tmp_path / "t.cc")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
 @pytest.mark.parametrize("kw", [dict(groups=2), dict(c=12), dict(k=20), dict(dtype="float32"),
                                 dict(arch="sm_80"), dict(bias_shape=(1, 8, 1, 1))],
                          ids=["groups", "c12", "k20", "f32", "arch_sm80", "general_bias"])

@@ -94,8 +94,9 @@ def _header(plan: ConvPlan) -> list[str]:
     def tier_text(tier) -> str:
         c = tier.cfg
         if tier.arch == "sm90":
+            stages = f"{c.stages} stages" if c.stages else "auto stages"
             return (f"variant {conv_plan.impl_name(tier)} {c.path} tile {'x'.join(map(str, c.tile))} cluster "
-                    f"{'x'.join(map(str, c.cluster))}, align {c.align}, on compute capability 9")
+                    f"{'x'.join(map(str, c.cluster))}, {stages}, align {c.align}, on compute capability 9")
         pad = f", A and B padded to {tier.pad_c} channels in scratch" if tier.pad_c else ""
         return (f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
                 f"D {c.align_d}, {c.iterator}{pad}")
