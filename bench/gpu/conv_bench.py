@@ -16,7 +16,10 @@ One command on a machine with an NVIDIA GPU, nvcc, PyTorch and the `nvidia-cutla
    doubles; relative max error = max|out-ref| / max(rms(ref), 1e-3) <= 2e-2),
 4. times each case under CUDA-graph replay against cuDNN (`torch.backends.cudnn` default,
    channels-last tensors): the conv alone, and conv + bias + ReLU (PyTorch, unfused),
-5. prints a table with the geo-means the targets name (per batch: byocc, cuDNN conv alone,
+5. records which kernels a call launched (one call under torch.profiler: "sm90" for the
+   CUTLASS 3.x implicit GEMM, "sm80" for the 2.x one, "pad" for the stem's channel padding,
+   "generic" for byocc's direct convolution),
+6. prints a table with the geo-means the targets name (per batch: byocc, cuDNN conv alone,
    cuDNN conv+bias+ReLU over the 16 ResNet layers) and writes `results.json` under --out.
 """
 
@@ -135,6 +138,25 @@ def rel_err(out, ref) -> float:
     return (o - ref).abs().max().item() / max(rms, 1e-3)
 
 
+def launched(fn) -> str:
+    """Which byocc kernels one call of ``fn`` launches (CUDA kernel names under torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kinds = []
+    for n in names:
+        kind = ("sm90" if "ConvUniversal" in n or "Sm90" in n else "sm80" if "ImplicitGemmConvolution" in n
+                else "pad" if "pad_channels" in n else "generic" if "conv_kernel" in n else None)
+        if kind and kind not in kinds:
+            kinds.append(kind)
+    return "+".join(kinds) or "?"
+
+
 def geomean(values) -> float | None:
     values = [v for v in values if v]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
@@ -206,6 +228,10 @@ def main(argv=None) -> int:
             row.update(status="ok" if err <= 2e-2 else "WRONG", err=err)
             if row["status"] != "ok":
                 continue
+            try:
+                row["kernel"] = launched(lambda: lib[c.symbol](*call_args, out=o))
+            except Exception as e:  # noqa: BLE001 - the profiler is diagnostics only
+                row["kernel"] = f"? ({type(e).__name__})"
             xc, wc, bv = nchw(x), nchw(w), b.reshape(-1)
             row["byocc_ms"] = time_graph(lambda: lib[c.symbol](*call_args, out=o,
                                                                stream=torch.cuda.current_stream().cuda_stream))
@@ -231,13 +257,13 @@ def main(argv=None) -> int:
 def print_table(results) -> None:
     print(f"build: {results['build']}")
     print(f"{'case':12} {'N':>3} {'H':>4} {'C':>5} {'K':>5} {'R':>2} {'s':>2} {'g':>3} {'status':7} {'err':>9} "
-          f"{'byocc ms':>9} {'cudnn ms':>9} {'torch cbr':>9} {'TFLOP/s':>8}")
+          f"{'byocc ms':>9} {'cudnn ms':>9} {'torch cbr':>9} {'TFLOP/s':>8} kernel")
     for r in results["cases"]:
         def f(k, fmt="9.4f"):
             return format(r[k], fmt) if k in r else " " * int(fmt.split(".")[0])
         print(f"{r['case']:12} {r['N']:>3} {r['H']:>4} {r['C']:>5} {r['K']:>5} {r['R']:>2} {r['stride']:>2} "
               f"{r['groups']:>3} {r.get('status', ''):7} {f('err', '9.2e')} {f('byocc_ms')} {f('cudnn_conv_ms')} "
-              f"{f('torch_conv_bias_relu_ms')} {f('byocc_tflops', '8.1f')}")
+              f"{f('torch_conv_bias_relu_ms')} {f('byocc_tflops', '8.1f')} {r.get('kernel', '')}")
     for key, g in results["geomean"].items():
         print(f"geo-mean over the 16 ResNet-50 layers, {key}: byocc {g['byocc_ms']:.4f} ms, cuDNN conv alone "
               f"{g['cudnn_conv_ms']:.4f} ms ({g['byocc_vs_cudnn_conv']:.2f}x), PyTorch conv+bias+relu "

@@ -64,21 +64,22 @@ def partitioned(text: str, path="annotate"):
     return partition(parse_module(text), get_patterns_with_prefix("cutlass"), path=path)
 
 
-def generate(text: str, path="annotate"):
+def generate(text: str, path="annotate", arch=None):
+    options = {"cutlass": {"arch": arch}} if arch else None
     out = partition(parse_module(text), get_patterns_with_prefix("cutlass"), path=path, run_codegen=True,
-                    codegens={"cutlass": codegen})
+                    codegens={"cutlass": codegen}, target_options=options)
     (gm,) = out.attrs.get("external_mods", ())
     return gm
 
 
-def gen(**kw):
-    gm = generate(conv_module(**kw))
+def gen(arch=None, **kw):
+    gm = generate(conv_module(**kw), arch=arch)
     (entry,) = gm.entries
     return gm, entry
 
 
-def unit_texts(gm, prefix="src/kernels/conv_"):
-    return [s.text for s in gm.sources if s.path.startswith(prefix)]
+def unit_texts(gm, prefix="src/kernels/conv_", kind=None):
+    return [s.text for s in gm.sources if s.path.startswith(prefix) and kind in (None, s.unit)]
 
 
 X = (2, 16, 16, 32)
@@ -118,10 +119,11 @@ def test_every_conv_pattern_generates_a_fused_sm80_unit(name, kw, formula):
     assert step["kind"] == "conv2d" and step["composite"] == f"cutlass.{name}"
     assert step["problem"] == {"N": 2, "H": 16, "W": 16, "C": 32, "K": 64, "R": 3, "S": 3, "P": 16, "Q": 16,
                                "padding": [1, 1, 1, 1], "strides": [1, 1], "dilation": [1, 1], "groups": 1}
-    assert [(v.impl, dict(v.params)["epilogue"]) for v in entry.variants] == [
-        ("cutlass2x_implicit_gemm", "fused"), ("generic_direct_conv", "generic (fused)")]
-    assert dict(entry.variants[0].params)["alignments"] == {"a": 8, "b": 8, "d": 8}
-    (unit,) = unit_texts(gm)
+    assert [(v.arch, v.impl, dict(v.params)["epilogue"]) for v in entry.variants] == [
+        ("sm_90a", "cutlass3x_implicit_gemm", "fused"), ("sm_80", "cutlass2x_implicit_gemm", "fused"),
+        ("sm_80", "generic_direct_conv", "generic (fused)")]
+    assert dict(entry.variants[1].params)["alignments"] == {"a": 8, "b": 8, "d": 8}
+    (unit,) = unit_texts(gm, kind="sm80")
     assert f"//   {formula.replace('acc', 'acc[n,p,q,k]')}\n" in unit
     residual = "residual" in name
     assert ("DefaultConv2dFpropWithBroadcast<" in unit) == residual
@@ -140,21 +142,166 @@ def test_every_conv_pattern_generates_a_fused_sm80_unit(name, kw, formula):
         s.path for s in gm.sources}
 
 
-def test_c3_stem_takes_the_alignment_1_path():
-    """The 7x7/2 stem of every CNN: C = 3 gives A/B alignment 1, the Sm75 16x8x8 two-stage path."""
-    gm, entry = gen(xs=(1, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
+def test_c3_stem_is_padded_to_8_channels_for_the_fixed_channels_unit():
+    """The 7x7/2 stem of every CNN (C = 3, f16): A and B are copied into scratch with 8
+    channels (zeros after 3), then the 2.x fixed-channels fprop runs at alignment 8 (a k-tile
+    spans 4 filter taps) instead of the alignment-1 Sm75 path; no sm_90a unit (3 channels
+    are no k-tile)."""
+    gm, entry = gen(xs=(2, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
                     bias=(64,), act="relu")
     (step,) = entry.steps
     assert (step["problem"]["P"], step["problem"]["Q"]) == (112, 112)
+    assert [v.impl for v in entry.variants] == ["cutlass2x_implicit_gemm", "generic_direct_conv"]
     params = dict(entry.variants[0].params)
-    assert params["alignments"] == {"a": 1, "b": 1, "d": 8} and params["stages"] == 2
+    assert params["alignments"] == {"a": 8, "b": 8, "d": 8} and params["pad_channels"] == 8
+    assert params["iterator"] == "fixed_channels" and params["tile"] == [64, 64, 32]
     (unit,) = unit_texts(gm)
-    assert "cutlass::arch::Sm75" in unit and "GemmShape<16, 8, 8>" in unit
+    assert "cutlass::conv::IteratorAlgorithm::kFixedChannels" in unit and "cutlass::arch::Sm80" in unit
+    # scratch: the padded activation and filter, 256-byte rounded
+    assert entry.scratch_bytes == 2 * 224 * 224 * 8 * 2 + 64 * 7 * 7 * 8 * 2
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "t.A = ws_base + off_pad_a; t.lda = 8;" in wrapper and "t.B = ws_base + off_pad_b; t.C = 8;" in wrapper
+    pads = [line.strip() for line in wrapper.splitlines() if "conv_f16_f16_f16_pad8_run(" in line and "grc =" in line]
+    assert pads == ["grc = byocc::generic::conv_f16_f16_f16_pad8_run(c.A, int64_t(2) * int64_t(224) * int64_t(224), "
+                    "3, ws_base + off_pad_a, dev.sm_count, stream);",
+                    "grc = byocc::generic::conv_f16_f16_f16_pad8_run(c.B, 3136, 3, ws_base + off_pad_b, "
+                    "dev.sm_count, stream);"]
+    # the pad runs only once the unit accepted the padded problem, before it
+    assert wrapper.index("_can_implement(t)") < wrapper.index("pad8_run(c.A") < wrapper.index("_run(byocc::conv_group(t")
+    generic = next(s.text for s in gm.sources if s.path == "src/kernels/generic_conv_f16_f16_f16.cu")
+    assert "int conv_f16_f16_f16_pad8_run(const void* src, int64_t rows, int64_t c, void* dst" in generic
+    # f32, or two groups: no padding (the alignment tiers as before)
+    _, entry = gen(xs=(1, 16, 16, 6), ws=(8, 3, 3, 3), padding=PAD1, groups=2, bias=(8,))
+    assert "pad_channels" not in dict(entry.variants[0].params)
 
 
-@pytest.mark.parametrize("c,k,align_ab,align_d", [(32, 64, 8, 8), (12, 20, 4, 4), (6, 10, 2, 2), (5, 45, 1, 1)])
+def test_sm90_conv_tier_and_its_unit():
+    """groups == 1, f16, C and K multiples of 8 and C of a k-tile: the CUTLASS 3.x unit comes
+    first, only on compute capability 9; its shape follows tiles.select_conv_sm90."""
+    gm, entry = gen(xs=(32, 28, 28, 128), ws=(256, 3, 3, 128), padding=PAD1, bias=(256,), act="relu")
+    v = entry.variants[0]
+    assert (v.arch, v.impl) == ("sm_90a", "cutlass3x_implicit_gemm")
+    assert dict(v.params)["tile"] == [128, 128, 64] and dict(v.params)["cluster"] == [2, 1, 1]
+    assert dict(v.params)["stages"] == "auto"
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert "cutlass::conv::collective::CollectiveBuilder<" in unit
+    assert "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;" in unit
+    assert "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>" in unit
+    assert "cutlass::conv::device::ConvUniversalAdapter<Kernel>" in unit
+    assert "using TileShape = cute::Shape<cute::_128, cute::_128, cute::Shape<cute::_64>>;" in unit
+    assert "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu," in unit
+    assert "constexpr int kTileK = 64;" in unit and "a.C % kTileK == 0" in unit
+    assert "cutlass::conv::collective::StageCountAutoCarveout<" in unit
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    sm90_at = wrapper.index("if (!done && dev.major == 9) {  // cutlass3x_implicit_gemm")
+    assert wrapper.index("#ifndef BYOCC_NO_SM90") < sm90_at < wrapper.index("if (!done) {  // cutlass2x_implicit_gemm")
+    # a small batch-1 layer: 64-row tiles, one M tile -> no cluster
+    _, entry = gen(xs=(1, 7, 7, 512), ws=(2048, 1, 1, 512), bias=(2048,), act="relu")
+    params = dict(entry.variants[0].params)
+    assert params["tile"] == [64, 128, 64] and params["cluster"] == [1, 1, 1] and params["stages"] == "auto"
+    # a 1x1 C=64 layer at batch 32: short reduction, 2 stages
+    gm, entry = gen(xs=(32, 56, 56, 64), ws=(64, 1, 1, 64), bias=(64,), act="relu")
+    assert dict(entry.variants[0].params)["stages"] == 2
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert "    cutlass::conv::collective::StageCount<2>,\n" in unit and "shape  tile 128x64x64, cluster 2x1x1, 2 stages" in unit
+    # C = 32: a 32-channel k-tile
+    gm, entry = gen(xs=(1, 16, 16, 32), ws=(64, 3, 3, 32), padding=PAD1, bias=(64,), act="relu")
+    assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+def test_sm90_unit_end_padding_gives_p_and_q(tmp_path):
+    """CUTLASS 3.x derives P from both paddings; the unit passes the least bottom padding that
+    gives the step's P (0 when a smaller stride remainder already does, -1 when no
+    non-negative padding does: the unit refuses). Its C++ function, compiled on the host,
+    against CUTLASS's formula for every small problem."""
+    gm, _ = gen(xs=(1, 8, 8, 64), ws=(64, 3, 3, 64), padding=PAD1, bias=(64,), act="relu")
+    (unit,) = unit_texts(gm, kind="sm90")
+    start = unit.index("int64_t end_padding(")
+    func = unit[start:unit.index("\n}\n", start) + 3]
+    main = "#include <stdint.h>\n#include <stdio.h>\n" + func + """
+int main() {
+  for (int in = 1; in <= 12; ++in) for (int f = 1; f <= 4; ++f) for (int pad = 0; pad <= 3; ++pad)
+  for (int st = 1; st <= 3; ++st) for (int dil = 1; dil <= 2; ++dil) for (int end = 0; end <= 4; ++end) {
+    const int span = in + pad + end - dil * (f - 1) - 1;
+    if (span < 0) continue;
+    const int out = span / st + 1;
+    const int64_t e = end_padding(in, f, pad, st, dil, out);
+    const int got = e < 0 ? -1 : (int)((in + pad + e - dil * (f - 1) - 1) / st + 1);
+    if (e < 0 || e > end || got != out) { printf("in=%d f=%d pad=%d st=%d dil=%d end=%d: %lld\\n", in, f, pad, st, dil,
+                                                   end, (long long)e); return 1; }
+  }
+  // P = 3 from H = 8, R = 1, stride 2, no padding needs a negative bottom padding: refused
+  return end_padding(8, 1, 0, 2, 1, 3) == -1 ? 0 : 2;
+}
+"""
+    (tmp_path / "t.cc").write_text(main)
+    exe = tmp_path / "t"
+    build = subprocess.run(["g++", "-O1", "-o", str(exe), str(tmp_path / "t.cc")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize("kw", [dict(groups=2), dict(c=12), dict(k=20), dict(dtype="float32"),
+                                dict(arch="sm_80"), dict(bias_shape=(1, 8, 1, 1))],
+                         ids=["groups", "c12", "k20", "f32", "arch_sm80", "general_bias"])
+def test_no_sm90_conv_tier(kw):
+    """Two groups, C not a multiple of 16 channels, K not of 8, f32, --arch sm_80, or an
+    epilogue the unit cannot fuse: no sm_90a variant (the sm_80 unit and the generic conv)."""
+    c, k = kw.get("c", 64), kw.get("k", 64)
+    g = kw.get("groups", 1)
+    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c // g), padding=PAD1, groups=g, dtype=kw.get("dtype", "float16"),
+                   bias=kw.get("bias_shape", (k,)), act="relu", arch=kw.get("arch"))
+    assert "sm_90a" not in {v.arch for v in entry.variants}
+    assert entry.variants[-1].impl == "generic_direct_conv"
+
+
+@pytest.mark.parametrize("name,kw,formula", PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_every_conv_pattern_fuses_in_the_sm90_unit(name, kw, formula):
+    gm, _ = gen(xs=(2, 16, 16, 64), ws=(64, 3, 3, 64), padding=PAD1,
+                **{k: ((2, 16, 16, 64) if k == "res" else v) for k, v in kw.items()})
+    (unit,) = unit_texts(gm, kind="sm90")
+    assert f"//   {formula.replace('acc', 'acc[n,p,q,k]')}\n" in unit
+    if "residual" in name:
+        # the full residual is the epilogue's C (im2col-mode TMA, beta = 1 or an EVT source fetch)
+        assert "using ElementC = cutlass::half_t;" in unit and "static_cast<ElementC const*>(a.source)" in unit
+        assert ("PerColResAddPerColBiasEltAct" in unit) == name.endswith("_residual_add")
+    else:
+        assert "using ElementC = void;" in unit
+    if "bias" in kw and "residual" in name and "PerColResAddPerColBiasEltAct" not in unit:
+        assert "evt::Sm90RowBroadcast<0, TileShape, ElementD" in unit
+        assert "{static_cast<ElementD const*>(a.bias), ElementD(0), {cute::_0{}, cute::_1{}, 0}},  // bias" in unit
+
+
+def test_sm90_conv_tile_rule():
+    """tiles.select_conv_sm90 on the ResNet-50 shapes: the branches its docstring measures."""
+    from byocc.backends.cutlass.tiles import select_conv_sm90
+
+    # short reductions (<= 4 k-tiles, the memory-bound 1x1 layers) filling a wave: 128x64, 2 stages
+    assert select_conv_sm90(32 * 56 * 56, 64, 64, 64) == ((128, 64, 64), (2, 1, 1), 2)
+    assert select_conv_sm90(32 * 14 * 14, 1024, 256, 256) == ((128, 64, 64), (2, 1, 1), 2)
+    # longer reductions: 128x128 with every stage that fits when it fills a wave, else 64x128;
+    # tiles <= 64x128 take 4 stages when the grid fills a wave (a second CTA per SM)
+    assert select_conv_sm90(32 * 28 * 28, 128, 1152, 128) == ((128, 128, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(32 * 14 * 14, 256, 2304, 256) == ((64, 128, 64), (2, 1, 1), 4)  # 98 tiles of 128
+    assert select_conv_sm90(32 * 56 * 56, 64, 576, 64) == ((128, 64, 64), (2, 1, 1), 4)  # 64 output channels
+    assert select_conv_sm90(32 * 7 * 7, 512, 4608, 512) == ((64, 128, 64), (2, 1, 1), 0)  # 100 CTAs
+    # batch 1: under a wave, every stage that fits; the 1x1 C=64 layer is no short-reduction case
+    assert select_conv_sm90(56 * 56, 64, 64, 64) == ((64, 64, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(49, 2048, 512, 512) == ((64, 128, 64), (1, 1, 1), 0)  # one M tile: no cluster
+    # symbolic batch: 128-row tiles; k-tile from the channels (0: none fits)
+    assert select_conv_sm90(None, 256, 2304, 256) == ((128, 128, 64), (2, 1, 1), 0)
+    assert select_conv_sm90(None, 256, 64, 64) == ((128, 64, 64), (2, 1, 1), 2)
+    assert select_conv_sm90(4096, 64, 9 * 48, 48)[0][2] == 16
+    assert select_conv_sm90(4096, 64, 9 * 8, 8)[0][2] == 0
+
+
+@pytest.mark.parametrize("c,k,align_ab,align_d", [(32, 64, 8, 8), (12, 20, 4, 4), (10, 10, 2, 2), (6, 10, 8, 2),
+                                                   (5, 45, 8, 1)])
 def test_alignment_tiers_follow_c_and_k(c, k, align_ab, align_d):
-    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c), padding=PAD1, bias=(k,))
+    """The sm_80 unit's A/B tier follows C, D's K; C < 8 (f16) is padded to 8 channels."""
+    _, entry = gen(xs=(1, 8, 8, c), ws=(k, 3, 3, c), padding=PAD1, bias=(k,), arch="sm_80")
     assert dict(entry.variants[0].params)["alignments"] == {"a": align_ab, "b": align_ab, "d": align_d}
 
 
@@ -202,7 +349,7 @@ def test_general_bias_goes_through_the_accumulator_and_generic_epilogue():
 def test_full_bias_is_the_c_operand():
     gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), bias=(1, 8, 8, 16))
     assert entry.steps[0]["bias_class"] == "full"
-    (unit,) = unit_texts(gm)
+    (unit,) = unit_texts(gm, kind="sm80")
     assert "//   D = acc[n,p,q,k] + C\n" in unit
 
 
@@ -215,8 +362,11 @@ def test_grouped_conv_is_planned_per_group():
     assert "for (int64_t grp = 0; grp < 2 && grc == BYOCC_OK; ++grp)" in wrapper
     assert "byocc::generic::conv_f16_f16_f16_run(c, 2, e, stream)" in wrapper
     # C/groups = 4 sets the A/B tier, K/groups the D tier
-    _, entry = gen(xs=(1, 8, 8, 8), ws=(12, 3, 3, 4), padding=PAD1, groups=2)
+    _, entry = gen(xs=(1, 8, 8, 8), ws=(36, 3, 3, 4), padding=PAD1, groups=2)
     assert dict(entry.variants[0].params)["alignments"] == {"a": 4, "b": 4, "d": 2}
+    # fewer than 16 output channels per group: no per-group launches, the direct conv (one launch)
+    _, entry = gen(xs=(1, 8, 8, 128), ws=(128, 3, 3, 4), padding=PAD1, groups=32, bias=(128,), act="relu")
+    assert [v.impl for v in entry.variants] == ["generic_direct_conv"]
 
 
 def test_depthwise_conv_is_rejected_by_the_pattern_check():
@@ -307,6 +457,7 @@ def _fake_conv_unit(cfg) -> str:
 _HOST_GENERIC = r"""
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "byocc_conv.cuh"
 namespace byocc {
 namespace generic {
@@ -316,12 +467,20 @@ int host_conv(const ConvArgs& a, int64_t groups, const Epilogue& e) {
   for (int64_t i = 0; i < a.N * a.P * a.Q * a.K * groups; ++i) conv_output<TA, TB, TOut>(a, groups, e, i);
   return BYOCC_OK;
 }
+template <typename T>
+int host_pad8(const void* src, int64_t rows, int64_t c, void* dst) {
+  fprintf(stderr, "ran pad8\n");
+  memset(dst, 0, rows * 8 * sizeof(T));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = 0; k < c; ++k) static_cast<T*>(dst)[i * 8 + k] = static_cast<const T*>(src)[i * c + k];
+  return BYOCC_OK;
+}
 """ + HOST_EPILOGUE + r"""}  // namespace generic
 }  // namespace byocc
 """
 
 HOST_CASES = [
-    ("grouped", dict(xs=(2, 6, 6, 8), ws=(12, 3, 3, 4), padding=PAD1, groups=2, bias=(12,), act="relu")),
+    ("grouped", dict(xs=(2, 6, 6, 8), ws=(32, 3, 3, 4), padding=PAD1, groups=2, bias=(32,), act="relu")),
     ("grouped_residual", dict(xs=(1, 5, 5, 12), ws=(6, 1, 3, 4), padding=(0, 1, 0, 1), groups=3, bias=(6,),
                               res=(1, 5, 5, 6), res_op="multiply", post="relu")),
     ("stride_dilation", dict(xs=(1, 9, 11, 8), ws=(8, 3, 3, 8), strides=(2, 1), padding=(2, 1, 0, 2),
@@ -380,6 +539,9 @@ def _host_build(tmp_path, cases):
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run("
                          f"const ConvArgs& c, int64_t g, const Epilogue& e, cudaStream_t) {{ "
                          f"return host_conv<{t[a]}, {t[b]}, {t[d]}>(c, g, e); }} }} }}")
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_pad8_run("
+                         f"const void* s, int64_t rows, int64_t c, void* d, int, cudaStream_t) {{ "
+                         f"return host_pad8<{t[a]}>(s, rows, c, d); }} }} }}")
         elif name.startswith("generic_epilogue_"):
             _, _, s, d = name.split("_")
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run("
@@ -445,7 +607,9 @@ def test_tvm_defect_grouped_conv_is_computed_per_group(tmp_path):
     convolution handles every group: both must match the interpreter's grouped conv2d. Also
     checks strides, asymmetric padding, dilation, the C = 3 stem, operand classes and the
     accumulator + generic epilogue path, with the CUTLASS units faked on the host (one group
-    per call, the contract of byocc_conv.h) and with them refusing (generic only)."""
+    per call, the contract of byocc_conv.h; the device reports compute capability 9, so the
+    sm_90a tier runs where it exists; the stem's unit computes on the 8-channel copies the
+    channel padding made) and with them refusing (generic only)."""
     exe, runs = _host_build(tmp_path, HOST_CASES)
     for no_cutlass in (False, True):
         env = dict(os.environ)
@@ -459,6 +623,7 @@ def test_tvm_defect_grouped_conv_is_computed_per_group(tmp_path):
         else:
             # two groups: the unit ran twice for the first case
             assert proc.stderr.count("ran conv_") >= 2 + 3
+            assert proc.stderr.count("ran pad8") == 2  # the stem's activation and filter
         _check_outputs(tmp_path, runs, "generic only" if no_cutlass else "cutlass units")
 
 
@@ -478,6 +643,34 @@ def test_generic_direct_convolution_compiles_for_the_device(tmp_path):
 
 # --------------------------------------------------------------------------- one real compile
 @needs_cutlass_library
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_90a conv compile test needs the CUDA toolkit")
+def test_sm90_conv_unit_compiles(tmp_path: Path):
+    """Compiles the sm_90a unit of samples/conv2d_nhwc_fp16.relax (CUTLASS 3.x implicit GEMM,
+    bias + relu) with the build's sm_90a flags (~90 s)."""
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import cutlass_include_dirs
+
+    gm = generate((SAMPLES / "conv2d_nhwc_fp16.relax").read_text())
+    for src in list(common_sources()) + list(gm.sources):
+        p = tmp_path / src.path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(src.text)
+    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm90"]
+    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], *(f"-I{d}" for d in cutlass_include_dirs()),
+           f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
+    lock = "/tmp/byocc_nvcc_heavy.lock"
+    if shutil.which("flock") and os.access("/tmp", os.W_OK):
+        cmd = ["flock", lock, *cmd]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    symbols = subprocess.run(["nm", "-C", str(tmp_path / "k.o")], capture_output=True, text=True)
+    if symbols.returncode == 0:
+        prefix = Path(unit.path).stem
+        assert f"byocc::{prefix}_run(byocc::ConvArgs const&" in symbols.stdout
+
+
+@needs_cutlass_library
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_80 conv compile test needs the CUDA toolkit")
 def test_sm80_conv_unit_compiles(tmp_path: Path):
     """Compiles the residual conv unit of the ResNet bottleneck (f16, bias + add + relu,
@@ -492,7 +685,7 @@ def test_sm80_conv_unit_compiles(tmp_path: Path):
         p = tmp_path / src.path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(src.text)
-    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_")]
+    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm80"]
     cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm80"], *(f"-I{d}" for d in cutlass_include_dirs()),
            f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
     lock = "/tmp/byocc_nvcc_heavy.lock"

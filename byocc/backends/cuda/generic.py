@@ -127,6 +127,11 @@ def conv_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
     return declaration("conv", conv_name(dtype_a, dtype_b, dtype_d))
 
 
+def conv_pad_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
+    """Prototype of the generic conv unit's channel padding (``byocc::generic::<name>_pad8_run``)."""
+    return declaration("conv_pad", conv_name(dtype_a, dtype_b, dtype_d))
+
+
 def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
     """``src/kernels/generic_<name>.cu``: the direct convolution for one dtype combination."""
     name = conv_name(dtype_a, dtype_b, dtype_d)
@@ -137,7 +142,7 @@ def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
 
 __all__ = [
     "ACT_CODES", "BIN_CODES", "CONV_HEADER_PATHS", "HEADER_PATH", "MAX_EW_INPUTS", "MAX_RANK",
-    "POST_CODES", "conv_declaration", "conv_header_sources", "conv_name", "conv_unit", "ctype",
+    "POST_CODES", "conv_declaration", "conv_header_sources", "conv_pad_declaration", "conv_name", "conv_unit", "ctype",
     "declaration", "epilogue_declaration", "epilogue_name", "epilogue_unit",
     "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
 ]

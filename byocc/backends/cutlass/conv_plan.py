@@ -5,7 +5,8 @@
 [relu]`` with NHWC data, OHWI weight and an NHWC (or unset) output layout. :func:`plan_conv`
 maps it onto the per-group implicit GEMM (M = N*P*Q, N = K/groups, K = R*S*C/groups),
 classifies bias and residual (per-channel, full, general) and lists the compiled variants in
-run-time order: the sm_80 CUTLASS 2.x unit at the largest alignment tier C and K allow (one
+run-time order: the sm_90a CUTLASS 3.x unit (groups == 1, f16, C and K 16-byte aligned, C
+whole k-tiles, a fused epilogue; run on compute capability 9 only), the sm_80 CUTLASS 2.x unit at the largest alignment tier C and K allow (one
 launch per group, channel slices of the full tensors), then byocc's generic direct
 convolution, always compiled. A tier whose unit cannot fuse the epilogue writes an fp32
 accumulator into scratch and the generic epilogue kernel finishes.
@@ -37,7 +38,10 @@ from . import tiles
 from .backend import OPTIONS
 from .config import EpilogueSpec
 from .conv_unit import CONV_ALIGNMENTS
+from .conv_unit import CONV_SM90_ALIGNMENT
 from .conv_unit import ConvKernelConfig
+from .conv_unit import ConvSm90Config
+from .conv_unit import conv_sm90_supports
 from .conv_unit import conv_supports
 from .gemm_plan import classify
 
@@ -117,9 +121,10 @@ def conv_step(comp: Function) -> ConvStep | None:
 class ConvTier:
     """One compiled variant of a conv step."""
 
-    arch: str  # "sm80" | "generic"
-    cfg: ConvKernelConfig | None = None
+    arch: str  # "sm90" | "sm80" | "generic"
+    cfg: ConvKernelConfig | ConvSm90Config | None = None
     fused: bool = True  # False: the conv into the fp32 accumulator, then the generic epilogue
+    pad_c: int = 0  # > 0: A and B are copied into scratch with C padded (zeros) to pad_c channels
 
 
 @dataclass
@@ -158,6 +163,11 @@ class ConvPlan:
     @property
     def needs_acc(self) -> bool:
         return any(not t.fused for t in self.tiers if t.arch != "generic")
+
+    @property
+    def pad_c(self) -> int:
+        """The channels a tier pads A and B to in scratch (0: none does)."""
+        return max((t.pad_c for t in self.tiers), default=0)
 
 
 def _static(d, what: str, where: str) -> int:
@@ -206,7 +216,10 @@ def plan_conv(step: ConvStep, call: CompositeCall, where: str, options: dict) ->
     acc = "int32" if step.data_sinfo.dtype in ("int8", "uint8") else "float32"
     plan = ConvPlan(step, call, where, n, h, w, c, k, r, s, p, q, g, bias_cls, res_cls,
                     step.out_sinfo.dtype, acc)
-    if "sm_80" in OPTIONS.resolve(options)["arch"]:
+    archs = OPTIONS.resolve(options)["arch"]
+    if "sm_90a" in archs:
+        plan.tiers.extend(_sm90_tiers(plan))
+    if "sm_80" in archs:
         plan.tiers.extend(_cutlass_tiers(plan))
     plan.tiers.append(ConvTier("generic"))
     return plan
@@ -243,16 +256,74 @@ def _epilogue_spec(plan: ConvPlan) -> EpilogueSpec | None:
     return spec if residual is None or bias is not None else None
 
 
+def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
+    """The sm_90a unit when it applies: one group, f16, C and K multiples of 16 bytes, C
+    whole k-tiles (the im2col TMA loads one box of channels per filter tap), an epilogue it
+    fuses; the tile from :func:`~.tiles.select_conv_sm90`."""
+    dt = plan.step.data_sinfo.dtype
+    align = CONV_SM90_ALIGNMENT.get(dt)
+    spec = _epilogue_spec(plan)
+    if align is None or plan.groups != 1 or spec is None or plan.out_dtype != dt or plan.K % align:
+        return []
+    m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
+    tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
+    if tile[2] == 0:
+        return []
+    cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
+                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
+                         epilogue=spec)
+    return [ConvTier("sm90", cfg)] if conv_sm90_supports(cfg) else []
+
+
 def _largest(n: int, candidates) -> int:
     return max((a for a in candidates if n % a == 0), default=1)
 
 
+#: Input channels below this are padded to it in scratch (f16, one group): the stem.
+STEM_PAD = 8
+
+#: Grouped convolutions with fewer output channels per group than this get no per-group
+#: CUTLASS launches (byocc's direct convolution computes every group in one launch): each
+#: launch would fill a few columns of a 64-wide tile. H200, ResNeXt's 3x3 C = K = 128 in 32
+#: groups (4 per group), batch 32: 32 launches of the 2.x unit 2.03 ms, cuDNN 0.049 ms
+#: (bench/gpu/results/h200_conv_sm90_results.json).
+GROUPED_MIN_K = 16
+
+
+def _stem_tier(plan: ConvPlan) -> ConvTier | None:
+    """The C < 8 stem of a CNN (f16, one group, a fused epilogue): A and B padded to 8
+    channels in scratch, then the 2.x fixed-channels fprop (each k-tile of 32 spans 4 filter
+    taps of 8 channels, 16-byte loads) instead of the alignment-1 unit, whose k-tiles of 32
+    channels would hold 3."""
+    spec = _epilogue_spec(plan)
+    if (plan.step.data_sinfo.dtype != "float16" or plan.step.weight_sinfo.dtype != "float16" or plan.groups != 1
+            or plan.C >= STEM_PAD or spec is None or plan.out_dtype != "float16"):
+        return None
+    tile, stages = tiles.SM80_MENU["tiny"] if plan.K <= 64 else tiles.SM80_MENU["medium"]
+    align_d = _largest(plan.K, (8, 4, 2, 1))
+    try:
+        cfg = ConvKernelConfig(dtype_a="float16", dtype_b="float16", dtype_c="float16" if spec.has_c else None,
+                               dtype_d="float16", accumulator="float32", align_a=STEM_PAD, align_b=STEM_PAD,
+                               align_c=align_d if spec.has_c else 0, align_d=align_d, tile=tile, stages=stages,
+                               iterator="fixed_channels", epilogue=spec)
+    except ValueError:
+        return None
+    return ConvTier("sm80", cfg, True, pad_c=STEM_PAD) if conv_supports(cfg) else None
+
+
 def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
     """The sm_80 unit at the alignment tier C/groups and K/groups allow, fused when it can be
-    (else into the accumulator), none for dtypes without a unit."""
+    (else into the accumulator), none for dtypes without a unit; the padded stem unit
+    (:func:`_stem_tier`) for a C < 8 stem; none for a grouped conv with fewer than
+    :data:`GROUPED_MIN_K` output channels per group."""
     dt = plan.step.data_sinfo.dtype
     aligns = CONV_ALIGNMENTS.get(dt)
     if aligns is None or plan.acc_dtype != "float32":
+        return []
+    stem = _stem_tier(plan)
+    if stem is not None:
+        return [stem]
+    if plan.groups > 1 and plan.k_group < GROUPED_MIN_K:
         return []
     align_ab = _largest(plan.c_group, aligns)
     if plan.c_group % align_ab:
@@ -285,7 +356,7 @@ def _cutlass_tiers(plan: ConvPlan) -> list[ConvTier]:
 
 # --------------------------------------------------------------------------- manifest, scratch
 def impl_name(tier: ConvTier) -> str:
-    return "cutlass2x_implicit_gemm" if tier.arch == "sm80" else "generic_direct_conv"
+    return {"sm90": "cutlass3x_implicit_gemm", "sm80": "cutlass2x_implicit_gemm"}.get(tier.arch, "generic_direct_conv")
 
 
 def variant(tier: ConvTier) -> Variant:
@@ -293,15 +364,35 @@ def variant(tier: ConvTier) -> Variant:
     if tier.arch == "generic":
         return Variant("sm_80", impl_name(tier), {"align": 1, "epilogue": "generic (fused)"})
     cfg = tier.cfg
+    if isinstance(cfg, ConvSm90Config):
+        return Variant("sm_90a", impl_name(tier), {
+            "tile": list(cfg.tile), "cluster": list(cfg.cluster), "stages": cfg.stages or "auto", "align": cfg.align,
+            "kernel": cfg.path,
+            "epilogue": "fused"})
+    assert isinstance(cfg, ConvKernelConfig)
     return Variant("sm_80", impl_name(tier), {
         "tile": list(cfg.tile), "stages": cfg.stages, "align": min(cfg.align_a, cfg.align_d),
         "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d}, "iterator": cfg.iterator,
-        "kernel": cfg.path, "epilogue": "fused" if tier.fused else "generic kernel"})
+        "kernel": cfg.path, "epilogue": "fused" if tier.fused else "generic kernel",
+        **({"pad_channels": tier.pad_c} if tier.pad_c else {})})
 
 
 def step_scratch(plan: ConvPlan, ctx: WrapperContext) -> Size:
-    """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue."""
-    return tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+    """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue,
+    and the channel-padded copies of A and B (:func:`pad_regions`)."""
+    acc = tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+    pad_a, pad_b = pad_regions(plan, ctx)
+    return acc + pad_a + pad_b
 
 
-__all__ = ["ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "plan_conv", "step_scratch", "variant"]
+def pad_regions(plan: ConvPlan, ctx: WrapperContext) -> tuple[Size, Size]:
+    """The scratch of A and B padded to ``plan.pad_c`` channels (zero when no tier pads)."""
+    if not plan.pad_c:
+        return Size.zero(), Size.zero()
+    size = itemsize(plan.step.data_sinfo.dtype)
+    return (tensor_bytes((plan.N, plan.H, plan.W, plan.pad_c), size, ctx),
+            tensor_bytes((plan.K, plan.R, plan.S, plan.pad_c), size, ctx))
+
+
+__all__ = ["GROUPED_MIN_K", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "pad_regions", "plan_conv",
+           "step_scratch", "variant"]

@@ -2,7 +2,7 @@
 it uses with their declarations, its header lines, manifest record and variants
 (:func:`conv_step_of` builds the :class:`~byocc.backends.cuda.step.Step`).
 
-At run time the sm_80 tier runs when its alignment checks, ``can_implement`` and its
+At run time the sm_90a tier (compute capability 9 only) and then the sm_80 tier run when its alignment checks, ``can_implement`` and its
 workspace need pass for group 0 (every group's slice has the same alignment), once per group;
 a refusal before anything ran hands over to byocc's generic direct convolution.
 """
@@ -13,7 +13,9 @@ from byocc.ir.prim import dim_text
 
 from ..cuda import generic
 from ..cuda.step import Operand
+from ..cuda.step import Size
 from ..cuda.step import Step
+from ..cuda.step import tensor_bytes
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
 from ..dtypes import itemsize
@@ -24,6 +26,7 @@ from .conv_plan import ConvPlan
 from .conv_unit import conv_declarations
 from .conv_unit import emit_conv
 from .gemm_plan import epilogue_header
+from .gemm_step import CONDITIONS
 from .gemm_step import GUARDS
 from .gemm_step import StepKernel
 
@@ -40,21 +43,26 @@ def _context(plan: ConvPlan, ctx: WrapperContext) -> dict:
     st, call = plan.step, plan.call
     dt = st.data_sinfo.dtype
     out_ptr = ctx.ptr(ValueRef("temp", call.result))
-    acc = conv_plan.step_scratch(plan, ctx)
+    acc = tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
+    pad_a, pad_b = conv_plan.pad_regions(plan, ctx)
     return {
         "describe": st.describe(), "groups": plan.groups, "N": ctx.dim(plan.N), "H": plan.H, "W": plan.W,
         "C": plan.C, "K": plan.K, "c_group": plan.c_group, "k_group": plan.k_group, "R": plan.R, "S": plan.S,
         "P": plan.P, "Q": plan.Q, "pad": st.padding, "stride": st.strides, "dilation": st.dilation,
         "a_ptr": ctx.ptr(resolve(call, st.data)), "b_ptr": ctx.ptr(resolve(call, st.weight)),
-        "out_ptr": out_ptr, "acc_region": acc.c, "out_shape": [ctx.dim(d) for d in plan.out_shape],
+        "out_ptr": out_ptr, "acc_region": acc.c,
+        "padded": {"c": plan.pad_c, "a_region": pad_a.c, "b_region": pad_b.c,
+                "a_rows": ctx.numel((plan.N, plan.H, plan.W)), "b_rows": plan.K * plan.R * plan.S} if plan.pad_c else None, "out_shape": [ctx.dim(d) for d in plan.out_shape],
         "act_code": generic.ACT_CODES[st.act], "bin_code": generic.BIN_CODES[st.residual_op],
         "post_code": generic.POST_CODES[st.post],
         "bias": None if st.bias is None else _operand(resolve(call, st.bias), st.bias_sinfo, ctx),
         "residual": None if st.residual is None else _operand(resolve(call, st.residual), st.residual_sinfo, ctx),
         "tiers": [{"cfg": t.cfg, "fused": t.fused, "guard": GUARDS[t.arch], "impl": conv_plan.impl_name(t),
+                   "condition": CONDITIONS[t.arch] if t.arch == "sm90" else None, "pad_c": t.pad_c,
                    "d_bytes": itemsize(t.cfg.dtype_d)} for t in plan.tiers if t.arch != "generic"],
         "a_bytes": itemsize(dt), "epilogue_kernel": generic.epilogue_name(plan.acc_dtype, plan.out_dtype),
         "generic_conv": generic.conv_name(dt, st.weight_sinfo.dtype, plan.out_dtype),
+        "C_in": plan.C,
     }
 
 
@@ -64,8 +72,10 @@ def step_kernels(plan: ConvPlan) -> list[StepKernel]:
     a_dt, b_dt = st.data_sinfo.dtype, st.weight_sinfo.dtype
     used = [StepKernel(emit_conv(t.cfg), conv_declarations(t.cfg, GUARDS[t.arch]))
             for t in plan.tiers if t.arch != "generic"]
-    used.append(StepKernel(generic.conv_unit(a_dt, b_dt, plan.out_dtype),
-                           generic.conv_declaration(a_dt, b_dt, plan.out_dtype)))
+    declaration = generic.conv_declaration(a_dt, b_dt, plan.out_dtype)
+    if plan.pad_c:
+        declaration += "\n" + generic.conv_pad_declaration(a_dt, b_dt, plan.out_dtype)
+    used.append(StepKernel(generic.conv_unit(a_dt, b_dt, plan.out_dtype), declaration))
     if plan.needs_acc:
         used.append(StepKernel(generic.epilogue_unit(plan.acc_dtype, plan.out_dtype),
                                generic.epilogue_declaration(plan.acc_dtype, plan.out_dtype)))
@@ -83,8 +93,13 @@ def _header(plan: ConvPlan) -> list[str]:
 
     def tier_text(tier) -> str:
         c = tier.cfg
+        if tier.arch == "sm90":
+            stages = f"{c.stages} stages" if c.stages else "auto stages"
+            return (f"variant {conv_plan.impl_name(tier)} {c.path} tile {'x'.join(map(str, c.tile))} cluster "
+                    f"{'x'.join(map(str, c.cluster))}, {stages}, align {c.align}, on compute capability 9")
+        pad = f", A and B padded to {tier.pad_c} channels in scratch" if tier.pad_c else ""
         return (f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
-                f"D {c.align_d}, {c.iterator}")
+                f"D {c.align_d}, {c.iterator}{pad}")
 
     return lines + epilogue_header(st, plan, "generic_direct_conv", tier_text)
 

@@ -1,5 +1,14 @@
-"""sm_80 CUTLASS conv2d units (docs/codegen.md#cutlass-conv2d-family): one
-``src/kernels/conv_<hash>.cu`` per :class:`ConvKernelConfig`, a CUTLASS 2.x implicit-GEMM
+"""CUTLASS conv2d units (docs/codegen.md#cutlass-conv2d-family): one
+``src/kernels/conv_<hash>.cu`` per configuration.
+
+sm_90a (:class:`ConvSm90Config`, ``templates/conv_sm90_unit.cu.j2``): a CUTLASS 3.x
+implicit-GEMM fprop from the collective builders (``conv::collective::CollectiveBuilder``
+for Sm90 with the ``KernelImplicitTmaWarpSpecializedSm90`` schedule, im2col TMA loads of the
+activation, ``conv::kernel::ConvUniversal`` in ``conv::device::ConvUniversalAdapter``), the
+epilogue the GEMM family's sm_90a fusion (a library fusion op or a Sm90EVT tree,
+:mod:`.sm90_unit`), NHWC activations and KRSC (OHWI) filters with 16-byte aligned channels.
+
+sm_80 (:class:`ConvKernelConfig`): a CUTLASS 2.x implicit-GEMM
 fprop (``conv::device::ImplicitGemmConvolution`` over ``conv::kernel::DefaultConv2dFprop``,
 ``DefaultConv2dFpropWithBroadcast`` + ``LinearCombinationResidualBlock`` with a residual),
 NHWC activations, KRSC (OHWI) filters, strided, which also runs on Hopper.
@@ -27,6 +36,8 @@ from .config import canonical_text
 from .config import config_hash
 from .kernels import sm80_epilogue_ok
 from .sm80_unit import _FUNCTORS
+from .sm90_unit import sm90_evt
+from .sm90_unit import sm90_fusion
 from .unit_text import ACT_FUNCTORS
 from .unit_text import BIN_FUNCTORS
 from .unit_text import cutlass_library
@@ -35,6 +46,11 @@ from .unit_text import library_type
 
 #: Input dtypes with an sm_80 conv unit, and their A/B alignments (elements), largest first.
 CONV_ALIGNMENTS = {"float16": (8, 4, 2, 1), "float32": (4, 2)}
+
+
+#: The 2.x activation/filter iterators: config name -> (CUTLASS tag, cutlass_library name).
+_ITERATORS = {"optimized": ("kOptimized", "Optimized"), "analytic": ("kAnalytic", "Analytic"),
+              "fixed_channels": ("kFixedChannels", "FixedChannels")}
 
 
 @dataclass(frozen=True)
@@ -55,14 +71,15 @@ class ConvKernelConfig:
     align_d: int
     tile: tuple[int, int, int]
     stages: int
-    iterator: Literal["optimized", "analytic"] = "optimized"
+    iterator: Literal["optimized", "analytic", "fixed_channels"] = "optimized"
+    """fixed_channels: C equals the A/B alignment (the padded stem), each k-tile spans taps."""
     epilogue: EpilogueSpec = EpilogueSpec()
     arch: Literal["sm80"] = "sm80"
 
     def __post_init__(self):
         if (self.dtype_c is None) == self.epilogue.has_c:
             raise ValueError("dtype_c is set exactly when the epilogue reads C")
-        if self.iterator not in ("optimized", "analytic"):
+        if self.iterator not in _ITERATORS:
             raise ValueError(f"unknown iterator {self.iterator!r}")
 
     @property
@@ -101,6 +118,8 @@ def conv_supports(cfg: ConvKernelConfig) -> bool:
         return False
     if cfg.sm75_path and cfg.stages != 2:
         return False
+    if cfg.iterator == "fixed_channels" and (cfg.align_a != cfg.align_b or cfg.sm75_path):
+        return False
     if cfg.dtype_d not in ("float16", "float32"):
         return False
     if cfg.dtype_c is not None and cfg.dtype_c != cfg.dtype_d:
@@ -131,7 +150,7 @@ def _kernel_name(cfg: ConvKernelConfig, arch_tag: str, inst, warp) -> str:
     tile = lib.TileDescription(list(cfg.tile), cfg.stages, [cfg.tile[i] // warp[i] for i in range(3)],
                                math, arch, 1024)
     nhwc = lib.LayoutType.TensorNHWC
-    iterator = lib.IteratorAlgorithm.Optimized if cfg.iterator == "optimized" else lib.IteratorAlgorithm.Analytic
+    iterator = getattr(lib.IteratorAlgorithm, _ITERATORS[cfg.iterator][1])
     op = conv2d_operation.Conv2dOperation(
         lib.ConvKind.Fprop, iterator, arch, tile,
         lib.TensorDescription(library_type(lib, cfg.dtype_a), nhwc, cfg.align_a),
@@ -141,9 +160,11 @@ def _kernel_name(cfg: ConvKernelConfig, arch_tag: str, inst, warp) -> str:
     return op.procedural_name()
 
 
-def emit_conv(cfg: ConvKernelConfig) -> SourceFile:
-    """The translation unit of ``cfg`` (unit kind "sm80"); byte-deterministic. CodegenError
-    when no unit exists for it or cutlass_library is missing."""
+def emit_conv(cfg: ConvKernelConfig | ConvSm90Config) -> SourceFile:
+    """The translation unit of ``cfg`` (unit kind "sm80" or "sm90"); byte-deterministic.
+    CodegenError when no unit exists for it or cutlass_library is missing."""
+    if isinstance(cfg, ConvSm90Config):
+        return _emit_conv_sm90(cfg)
     if not conv_supports(cfg):
         raise CodegenError(f"no sm_80 CUTLASS conv kernel for {cfg}")
     ep = cfg.epilogue
@@ -169,14 +190,118 @@ def emit_conv(cfg: ConvKernelConfig) -> SourceFile:
         functor=_FUNCTORS[ep.act][0], addend="bias" if ep.bias else ("C" if ep.source else None),
         arch_tag=arch_tag, warp=warp, instruction=inst,
         operator=lib.MathOperationTag[lib.MathOperation.multiply_add],
-        iterator_tag=f"cutlass::conv::IteratorAlgorithm::k{cfg.iterator.capitalize()}")
+        iterator_tag=f"cutlass::conv::IteratorAlgorithm::{_ITERATORS[cfg.iterator][0]}")
     return SourceFile(cfg.path, text, "sm80")
 
 
-def conv_declarations(cfg: ConvKernelConfig, guard: str | None = None) -> str:
+def conv_declarations(cfg: ConvKernelConfig | ConvSm90Config, guard: str | None = None) -> str:
     """C++ declarations of a conv unit's three functions (inside ``#ifndef guard``)."""
     text = render("cutlass/kernel_declarations.h.j2", prefix=cfg.prefix, guard=guard, args="ConvArgs")
     return text.removesuffix("\n") if guard else text
 
 
-__all__ = ["CONV_ALIGNMENTS", "ConvKernelConfig", "conv_declarations", "conv_supports", "emit_conv"]
+# --------------------------------------------------------------------------- sm_90a
+#: Input dtypes with an sm_90a conv unit and the alignment (elements, 16 bytes) it needs.
+CONV_SM90_ALIGNMENT = {"float16": 8}
+
+#: The sm_90a conv tiles: M and N 64 or 128 (one consumer warp group: at most 128x128
+#: accumulators), the k-tile 64, 32 or 16 f16 channels (the largest dividing C).
+CONV_SM90_TILES = tuple((m, n, k) for m in (128, 64) for n in (128, 64) for k in (64, 32, 16))
+
+
+@dataclass(frozen=True)
+class ConvSm90Config:
+    """One sm_90a conv unit. A, B, C and D are 16-byte aligned along their channels (the
+    TMA's requirement); the problem, pointers and channel strides are run-time arguments, as
+    for :class:`ConvKernelConfig`."""
+
+    dtype_a: str
+    dtype_b: str
+    dtype_c: str | None
+    """dtype of the C operand (a full residual or a full-shape addend), None when not read."""
+    dtype_d: str
+    accumulator: Literal["float32"]
+    tile: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    stages: int = 0
+    """Mainloop stages; 0: as many as shared memory holds next to the epilogue."""
+    epilogue: EpilogueSpec = EpilogueSpec()
+    arch: Literal["sm90"] = "sm90"
+
+    def __post_init__(self):
+        full_c = self.epilogue.source == "full"
+        if (self.dtype_c is None) == full_c:
+            raise ValueError("dtype_c is set exactly when the epilogue reads a full C")
+
+    @property
+    def align(self) -> int:
+        return CONV_SM90_ALIGNMENT.get(self.dtype_a, 0)
+
+    @property
+    def canonical_text(self) -> str:
+        return canonical_text(self, ("kind=conv2d_fprop_sm90",))
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.canonical_text)
+
+    @property
+    def path(self) -> str:
+        return f"src/kernels/conv_{self.hash}.cu"
+
+    @property
+    def prefix(self) -> str:
+        return f"conv_{self.hash}"
+
+
+def conv_sm90_supports(cfg: ConvSm90Config) -> bool:
+    """Whether an sm_90a conv unit exists for ``cfg``: f16 A and B, fp32 accumulation, D f16
+    (C, when read, f16 too), a tile of :data:`CONV_SM90_TILES`, a cluster of 1 or 2 CTAs
+    along M, and an epilogue the sm_90a GEMM units fuse (a bias with a residual)."""
+    if cfg.dtype_a not in CONV_SM90_ALIGNMENT or cfg.dtype_b != cfg.dtype_a or cfg.accumulator != "float32":
+        return False
+    if cfg.dtype_d != "float16" or cfg.dtype_c not in (None, "float16"):
+        return False
+    if cfg.tile not in CONV_SM90_TILES or cfg.cluster not in ((1, 1, 1), (2, 1, 1)) or cfg.stages not in (0, 2, 3, 4):
+        return False
+    ep = cfg.epilogue
+    if ep.residual is not None and ep.bias is None:
+        return False
+    return not (ep.bias and ep.source == "full" and ep.residual is None)
+
+
+#: Where an sm_90a conv unit's row vectors are (byocc::ConvArgs; no batch mode).
+CONV_ROWS = {"bias": ("a.bias", "0"), "residual": ("a.source", "0")}
+
+
+def _sm90_kernel_name(cfg: ConvSm90Config) -> str:
+    """A descriptive name of the kernel (in the style of cutlass_library's procedural names)."""
+    lib, _ = cutlass_library()
+    short = {d: lib.DataTypeNames[library_type(lib, d)] for d in {cfg.dtype_a, cfg.dtype_d}}
+    c = short.get(cfg.dtype_c, "void") if cfg.dtype_c else "void"
+    return (f"cutlass3x_sm90_tensorop_fprop_{short[cfg.dtype_a]}_{short[cfg.dtype_a]}_f32_{c}_{short[cfg.dtype_d]}_"
+            f"{'x'.join(map(str, cfg.tile))}_{'x'.join(map(str, cfg.cluster))}_nhwc_align{cfg.align}_"
+            "warpspecialized_epi_tma")
+
+
+def _emit_conv_sm90(cfg: ConvSm90Config) -> SourceFile:
+    if not conv_sm90_supports(cfg):
+        raise CodegenError(f"no sm_90a CUTLASS conv kernel for {cfg}")
+    ep = cfg.epilogue
+    # cute before the conv headers (convnd_problem_shape.hpp uses cute without including it)
+    includes = ["cutlass/cutlass.h", "cute/tensor.hpp", "cutlass/numeric_types.h", "cutlass/kernel_hardware_info.h",
+                "cutlass/epilogue/thread/activation.h", "cutlass/epilogue/collective/collective_builder.hpp",
+                "cutlass/conv/collective/collective_builder.hpp", "cutlass/conv/kernel/conv_universal.hpp",
+                "cutlass/conv/device/conv_universal_adapter.hpp"]
+    text = render(
+        "cutlass/conv_sm90_unit.cu.j2", cfg=cfg, ep=ep, includes=includes,
+        engine="CUTLASS 3.x implicit GEMM, sm_90a TMA warp-specialized (im2col TMA)",
+        kernel_name=_sm90_kernel_name(cfg),
+        element={"a": element_type(cfg.dtype_a), "b": element_type(cfg.dtype_b),
+                 "c": element_type(cfg.dtype_c) if cfg.dtype_c else "void", "d": element_type(cfg.dtype_d)},
+        fusion=sm90_fusion(ep), act=ACT_FUNCTORS[ep.act], tree=sm90_evt(ep, CONV_ROWS))
+    return SourceFile(cfg.path, text, "sm90")
+
+
+__all__ = ["CONV_ALIGNMENTS", "CONV_ROWS", "CONV_SM90_ALIGNMENT", "CONV_SM90_TILES", "ConvKernelConfig",
+           "ConvSm90Config", "conv_declarations", "conv_sm90_supports", "conv_supports", "emit_conv"]

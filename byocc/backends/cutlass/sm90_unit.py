@@ -25,7 +25,8 @@ class EvtNode:
     """One node of a Sm90EVT tree (``templates/sm90_unit.cu.j2`` writes its type and its
     arguments): ``kind`` "acc" (the accumulator), "src" (the C operand), "row" (a row
     broadcast of ``pointer`` with batch stride ``batch_stride``) or "compute" (``fn`` applied
-    to the children, result type ``out``)."""
+    to the children, result type ``out``); ``pointer`` and ``batch_stride`` are C++ expressions
+    of the unit's arguments."""
 
     kind: str
     comment: str
@@ -36,21 +37,28 @@ class EvtNode:
     children: tuple[EvtNode, ...] = ()
 
 
-def sm90_evt(ep: EpilogueSpec) -> EvtNode:
+#: Where a GEMM unit's row vectors are (byocc::GemmArgs): name -> (pointer, batch stride).
+GEMM_ROWS = {"bias": ("args.bias", "args.batch_stride_bias"), "residual": ("args.C", "args.batch_stride_c")}
+
+
+def sm90_evt(ep: EpilogueSpec, rows: dict[str, tuple[str, str]] = GEMM_ROWS) -> EvtNode:
     """``post(bin(act(acc + bias [+ C]), residual))`` as a Sm90EVT tree: one compute node per
     step, each taking the previous step as its first child; the root converts to ElementD,
-    inner nodes stay in float."""
+    inner nodes stay in float. ``rows``: the C++ pointer and batch stride of the bias and of a
+    per-column residual (:data:`GEMM_ROWS`; the conv units pass ``byocc::ConvArgs``')."""
     steps: list[tuple[str, str, tuple[EvtNode, ...]]] = []
     if ep.bias:
+        pointer, stride = rows["bias"]
         steps.append(("cutlass::plus", "plus: acc + bias",
-                      (EvtNode("row", "bias", pointer="bias", batch_stride="batch_stride_bias"),)))
+                      (EvtNode("row", "bias", pointer=pointer, batch_stride=stride),)))
     if ep.source == "full" and ep.residual != "full":
         steps.append(("cutlass::plus", "plus: + C", (EvtNode("src", "C"),)))
     if ep.act:
         steps.append((ACT_FUNCTORS[ep.act], f"{ep.act}: activation", ()))
     if ep.residual:
         operand = (EvtNode("src", "C: residual") if ep.residual == "full"
-                   else EvtNode("row", "residual (per column)", pointer="C", batch_stride="batch_stride_c"))
+                   else EvtNode("row", "residual (per column)", pointer=rows["residual"][0],
+                                batch_stride=rows["residual"][1]))
         steps.append((BIN_FUNCTORS[ep.residual_op], f"{ep.residual_op}: residual", (operand,)))
     if ep.post:
         steps.append((ACT_FUNCTORS[ep.post], f"{ep.post}: post", ()))
@@ -155,4 +163,4 @@ def emit_sm90(cfg: GemmKernelConfig) -> str:
         act=ACT_FUNCTORS[ep.act], tree=sm90_evt(ep))
 
 
-__all__ = ["EvtNode", "emit_sm90", "sm90_evt", "sm90_fusion"]
+__all__ = ["GEMM_ROWS", "EvtNode", "emit_sm90", "sm90_evt", "sm90_fusion"]

@@ -156,7 +156,56 @@ def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
     return scale_k(tile, dtype), stages
 
 
+def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile, int]:
+    """``(tile, cluster, stages)`` of an sm_90a conv (f16) from its implicit GEMM M = N*P*Q
+    (None when the batch is symbolic), N = K (output channels), K = C*R*S, and the input
+    channels ``c``; ``stages`` 0 means as many as shared memory holds.
+
+    CUTLASS 3.x offers conv on Hopper only with the non-persistent warp-specialized kernel
+    (one consumer warp group, so at most 128x128 accumulators; an epilogue overlaps another
+    tile's mainloop only through a second CTA on the SM, which the default stage count,
+    filling shared memory, leaves no room for):
+
+    * k-tile: the largest of 64, 32, 16 channels dividing ``c`` (the im2col TMA loads one box
+      of channels per filter tap; 0 when none does);
+    * a short reduction (at most 4 k-tiles: the 1x1 layers with C <= 256, memory-bound) whose
+      128x64 tiles fill a wave of 132 CTAs: 128x64 with 2 stages, so that several CTAs share
+      an SM and one's loads overlap another's epilogue;
+    * otherwise: N tile 64 when the layer has at most 64 output channels (else 128), M tile
+      128 when that still gives a full wave (and for a symbolic batch), else 64; 4 stages
+      (two CTAs an SM) when the tile is at most 64x128 and the grid fills a wave, else as many
+      stages as fit (a 128x128 tile's 128 accumulator registers a thread leave room for one
+      CTA anyway; a grid under one wave has no second CTA to overlap);
+    * a 2x1 cluster (the two CTAs above each other share the filter tile through TMA
+      multicast) when the grid has at least two M tiles.
+
+    Measured on the H200, f16 conv+bias+relu, batch 32 (bench/gpu/conv_bench.py; run 1 with
+    every tile at the full stage count, bench/gpu/results/h200_conv_sm90_run1_results.json, run
+    2 with the short-reduction and 4-stage branches, h200_conv_sm90_results.json; ms, cuDNN's
+    conv alone in brackets): 1x1 C=64 K=64 0.0178 -> 0.0116 (0.0081), C=64 K=256 0.0452 ->
+    0.0379 (0.0207), C=256 K=64 0.0312 -> 0.0243 (0.0203), 3x3 C=64 K=64 (128x64, 4 stages)
+    0.0368 -> 0.0285 (0.0265), 3x3 C=256 K=256 at 14x14 (64x128, 196 CTAs, 4 stages) 0.0262 ->
+    0.0223 (0.0194). Grids under a wave (batch 1) lost 5-15 % with 4 stages (3x3 C=256 at 14x14:
+    0.0102 -> 0.0115 ms; cuDNN 0.0092, 0.0096), hence the wave condition.
+
+    Cost O(1).
+    """
+    tk = next((t for t in (64, 32, 16) if c % t == 0), 0)
+
+    def fills(tm: int, tn: int) -> bool:
+        return m is None or ceil(m / tm) * ceil(n / tn) >= H200_SM_COUNT
+
+    if tk and ceil(k / tk) <= 4 and fills(128, 64):
+        tm, tn, stages = 128, 64, 2
+    else:
+        tn = 64 if n <= 64 else 128
+        tm = 128 if fills(128, tn) else 64
+        stages = 4 if tm * tn <= 64 * 128 and fills(tm, tn) else 0
+    cluster = (2, 1, 1) if m is None or ceil(m / tm) >= 2 else (1, 1, 1)
+    return (tm, tn, tk), cluster, stages
+
 __all__ = [
-    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_sm90",
+    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_conv_sm90",
+    "select_sm90",
     "sm80_tile",
 ]

@@ -59,6 +59,36 @@ int launch_conv(const ConvArgs& a, int64_t groups, const Epilogue& e, cudaStream
   return byocc::check_launch("byocc generic direct convolution");
 }
 
+// Channel padding in scratch (the C < 8 stem of a CNN, so an aligned CUTLASS unit runs):
+// dst is `rows` rows of kPad channels, src's c channels then zeros. One thread per row, one
+// kPad-element store (16 bytes for f16 and kPad = 8).
+template <typename T, int kPad>
+struct alignas(sizeof(T) * kPad) PaddedRow {
+  T v[kPad];
+};
+
+template <typename T, int kPad>
+__global__ void __launch_bounds__(256) pad_channels_kernel(const T* src, int64_t rows, int64_t c, T* dst) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += step) {
+    PaddedRow<T, kPad> row{};
+    for (int64_t k = 0; k < c; ++k) row.v[k] = src[i * c + k];
+    reinterpret_cast<PaddedRow<T, kPad>*>(dst)[i] = row;
+  }
+}
+
+template <typename T, int kPad>
+int launch_pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int sm_count, cudaStream_t stream) {
+  if (c < 1 || c > kPad || reinterpret_cast<uintptr_t>(dst) % sizeof(PaddedRow<T, kPad>) != 0) {
+    return byocc::fail(BYOCC_E_INTERNAL, "channel padding: %lld channels to %d, or a misaligned scratch region",
+                       static_cast<long long>(c), kPad);
+  }
+  if (rows == 0) return BYOCC_OK;
+  pad_channels_kernel<T, kPad><<<grid_for(rows, 256, sm_count), 256, 0, stream>>>(static_cast<const T*>(src), rows, c,
+                                                                                 static_cast<T*>(dst));
+  return byocc::check_launch("byocc channel padding");
+}
+
 }  // namespace generic
 }  // namespace byocc
 
