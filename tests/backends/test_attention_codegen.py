@@ -108,11 +108,14 @@ def test_plain_attention_dtypes_and_head_dims(dtype, tag, h, bucket):
     (e,) = gm.entries
     assert e.composites == ("cutlass.attention",)
     unit = f"src/kernels/attention_{tag}_h{bucket}.cu"
-    assert e.kernel_sources == (unit,)
+    fused = dtype != "float32" and bucket != 32  # the sm_90a kernel: f16/bf16, buckets 64/128/256
+    fused_unit = f"src/kernels/attention_sm90_{tag}_h{bucket}_none.cu"
+    assert e.kernel_sources == ((fused_unit,) if fused else ()) + (unit,)
     paths = {s.path: s for s in gm.sources}
     assert {"src/byocc_attention.h", "src/byocc_attention.cuh", unit} <= set(paths)
+    assert ("src/byocc_attention_sm90.cuh" in paths) == fused
     assert paths[unit].unit == "light" and "launch<" in paths[unit].text
-    assert not gm.needs_cutlass
+    assert gm.needs_cutlass == fused
     text = wrapper(gm, e)
     assert f"p.head_dim = {h};" in text and field(text, "seq_kv") == "int64_t(24)"
     assert float(field(text, "scale").rstrip("f")) == pytest.approx(1 / math.sqrt(h))
@@ -120,10 +123,16 @@ def test_plain_attention_dtypes_and_head_dims(dtype, tag, h, bucket):
     assert field(text, "bias") == "nullptr"
     (step,) = e.steps
     assert step["kind"] == "attention" and step["dtype"] == dtype and step["head_dim"] == h
-    assert step["variants"] == [{"arch": "sm_80", "impl": "fused_attention_simt", "kernel": unit,
-                                 "head_dim_bucket": bucket}]
+    simt = {"arch": "sm_80", "impl": "fused_attention_simt", "kernel": unit, "head_dim_bucket": bucket}
+    assert step["variants"][-1] == simt and len(step["variants"]) == 1 + fused
     assert [a.role for a in e.args] == ["query", "key", "value"]
-    assert e.scratch_bytes == 0
+    # the fused kernel's fp32 softmax statistics, batch * heads * seq_q, in the step's scratch
+    assert e.scratch_bytes == (2 * 4 * 16 * 4 if fused else 0)
+    if fused:
+        assert step["variants"][0]["impl"] == "fused_attention_sm90" and step["variants"][0]["kernel"] == fused_unit
+        assert step["kernel"] == "sm90_fmha_then_simt" and "fused_refused" not in step
+    else:
+        assert step["kernel"] == "simt" and step["fused_refused"]
 
 
 @pytest.mark.parametrize("bias,strides", [
@@ -170,7 +179,8 @@ def test_grouped_query_heads_and_value_head_dim():
     assert field(text, "k_stride[1]") == "int64_t(256)"  # Nkv * H
     assert field(text, "v_stride[2]") == "int64_t(96)"
     assert "p.heads % p.kv_heads != 0" in text
-    assert e.kernel_sources == ("src/kernels/attention_f16_h128.cu",)
+    assert e.kernel_sources == ("src/kernels/attention_f16_h128.cu",)  # Hv 96 != H 128: no fused variant
+    assert "value head dim" in e.steps[0]["fused_refused"]
 
 
 @pytest.mark.parametrize("start", ["split", "strided_slice"])
@@ -219,7 +229,8 @@ def test_workspace_parameter_is_accepted_and_unused(tmp_path):
     assert f["composites"] == ["cutlass.attention"]
     assert [a["role"] for a in f["args"]] == ["query", "key", "value", "workspace"]
     assert f["steps"][0]["workspace"] == "accepted, unused"
-    assert f["steps"][0]["scale"] == 0.125 and f["scratch_bytes"] == 0
+    assert f["steps"][0]["scale"] == 0.125
+    assert f["scratch_bytes"] == 2 * 8 * 128 * 4  # only the fused kernel's softmax statistics
 
 
 def test_head_dim_over_256_is_a_codegen_error():
