@@ -26,6 +26,7 @@ import functools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -284,6 +285,7 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=16)
     ap.add_argument("--quick", action="store_true", help="f16, and bf16 for two shapes")
     ap.add_argument("--time-budget", type=float, default=300.0)
+    ap.add_argument("--only", default="", help="a regular expression: run only the cases whose name it finds")
     ap.add_argument("--compile-budget", type=float, default=120.0,
                     help="seconds of the case loop after which torch.compile is no longer timed (0: never)")
     args = ap.parse_args(argv)
@@ -294,7 +296,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
     log.write_text("")
-    cs = cases(args.quick)
+    cs = [c for c in cases(args.quick) if re.search(args.only, c.name)]
     model = work / "attn.relax"
     model.write_text(module_text(cs))
     d = work / "out"
@@ -341,7 +343,8 @@ def main(argv=None) -> int:
         row["kernel"] = kernel_of[symbol]
         rows.append(row)
         perf = (f"{row['ms'] * 1e3:9.1f} us {row['tflops']:7.1f} TFLOP/s  sdpa {row['sdpa_tflops']:7.1f}  "
-                f"x{row['ratio']:.3f}") if "ms" in row else row.get("error", "(not timed: time budget spent)")
+                f"x{row['ratio']:.3f}") if "ms" in row else row.get(
+                    "error", "(correctness only)" if not c.timed else "(not timed: time budget spent)")
         if "compile_tflops" in row:
             perf += f"  compile {row['compile_tflops']:7.1f}"
         print(f"{c.name:36s} {row['kernel']:4s} err {row['rel_err']:.2e} (floor {row['floor']:.1e}) "

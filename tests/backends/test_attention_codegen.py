@@ -312,7 +312,7 @@ def test_fused_variant_refusals_are_recorded(kw, why):
     ('scale=None, causal_mask="BottomRight", window_size=None', "kBottomRight", "bottom_right"),
 ])
 @pytest.mark.parametrize("dtype,element", [("float16", "cutlass::half_t"), ("bfloat16", "cutlass::bfloat16_t")])
-@pytest.mark.parametrize("h,bucket,tile", [(64, 64, "128x64x64"), (128, 128, "128x128x128"), (96, 128, "128x128x128"),
+@pytest.mark.parametrize("h,bucket,tile", [(64, 64, "128x128x64"), (128, 128, "128x128x128"), (96, 128, "128x128x128"),
                                            (256, 256, "128x64x256")])
 def test_fused_unit_and_run_time_selection(attrs, mask, tag, dtype, element, h, bucket, tile):
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
@@ -362,14 +362,16 @@ def test_fused_units_are_shared_and_one_per_variant():
 def test_fused_header_states_its_run_time_rules():
     """The fixed C++ checks what the docs promise before it launches anything."""
     text = (ROOT / "byocc/backends/cuda/csrc/byocc_attention_sm90.cuh").read_text()
-    applies = text[text.index("bool applies("):text.index("// Runs p with")]
+    applies = text[text.index("bool applies("):text.index("// Runs p with kernel K")]
     for rule in ("p.head_dim != p.head_dim_v", "p.head_dim % 8 != 0", "p.seq_q % 8 != 0",
                  "p.mask == kBottomRight && p.seq_kv < p.seq_q", "!(p.scale > 0.f)", "p.bias != nullptr",
                  "p.window > 0", "aligned16(p.out)", "strides_ok(p.k_stride)", "<= lse_bytes"):
         assert rule in applies, rule
-    run = text[text.index("int run("):]
+    run = text[text.index("int run_kernel("):]
     assert run.index("applies<kD>(p, lse_bytes)") < run.index("can_implement") < run.index("<<<grid, block, smem, stream>>>")
     assert "params.mainloop.scale_softmax = p.scale;" in run  # the IR's scale, not 1/sqrt(head_dim)
+    # the masked kernels use byocc's longest-first work order, the unmasked the example's
+    assert "kMask, kMask != kNoMask>::Kernel" in text and "struct CausalOrderScheduler" in text
 
 
 def test_build_files_carry_the_fmha_include_path(tmp_path):

@@ -77,7 +77,7 @@ SM90_HEADER = ("src/byocc_attention_sm90.cuh", "cuda/byocc_attention_sm90.cuh")
 #: What the sm_90a fused kernel (CUTLASS's Hopper FMHA) takes: dtypes and head-dim buckets,
 #: with each bucket's (query rows, keys, head dim) tile and schedule (csrc: Tiles<kD>).
 FUSED_DTYPES = ("float16", "bfloat16")
-FUSED_TILES = {64: (128, 64, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
+FUSED_TILES = {64: (128, 128, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
 FUSED_SCHEDULE = "tma_warpspecialized_cooperative"
 #: Unit-name tag of each mask (after causal-mask resolution: a window implies TopLeft).
 MASK_TAGS = {None: "none", "TopLeft": "top_left", "BottomRight": "bottom_right"}
@@ -323,7 +323,8 @@ def fused_unit(plan: AttentionPlan) -> SourceFile:
     """The sm_90a fused unit of ``plan`` (an sm90 unit: built for sm_90a only)."""
     text = render("cuda/attention_sm90_unit.cu.j2", name=plan.fused_unit_name, dtype=plan.dtype,
                   element=_CUTLASS_ELEMENT[plan.dtype], bucket=plan.bucket, mask=MASKS[plan.mask],
-                  mask_name=plan.mask or "none", tile=FUSED_TILES[plan.bucket], schedule=FUSED_SCHEDULE)
+                  mask_name=plan.mask or "none", tile=FUSED_TILES[plan.bucket], schedule=FUSED_SCHEDULE,
+                  order="query tiles longest first (CausalOrderScheduler)" if plan.mask else "one query tile per CTA")
     return SourceFile(f"src/kernels/{plan.fused_unit_name}.cu", text, "sm90")
 
 
@@ -385,6 +386,7 @@ def fused_variant(plan: AttentionPlan) -> Variant:
     return Variant("sm_90a", "fused_attention_sm90", {
         "kernel": f"src/kernels/{plan.fused_unit_name}.cu", "head_dim_bucket": plan.bucket,
         "tile": list(FUSED_TILES[plan.bucket]), "schedule": FUSED_SCHEDULE, "mask": plan.mask,
+        "work_order": "longest_first" if plan.mask else "grid",
         "source": "CUTLASS examples/88_hopper_fmha (FmhaBuilder) + byocc_attention_sm90.cuh",
         "applies": "compute capability 9.0; q, k, v, out 16-byte aligned, strides multiples of 8 "
                    "elements below 2^31; seq_q % 8 == 0; BottomRight: seq_kv >= seq_q"})

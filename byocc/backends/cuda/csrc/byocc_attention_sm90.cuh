@@ -6,7 +6,7 @@
 // sources the nvidia-cutlass wheel ships; the build adds that folder to the include path):
 // TMA loads, a producer warp group and two consumer warp groups (cooperative schedule),
 // WGMMA for Q K^T and P V, online softmax in fp32. byocc takes from it the kernel builder
-// (FmhaBuilder), its collectives and tile scheduler, and writes here:
+// (FmhaBuilder), its collectives, its kernel and (unmasked) its tile scheduler, and writes here:
 //   * MaskFusion: the masks of R.nn.attention (none, TopLeft, BottomRight) and the key tail
 //     (keys j >= seq_kv are masked, so any seq_kv works), in the example's fusion interface
 //     (trip counts of key tiles, masking of the score tile before the softmax);
@@ -15,7 +15,8 @@
 //     example's collective fixes it to 1/sqrt(head_dim); byocc overwrites it in the kernel
 //     parameters), grouped-query heads as one launch per query head of a group (query and
 //     output head stride group * H, key/value head stride H), and the run-time checks that
-//     decide whether this kernel applies.
+//     decide whether this kernel applies;
+//   * CausalOrderScheduler: the masked kernels issue their query tiles longest first.
 //
 // Entry: byocc::attention::sm90::run<Element, kD, kMask>(params, lse, lse_bytes, stream)
 //   -> 0 (launched), kNotApplicable (nothing launched: the caller runs the SIMT kernel of
@@ -101,13 +102,83 @@ struct MaskFusion {
   }
 };
 
-// Tile shape (query rows, keys, head dim) and schedule per head-dim bucket, as the example
-// instantiates them for fp16/bf16.
+// Causal work order (byocc's tile scheduler for the masked kernels): the query tiles of a
+// causal mask differ in work (tile m sees about m + 1 key tiles), so they are issued
+// longest first: blocks of kHeadGroup (batch, head) pairs, and within a block the query tiles
+// from the last (the most keys) to the first, the heads of the block interleaved. The
+// group keeps the keys and values the concurrent tiles read to kHeadGroup heads (L2).
+struct CausalOrderScheduler {
+  static constexpr int kHeadGroup = 8;
+
+  struct Params {
+    int m_blocks;  // query tiles per (batch, head)
+    int pairs;     // batch * heads
+    int heads;
+  };
+
+  Params params;
+  bool valid = true;
+
+  CUTLASS_DEVICE explicit CausalOrderScheduler(Params const& p) : params(p) {}
+
+  template <class ProblemSize, class ClusterShape, class TileShape>
+  static Params to_underlying_arguments(ProblemSize const& ps, cutlass::KernelHardwareInfo, ClusterShape const&,
+                                        TileShape const& tile) {
+    const int rows = int(cute::get<0>(tile));
+    return Params{(int(cute::get<2>(ps)) + rows - 1) / rows, int(cute::get<0>(ps)) * int(cute::get<1>(ps)),
+                  int(cute::get<1>(ps))};
+  }
+
+  static dim3 get_grid_shape(Params const& p) { return dim3(unsigned(p.m_blocks) * unsigned(p.pairs), 1, 1); }
+
+  CUTLASS_DEVICE bool is_valid() { return valid; }
+
+  CUTLASS_DEVICE auto get_block_coord() {
+    const int linear = int(blockIdx.x);
+    const int per_group = kHeadGroup * params.m_blocks;
+    const int group = linear / per_group;
+    const int in_group = linear - group * per_group;
+    const int rest = params.pairs - group * kHeadGroup;
+    const int width = rest < kHeadGroup ? rest : kHeadGroup;  // the last group may be narrower
+    const int m = params.m_blocks - 1 - in_group / width;
+    const int pair = group * kHeadGroup + in_group % width;
+    return cute::make_coord(m, cute::_0{}, cute::make_coord(pair / params.heads, pair % params.heads));
+  }
+
+  CUTLASS_DEVICE CausalOrderScheduler& operator++() {
+    valid = false;
+    return *this;
+  }
+};
+
+using Stride = cute::tuple<int, cute::_1, cute::tuple<int, int>>;  // (row, dim, (batch, head))
+using StrideLse = cute::tuple<cute::_1, cute::tuple<int, int>>;   // (row, (batch, head))
+
+// One kernel configuration: tile (query rows, keys, head dim), schedule (the example's
+// cooperative or ping-pong warp specialization) and, for the cooperative schedule, the work
+// order (kCausalOrder: CausalOrderScheduler, else the example's one tile per CTA in grid order).
+template <class Element, class TileShape, class Schedule, int kMask, bool kCausalOrder>
+struct Config {
+  using Builder = cutlass::fmha::kernel::FmhaBuilder<Element, float, float, TileShape, Stride, Stride, Stride,
+                                                     MaskFusion<kMask>, Schedule>;
+  using Kernel = typename Builder::Kernel;
+};
+template <class Element, class TileShape, int kMask>
+struct Config<Element, TileShape, cutlass::gemm::KernelTmaWarpSpecializedCooperative, kMask, true> {
+  using Builder = cutlass::fmha::kernel::FmhaBuilder<Element, float, float, TileShape, Stride, Stride, Stride,
+                                                     MaskFusion<kMask>,
+                                                     cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
+  using Kernel = cutlass::fmha::kernel::FmhaKernelTmaWarpSpecialized<
+      typename Builder::CollectiveMainloop, typename Builder::CollectiveEpilogue, CausalOrderScheduler>;
+};
+
+// byocc's choice per head-dim bucket (fp16/bf16): the cooperative schedule, tiles
+// 128x128x64, 128x128x128 and 128x64x256, the causal work order for the masked kernels.
 template <int kD>
 struct Tiles;
 template <>
 struct Tiles<64> {
-  using Shape = cute::Shape<cute::_128, cute::_64, cute::_64>;
+  using Shape = cute::Shape<cute::_128, cute::_128, cute::_64>;
 };
 template <>
 struct Tiles<128> {
@@ -118,13 +189,9 @@ struct Tiles<256> {
   using Shape = cute::Shape<cute::_128, cute::_64, cute::_256>;
 };
 
-using Stride = cute::tuple<int, cute::_1, cute::tuple<int, int>>;  // (row, dim, (batch, head))
-using StrideLse = cute::tuple<cute::_1, cute::tuple<int, int>>;   // (row, (batch, head))
-
 template <class Element, int kD, int kMask>
-using Kernel = typename cutlass::fmha::kernel::FmhaBuilder<
-    Element, float, float, typename Tiles<kD>::Shape, Stride, Stride, Stride, MaskFusion<kMask>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::Kernel;
+using Kernel = typename Config<Element, typename Tiles<kD>::Shape, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                               kMask, kMask != kNoMask>::Kernel;
 
 inline bool fits_int(int64_t x) { return x >= 0 && x < (int64_t(1) << 31); }
 inline bool strides_ok(const int64_t (&s)[3]) {
@@ -150,12 +217,14 @@ bool applies(const Params& p, uint64_t lse_bytes) {
   return uint64_t(p.batch) * uint64_t(p.kv_heads) * uint64_t(p.seq_q) * sizeof(float) <= lse_bytes;
 }
 
-// Runs p with the fused kernel (see the file comment for the return value). lse: fp32 scratch
-// of lse_bytes bytes for the kernel's softmax statistics (written, never read by byocc).
-template <class Element, int kD, int kMask>
-int run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
-  using K = Kernel<Element, kD, kMask>;
+// Runs p with kernel K of bucket kD (see the file comment for the return value). lse: fp32
+// scratch of lse_bytes bytes for the kernel's softmax statistics (written, never read by byocc).
+template <class K, class Element, int kD>
+int run_kernel(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
   if (!applies<kD>(p, lse_bytes)) return kNotApplicable;
+  if (uint64_t(p.batch) * uint64_t(p.kv_heads) * uint64_t((p.seq_q + 127) / 128) >= (uint64_t(1) << 31)) {
+    return kNotApplicable;  // the grid
+  }
   const int smem = K::SharedStorageSize;
   cudaError_t err = cudaFuncSetAttribute(cutlass::device_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return static_cast<int>(err);
@@ -190,6 +259,12 @@ int run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   return 0;
+}
+
+// byocc's kernel for (Element, bucket kD, mask): what the generated units call.
+template <class Element, int kD, int kMask>
+int run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
+  return run_kernel<Kernel<Element, kD, kMask>, Element, kD>(p, lse, lse_bytes, stream);
 }
 
 }  // namespace sm90
