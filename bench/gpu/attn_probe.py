@@ -58,7 +58,8 @@ def unit_text(d: int, tile, schedule: str, mask: str, longest: bool) -> str:
 
 using namespace byocc::attention;
 
-extern "C" int probe_run(const Params* p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {{
+extern "C" __attribute__((visibility("default"))) int probe_run(const Params* p, void* lse, uint64_t lse_bytes,
+                                                               cudaStream_t stream) {{
   using K = sm90::Config<cutlass::half_t, cute::Shape<{shape}>, {schedule}, {MASKS[mask]},
                          {'true' if longest else 'false'}>::Kernel;
   return sm90::run_kernel<K, cutlass::half_t, {d}>(*p, lse, lse_bytes, stream);
