@@ -1,11 +1,11 @@
 """Configuration probe of byocc's sm_90a fused attention (``csrc/byocc_attention_sm90.cuh``).
 
-Compiles one small shared library per kernel configuration (tile, schedule, work order, mask)
-of ``byocc::attention::sm90::Config`` - the same fixed C++ the generated units include - and
-times each on the bench shapes under CUDA-graph replay, next to ``F.scaled_dot_product_attention``
+Compiles one small shared library per kernel configuration (tile, schedule, mask) of
+``byocc::attention::sm90::Config`` - the same fixed C++ the generated units include - and times
+each on the bench shapes under CUDA-graph replay, next to ``F.scaled_dot_product_attention``
 (flash), after checking its output (poisoned with NaN first, fresh random inputs) against a
-float64 reference. It is how byocc's per-head-dim choice (``Tiles<kD>`` and the causal work
-order) is measured; the generated code is not involved.
+float64 reference. It is how byocc's per-head-dim choice (``Tiles<kD>``: tiles and schedules)
+is measured; the generated code is not involved.
 
     python bench/gpu/attn_probe.py build --work DIR [-j 8]     # compile (in parallel)
     python bench/gpu/attn_probe.py time --work DIR --out OUT   # check + time, table to OUT
@@ -37,21 +37,19 @@ COOP = "cutlass::gemm::KernelTmaWarpSpecializedCooperative"
 PINGPONG = "cutlass::gemm::KernelTmaWarpSpecializedPingpong"
 MASKS = {"none": "kNoMask", "bottom_right": "kBottomRight"}
 
-#: (name, head dim, tile, schedule, mask, longest-first order, shapes (b, s, n))
+#: (name, head dim, tile, schedule, mask, shapes (b, s, n)); results/h200_attn_probe.md has
+#: the H200 numbers of every one but h64_coop_128x128 (not run yet).
 VARIANTS = [
-    ("h64_coop_128x64", 64, (128, 64, 64), COOP, "none", False, [(8, 512, 16), (8, 2048, 16)]),
-    ("h64_coop_128x128", 64, (128, 128, 64), COOP, "none", False, [(8, 512, 16), (8, 2048, 16)]),
-    ("h64_pingpong_128x64", 64, (128, 64, 64), PINGPONG, "none", False, [(8, 512, 16), (8, 2048, 16)]),
-    ("h64_causal_coop_128x64_grid", 64, (128, 64, 64), COOP, "bottom_right", False, [(8, 512, 16), (8, 2048, 16)]),
-    ("h64_causal_coop_128x128_longest", 64, (128, 128, 64), COOP, "bottom_right", True,
-     [(8, 512, 16), (8, 2048, 16)]),
-    ("h128_causal_coop_grid", 128, (128, 128, 128), COOP, "bottom_right", False, [(8, 2048, 16), (1, 4096, 32)]),
-    ("h128_causal_coop_longest", 128, (128, 128, 128), COOP, "bottom_right", True, [(8, 2048, 16), (1, 4096, 32)]),
-    ("h128_pingpong_128x128", 128, (128, 128, 128), PINGPONG, "none", False, [(8, 2048, 16), (1, 4096, 32)]),
+    ("h64_coop_128x64", 64, (128, 64, 64), COOP, "none", [(8, 512, 16), (8, 2048, 16)]),
+    ("h64_coop_128x128", 64, (128, 128, 64), COOP, "none", [(8, 512, 16), (8, 2048, 16)]),
+    ("h64_pingpong_128x64", 64, (128, 64, 64), PINGPONG, "none", [(8, 512, 16), (8, 2048, 16)]),
+    ("h64_causal_coop_128x64_grid", 64, (128, 64, 64), COOP, "bottom_right", [(8, 512, 16), (8, 2048, 16)]),
+    ("h128_causal_coop_grid", 128, (128, 128, 128), COOP, "bottom_right", [(8, 2048, 16), (1, 4096, 32)]),
+    ("h128_pingpong_128x128", 128, (128, 128, 128), PINGPONG, "none", [(8, 2048, 16), (1, 4096, 32)]),
 ]
 
 
-def unit_text(d: int, tile, schedule: str, mask: str, longest: bool) -> str:
+def unit_text(d: int, tile, schedule: str, mask: str) -> str:
     shape = ", ".join(f"cute::_{t}" for t in tile)
     return f"""// attn_probe.py: one configuration of byocc's sm_90a attention.
 #include "byocc_attention_sm90.cuh"
@@ -60,8 +58,7 @@ using namespace byocc::attention;
 
 extern "C" __attribute__((visibility("default"))) int probe_run(const Params* p, void* lse, uint64_t lse_bytes,
                                                                cudaStream_t stream) {{
-  using K = sm90::Config<cutlass::half_t, cute::Shape<{shape}>, {schedule}, {MASKS[mask]},
-                         {'true' if longest else 'false'}>::Kernel;
+  using K = sm90::Config<cutlass::half_t, cute::Shape<{shape}>, {schedule}, {MASKS[mask]}>;
   return sm90::run_kernel<K, cutlass::half_t, {d}>(*p, lse, lse_bytes, stream);
 }}
 """
@@ -79,9 +76,9 @@ def build(work: Path, jobs: int) -> int:
     nvcc = find_nvcc()
 
     def one(v) -> tuple[str, int, float, str]:
-        name, d, tile, schedule, mask, longest, _ = v
+        name, d, tile, schedule, mask, _ = v
         src = work / f"{name}.cu"
-        src.write_text(unit_text(d, tile, schedule, mask, longest))
+        src.write_text(unit_text(d, tile, schedule, mask))
         t0 = time.perf_counter()
         p = subprocess.run([nvcc, *flags, "-shared", "-cudart", "shared", str(src), "-o", str(work / f"{name}.so")],
                            capture_output=True, text=True)
@@ -155,7 +152,7 @@ def time_all(work: Path, out: Path) -> int:
     gen = torch.Generator(device="cuda")
     gen.manual_seed(int(time.time()))
     rows = []
-    for name, d, _tile, _schedule, mask, _longest, shapes in VARIANTS:
+    for name, d, _tile, _schedule, mask, shapes in VARIANTS:
         so = work / f"{name}.so"
         if not so.is_file():
             print(f"{name}: not built")

@@ -312,7 +312,7 @@ def test_fused_variant_refusals_are_recorded(kw, why):
     ('scale=None, causal_mask="BottomRight", window_size=None', "kBottomRight", "bottom_right"),
 ])
 @pytest.mark.parametrize("dtype,element", [("float16", "cutlass::half_t"), ("bfloat16", "cutlass::bfloat16_t")])
-@pytest.mark.parametrize("h,bucket,tile", [(64, 64, "128x128x64"), (128, 128, "128x128x128"), (96, 128, "128x128x128"),
+@pytest.mark.parametrize("h,bucket,tile", [(64, 64, "128x64x64"), (128, 128, "128x128x128"), (96, 128, "128x128x128"),
                                            (256, 256, "128x64x256")])
 def test_fused_unit_and_run_time_selection(attrs, mask, tag, dtype, element, h, bucket, tile):
     short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
@@ -326,6 +326,7 @@ def test_fused_unit_and_run_time_selection(attrs, mask, tag, dtype, element, h, 
     assert src.unit == "sm90" and gm.needs_cutlass  # built for sm_90a only, with the CUTLASS include path
     assert '#include "byocc_attention_sm90.cuh"' in src.text
     assert f"sm90::run<{element}, {bucket}, {mask}>(p, lse, lse_bytes, stream)" in src.text
+    assert "tma_warpspecialized_cooperative" in src.text  # seq_q 64: no ping-pong unit (a query tail)
     assert f"int {name}_run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream)" in src.text
     assert f"tile {tile}" in src.text.replace("\n// ", " ")
     header = paths["src/byocc_attention_sm90.cuh"].text
@@ -346,6 +347,36 @@ def test_fused_unit_and_run_time_selection(attrs, mask, tag, dtype, element, h, 
     assert fused["tile"] == [int(x) for x in tile.split("x")] and "88_hopper_fmha" in fused["source"]
     assert simt["impl"] == "fused_attention_simt"
     assert e.scratch_bytes == 2 * 8 * 64 * 4  # fp32 softmax statistics: batch * heads * seq_q
+
+
+@pytest.mark.parametrize("h,q,kv,attrs,pingpong", [
+    (64, 256, 512, "scale=None, causal_mask=None, window_size=None", "128x64x64"),
+    (128, 128, 384, "scale=None, causal_mask=None, window_size=None", "128x128x128"),
+    (128, 128, 320, "scale=None, causal_mask=None, window_size=None", None),  # a key tail (320 % 128)
+    (64, 136, 128, "scale=None, causal_mask=None, window_size=None", None),  # a query tail (136 % 128)
+    (64, 256, 256, 'scale=None, causal_mask="BottomRight", window_size=None', None),  # masked
+    (256, 256, 256, "scale=None, causal_mask=None, window_size=None", None),  # no ping-pong kernel for 256
+])
+def test_pingpong_unit_runs_first_where_it_can(h, q, kv, attrs, pingpong):
+    """Unmasked calls without static tails get the ping-pong unit before the cooperative one."""
+    gm = generate(module((2, q, 4, h), (2, kv, 4, h), (2, kv, 4, h), attrs=attrs))
+    (e,) = gm.entries
+    bucket = {64: 64, 128: 128, 256: 256}[h]
+    tag = "none" if "None, window" in attrs else "bottom_right"
+    coop = f"attention_sm90_f16_h{bucket}_{tag}"
+    names = [s.removeprefix("src/kernels/").removesuffix(".cu") for s in e.kernel_sources]
+    assert names == ([f"{coop}_pingpong"] if pingpong else []) + [coop, f"attention_f16_h{bucket}"]
+    impls = [(v["impl"], v.get("schedule")) for v in e.steps[0]["variants"]]
+    assert impls == ([("fused_attention_sm90", "tma_warpspecialized_pingpong")] if pingpong else []) + [
+        ("fused_attention_sm90", "tma_warpspecialized_cooperative"), ("fused_attention_simt", None)]
+    if pingpong:
+        src = {s.path: s for s in gm.sources}[f"src/kernels/{coop}_pingpong.cu"]
+        assert f"sm90::run_pingpong<cutlass::half_t, {bucket}>(p, lse, lse_bytes, stream)" in src.text
+        assert src.unit == "sm90" and f"tile {pingpong}" in src.text
+        text = wrapper(gm, e)
+        first = text.index(f"frc = byocc::attention::{coop}_pingpong_run(")
+        assert first < text.index("if (frc == byocc::attention::kNotApplicable) {") < text.index(
+            f"frc = byocc::attention::{coop}_run(") < text.index(f"attention_f16_h{bucket}_run(p, stream)")
 
 
 def test_fused_units_are_shared_and_one_per_variant():
@@ -370,8 +401,9 @@ def test_fused_header_states_its_run_time_rules():
     run = text[text.index("int run_kernel("):]
     assert run.index("applies<kD>(p, lse_bytes)") < run.index("can_implement") < run.index("<<<grid, block, smem, stream>>>")
     assert "params.mainloop.scale_softmax = p.scale;" in run  # the IR's scale, not 1/sqrt(head_dim)
-    # the masked kernels use byocc's longest-first work order, the unmasked the example's
-    assert "kMask, kMask != kNoMask>::Kernel" in text and "struct CausalOrderScheduler" in text
+    pingpong = text[text.index("int run_pingpong("):]
+    assert pingpong.index("p.mask != kNoMask || p.seq_q % kRows != 0 || p.seq_kv % kKeys != 0") < pingpong.index(
+        "run_kernel<Config<Element, Shape, Pingpong, kNoMask>")
 
 
 def test_build_files_carry_the_fmha_include_path(tmp_path):

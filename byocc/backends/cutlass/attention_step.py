@@ -77,8 +77,12 @@ SM90_HEADER = ("src/byocc_attention_sm90.cuh", "cuda/byocc_attention_sm90.cuh")
 #: What the sm_90a fused kernel (CUTLASS's Hopper FMHA) takes: dtypes and head-dim buckets,
 #: with each bucket's (query rows, keys, head dim) tile and schedule (csrc: Tiles<kD>).
 FUSED_DTYPES = ("float16", "bfloat16")
-FUSED_TILES = {64: (128, 128, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
+FUSED_TILES = {64: (128, 64, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
 FUSED_SCHEDULE = "tma_warpspecialized_cooperative"
+#: The ping-pong kernels (no mask, shapes without query or key tails), tried before the
+#: cooperative one: faster on the H200 (bench/gpu/results/h200_attn_probe.md).
+PINGPONG_TILES = {64: (128, 64, 64), 128: (128, 128, 128)}
+PINGPONG_SCHEDULE = "tma_warpspecialized_pingpong"
 #: Unit-name tag of each mask (after causal-mask resolution: a window implies TopLeft).
 MASK_TAGS = {None: "none", "TopLeft": "top_left", "BottomRight": "bottom_right"}
 
@@ -134,6 +138,29 @@ class AttentionPlan:
     def fused_unit_name(self) -> str:
         """The sm_90a fused unit's name (meaningful when :attr:`fused`)."""
         return f"attention_sm90_{dtype_row(self.dtype).short}_h{self.bucket}_{MASK_TAGS[self.mask]}"
+
+    @property
+    def pingpong(self) -> bool:
+        """Whether the step also has the ping-pong unit: no mask, bucket 64 or 128, and no
+        static query or key length with a tail (which it could never run)."""
+        if not self.fused or self.mask is not None or self.bucket not in PINGPONG_TILES:
+            return False
+        rows, keys, _ = PINGPONG_TILES[self.bucket]
+        seq_q, seq_kv = self.q.shape[1], self.k.shape[1]
+        return not ((isinstance(seq_q, int) and seq_q % rows) or (isinstance(seq_kv, int) and seq_kv % keys))
+
+    def fused_kernels(self) -> list[dict]:
+        """The sm_90a units in run-time order: name, schedule, tile, the C++ entry."""
+        out = []
+        if self.pingpong:
+            out.append({"name": f"{self.fused_unit_name}_pingpong", "schedule": PINGPONG_SCHEDULE,
+                        "tile": PINGPONG_TILES[self.bucket], "entry": "run_pingpong",
+                        "applies": f"seq_q % {PINGPONG_TILES[self.bucket][0]} == 0 and "
+                                   f"seq_kv % {PINGPONG_TILES[self.bucket][1]} == 0"})
+        if self.fused:
+            out.append({"name": self.fused_unit_name, "schedule": FUSED_SCHEDULE, "tile": FUSED_TILES[self.bucket],
+                        "entry": "run", "applies": None})
+        return out
 
     def describe(self) -> str:
         parts = ["softmax(q k^T * scale" + (" + bias" if self.bias is not None else "") + ")"]
@@ -304,8 +331,8 @@ def unit_declaration(plan: AttentionPlan) -> str:
             "cudaStream_t stream); } }")
 
 
-def fused_declaration(plan: AttentionPlan) -> str:
-    return (f"namespace byocc {{ namespace attention {{ int {plan.fused_unit_name}_run(const Params& p, "
+def fused_declaration(name: str) -> str:
+    return (f"namespace byocc {{ namespace attention {{ int {name}_run(const Params& p, "
             "void* lse, uint64_t lse_bytes, cudaStream_t stream); } }")
 
 
@@ -319,13 +346,18 @@ def attention_unit(plan: AttentionPlan) -> SourceFile:
 _CUTLASS_ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t"}
 
 
-def fused_unit(plan: AttentionPlan) -> SourceFile:
-    """The sm_90a fused unit of ``plan`` (an sm90 unit: built for sm_90a only)."""
-    text = render("cuda/attention_sm90_unit.cu.j2", name=plan.fused_unit_name, dtype=plan.dtype,
-                  element=_CUTLASS_ELEMENT[plan.dtype], bucket=plan.bucket, mask=MASKS[plan.mask],
-                  mask_name=plan.mask or "none", tile=FUSED_TILES[plan.bucket], schedule=FUSED_SCHEDULE,
-                  order="query tiles longest first (CausalOrderScheduler)" if plan.mask else "one query tile per CTA")
-    return SourceFile(f"src/kernels/{plan.fused_unit_name}.cu", text, "sm90")
+def fused_units(plan: AttentionPlan) -> tuple[SourceFile, ...]:
+    """The sm_90a fused units of ``plan`` (sm90 units: built for sm_90a only), in run-time order."""
+    out = []
+    for k in plan.fused_kernels():
+        pingpong = k["entry"] == "run_pingpong"
+        entry = (f"run_pingpong<{_CUTLASS_ELEMENT[plan.dtype]}, {plan.bucket}>" if pingpong
+                 else f"run<{_CUTLASS_ELEMENT[plan.dtype]}, {plan.bucket}, {MASKS[plan.mask]}>")
+        text = render("cuda/attention_sm90_unit.cu.j2", name=k["name"], dtype=plan.dtype, bucket=plan.bucket,
+                      mask_name=plan.mask or "none", tile=k["tile"], schedule=k["schedule"], entry=entry,
+                      applies=k["applies"])
+        out.append(SourceFile(f"src/kernels/{k['name']}.cu", text, "sm90"))
+    return tuple(out)
 
 
 def header_sources(fused: bool = False) -> tuple[SourceFile, ...]:
@@ -352,8 +384,8 @@ def step_code(plan: AttentionPlan, ctx: WrapperContext) -> str:
         head_dim=plan.head_dim, head_dim_v=plan.head_dim_v, scale=_float_literal(plan.scale),
         mask=MASKS[plan.mask if plan.mask or not plan.window else "TopLeft"], window=plan.window or 0,
         bucket=plan.bucket, describe=plan.describe(), elem_bytes=dtype_row(plan.dtype).itemsize,
-        fused={"name": plan.fused_unit_name, "tile": "x".join(map(str, FUSED_TILES[plan.bucket]))}
-        if plan.fused else None,
+        fused=[{"name": k["name"], "tile": "x".join(map(str, k["tile"])), "schedule": k["schedule"].rsplit("_", 1)[1]}
+               for k in plan.fused_kernels()],
     ).removesuffix("\n")
 
 
@@ -382,14 +414,14 @@ def _operands(plan: AttentionPlan) -> tuple[Operand, ...]:
     return tuple(Operand(args[i], role) for role, i in items)
 
 
-def fused_variant(plan: AttentionPlan) -> Variant:
-    return Variant("sm_90a", "fused_attention_sm90", {
-        "kernel": f"src/kernels/{plan.fused_unit_name}.cu", "head_dim_bucket": plan.bucket,
-        "tile": list(FUSED_TILES[plan.bucket]), "schedule": FUSED_SCHEDULE, "mask": plan.mask,
-        "work_order": "longest_first" if plan.mask else "grid",
+def fused_variants(plan: AttentionPlan) -> tuple[Variant, ...]:
+    rules = ("compute capability 9.0; q, k, v, out 16-byte aligned, strides multiples of 8 elements "
+             "below 2^31; seq_q % 8 == 0; BottomRight: seq_kv >= seq_q")
+    return tuple(Variant("sm_90a", "fused_attention_sm90", {
+        "kernel": f"src/kernels/{k['name']}.cu", "head_dim_bucket": plan.bucket, "tile": list(k["tile"]),
+        "schedule": k["schedule"], "mask": plan.mask,
         "source": "CUTLASS examples/88_hopper_fmha (FmhaBuilder) + byocc_attention_sm90.cuh",
-        "applies": "compute capability 9.0; q, k, v, out 16-byte aligned, strides multiples of 8 "
-                   "elements below 2^31; seq_q % 8 == 0; BottomRight: seq_kv >= seq_q"})
+        "applies": rules + (f"; {k['applies']}" if k["applies"] else "")}) for k in plan.fused_kernels())
 
 
 def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
@@ -397,9 +429,9 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
     sm_90a fused variant first where the plan has it, then the v1 kernel."""
     unit = attention_unit(plan)
     simt = Variant("sm_80", "fused_attention_simt", {"kernel": unit.path, "head_dim_bucket": plan.bucket})
-    variants = (fused_variant(plan), simt) if plan.fused else (simt,)
-    units = (fused_unit(plan), unit) if plan.fused else (unit,)
-    declarations = ('#include "byocc_attention.h"', *((fused_declaration(plan),) if plan.fused else ()),
+    variants = (*fused_variants(plan), simt)
+    units = (*fused_units(plan), unit)
+    declarations = ('#include "byocc_attention.h"', *(fused_declaration(k["name"]) for k in plan.fused_kernels()),
                     unit_declaration(plan))
     layout = "stacked" if plan.q.stacked else "bsnh"
     record = {"composite": plan.call.composite, "kind": "attention", "formula": plan.describe(),
@@ -412,12 +444,12 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
               "variants": [v.to_json() for v in variants]}
     if not plan.fused:
         record["fused_refused"] = plan.fused_refused
-    fused_line = (f"variant fused_attention_sm90 first (sm_90a, CUTLASS Hopper FMHA, tile "
-                  f"{'x'.join(map(str, FUSED_TILES[plan.bucket]))}, {FUSED_SCHEDULE}) where its run-time checks pass"
-                  if plan.fused else f"no sm_90a fused variant: {plan.fused_refused}")
+    fused_lines = tuple(f"variant fused_attention_sm90 (sm_90a, CUTLASS Hopper FMHA, tile "
+                        f"{'x'.join(map(str, k['tile']))}, {k['schedule']}) where its run-time checks pass"
+                        for k in plan.fused_kernels()) or (f"no sm_90a fused variant: {plan.fused_refused}",)
     header = (f"attention {plan.describe()}: {layout} q {shape_text(plan.call.func.params[plan.q.param].struct_info)}, "
               f"H {plan.head_dim} Hv {plan.head_dim_v}, scale {plan.scale!r}",
-              fused_line,
+              *fused_lines,
               f"variant fused_attention_simt (online softmax, fp32), head-dim bucket {plan.bucket}"
               + ("; IR workspace unused" if plan.workspace is not None else ""))
     return Step(plan.call.composite, step_code(plan, ctx), units=units,
@@ -429,4 +461,4 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
 
 
 __all__ = ["AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "fused_reason",
-           "fused_unit", "header_sources"]
+           "fused_units", "header_sources"]

@@ -6,7 +6,7 @@
 // sources the nvidia-cutlass wheel ships; the build adds that folder to the include path):
 // TMA loads, a producer warp group and two consumer warp groups (cooperative schedule),
 // WGMMA for Q K^T and P V, online softmax in fp32. byocc takes from it the kernel builder
-// (FmhaBuilder), its collectives, its kernel and (unmasked) its tile scheduler, and writes here:
+// (FmhaBuilder), its collectives, kernels and tile schedulers, and writes here:
 //   * MaskFusion: the masks of R.nn.attention (none, TopLeft, BottomRight) and the key tail
 //     (keys j >= seq_kv are masked, so any seq_kv works), in the example's fusion interface
 //     (trip counts of key tiles, masking of the score tile before the softmax);
@@ -15,12 +15,12 @@
 //     example's collective fixes it to 1/sqrt(head_dim); byocc overwrites it in the kernel
 //     parameters), grouped-query heads as one launch per query head of a group (query and
 //     output head stride group * H, key/value head stride H), and the run-time checks that
-//     decide whether this kernel applies;
-//   * CausalOrderScheduler: the masked kernels issue their query tiles longest first.
+//     decide whether this kernel applies.
 //
-// Entry: byocc::attention::sm90::run<Element, kD, kMask>(params, lse, lse_bytes, stream)
-//   -> 0 (launched), kNotApplicable (nothing launched: the caller runs the SIMT kernel of
-//   byocc_attention.cuh), or a cudaError_t (> 0).
+// Entries: byocc::attention::sm90::run<Element, kD, kMask>(params, lse, lse_bytes, stream)
+// (cooperative schedule) and run_pingpong<Element, kD>(...) (ping-pong, no mask, shapes
+// without tails) -> 0 (launched), kNotApplicable (nothing launched: the caller tries the next
+// kernel, the last being the SIMT kernel of byocc_attention.cuh), or a cudaError_t (> 0).
 //
 // The kernel applies when: head_dim == head_dim_v, head_dim % 8 == 0, head_dim <= kD;
 // seq_q % 8 == 0 (the example's can_implement); scale > 0 (the collective's running max is
@@ -102,87 +102,34 @@ struct MaskFusion {
   }
 };
 
-// Causal work order (byocc's tile scheduler for the masked kernels): the query tiles of a
-// causal mask differ in work (tile m sees about m + 1 key tiles), so they are issued
-// longest first: blocks of kHeadGroup (batch, head) pairs, and within a block the query tiles
-// from the last (the most keys) to the first, the heads of the block interleaved. The
-// group keeps the keys and values the concurrent tiles read to kHeadGroup heads (L2).
-struct CausalOrderScheduler {
-  static constexpr int kHeadGroup = 8;
-
-  struct Params {
-    int m_blocks;  // query tiles per (batch, head)
-    int pairs;     // batch * heads
-    int heads;
-  };
-
-  Params params;
-  bool valid = true;
-
-  CUTLASS_DEVICE explicit CausalOrderScheduler(Params const& p) : params(p) {}
-
-  template <class ProblemSize, class ClusterShape, class TileShape>
-  static Params to_underlying_arguments(ProblemSize const& ps, cutlass::KernelHardwareInfo, ClusterShape const&,
-                                        TileShape const& tile) {
-    const int rows = int(cute::get<0>(tile));
-    return Params{(int(cute::get<2>(ps)) + rows - 1) / rows, int(cute::get<0>(ps)) * int(cute::get<1>(ps)),
-                  int(cute::get<1>(ps))};
-  }
-
-  static dim3 get_grid_shape(Params const& p) { return dim3(unsigned(p.m_blocks) * unsigned(p.pairs), 1, 1); }
-
-  CUTLASS_DEVICE bool is_valid() { return valid; }
-
-  CUTLASS_DEVICE auto get_block_coord() {
-    const int linear = int(blockIdx.x);
-    const int per_group = kHeadGroup * params.m_blocks;
-    const int group = linear / per_group;
-    const int in_group = linear - group * per_group;
-    const int rest = params.pairs - group * kHeadGroup;
-    const int width = rest < kHeadGroup ? rest : kHeadGroup;  // the last group may be narrower
-    const int m = params.m_blocks - 1 - in_group / width;
-    const int pair = group * kHeadGroup + in_group % width;
-    return cute::make_coord(m, cute::_0{}, cute::make_coord(pair / params.heads, pair % params.heads));
-  }
-
-  CUTLASS_DEVICE CausalOrderScheduler& operator++() {
-    valid = false;
-    return *this;
-  }
-};
-
 using Stride = cute::tuple<int, cute::_1, cute::tuple<int, int>>;  // (row, dim, (batch, head))
 using StrideLse = cute::tuple<cute::_1, cute::tuple<int, int>>;   // (row, (batch, head))
 
-// One kernel configuration: tile (query rows, keys, head dim), schedule (the example's
-// cooperative or ping-pong warp specialization) and, for the cooperative schedule, the work
-// order (kCausalOrder: CausalOrderScheduler, else the example's one tile per CTA in grid order).
-template <class Element, class TileShape, class Schedule, int kMask, bool kCausalOrder>
-struct Config {
-  using Builder = cutlass::fmha::kernel::FmhaBuilder<Element, float, float, TileShape, Stride, Stride, Stride,
-                                                     MaskFusion<kMask>, Schedule>;
-  using Kernel = typename Builder::Kernel;
-};
-template <class Element, class TileShape, int kMask>
-struct Config<Element, TileShape, cutlass::gemm::KernelTmaWarpSpecializedCooperative, kMask, true> {
-  using Builder = cutlass::fmha::kernel::FmhaBuilder<Element, float, float, TileShape, Stride, Stride, Stride,
-                                                     MaskFusion<kMask>,
-                                                     cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
-  using Kernel = cutlass::fmha::kernel::FmhaKernelTmaWarpSpecialized<
-      typename Builder::CollectiveMainloop, typename Builder::CollectiveEpilogue, CausalOrderScheduler>;
-};
+// One kernel configuration: tile (query rows, keys, head dim) and schedule (the example's
+// cooperative or ping-pong warp specialization; ping-pong is persistent and loads Q in its
+// own warp). bench/gpu/attn_probe.py times configurations of it.
+template <class Element, class TileShape, class Schedule, int kMask>
+using Config = typename cutlass::fmha::kernel::FmhaBuilder<Element, float, float, TileShape, Stride, Stride, Stride,
+                                                           MaskFusion<kMask>, Schedule>::Kernel;
 
-// byocc's choice per head-dim bucket (fp16/bf16): the cooperative schedule, tiles
-// 128x128x64, 128x128x128 and 128x64x256, the causal work order for the masked kernels.
+using Cooperative = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+
+// byocc's choice per head-dim bucket (fp16/bf16), measured on the H200 (bench/gpu/results/
+// h200_attn_probe.md): cooperative tiles 128x64x64, 128x128x128 and 128x64x256 for every
+// mask; for no mask and shapes without query or key tails, ping-pong 128x64x64 and
+// 128x128x128 (1.01x SDPA at head dim 128, against 0.95-0.99x for cooperative).
 template <int kD>
 struct Tiles;
 template <>
 struct Tiles<64> {
-  using Shape = cute::Shape<cute::_128, cute::_128, cute::_64>;
+  using Shape = cute::Shape<cute::_128, cute::_64, cute::_64>;
+  using PingpongShape = cute::Shape<cute::_128, cute::_64, cute::_64>;
 };
 template <>
 struct Tiles<128> {
   using Shape = cute::Shape<cute::_128, cute::_128, cute::_128>;
+  using PingpongShape = cute::Shape<cute::_128, cute::_128, cute::_128>;
 };
 template <>
 struct Tiles<256> {
@@ -190,8 +137,7 @@ struct Tiles<256> {
 };
 
 template <class Element, int kD, int kMask>
-using Kernel = typename Config<Element, typename Tiles<kD>::Shape, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                               kMask, kMask != kNoMask>::Kernel;
+using Kernel = Config<Element, typename Tiles<kD>::Shape, Cooperative, kMask>;
 
 inline bool fits_int(int64_t x) { return x >= 0 && x < (int64_t(1) << 31); }
 inline bool strides_ok(const int64_t (&s)[3]) {
@@ -261,10 +207,22 @@ int run_kernel(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stre
   return 0;
 }
 
-// byocc's kernel for (Element, bucket kD, mask): what the generated units call.
+// byocc's cooperative kernel for (Element, bucket kD, mask): what the generated units call.
 template <class Element, int kD, int kMask>
 int run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
   return run_kernel<Kernel<Element, kD, kMask>, Element, kD>(p, lse, lse_bytes, stream);
+}
+
+// The ping-pong kernel of bucket kD (no mask): only for shapes without tails (seq_q a multiple
+// of the 128 query rows, seq_kv of the key tile), the shapes it was checked on; else
+// kNotApplicable and the caller runs the cooperative kernel.
+template <class Element, int kD>
+int run_pingpong(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream) {
+  using Shape = typename Tiles<kD>::PingpongShape;
+  constexpr int kRows = cute::get<0>(Shape{});
+  constexpr int kKeys = cute::get<1>(Shape{});
+  if (p.mask != kNoMask || p.seq_q % kRows != 0 || p.seq_kv % kKeys != 0) return kNotApplicable;
+  return run_kernel<Config<Element, Shape, Pingpong, kNoMask>, Element, kD>(p, lse, lse_bytes, stream);
 }
 
 }  // namespace sm90
