@@ -20,17 +20,19 @@ kernel of ``csrc/byocc_attention.cuh``: FlashAttention-2-style online softmax, S
 accepted and unused. Head dims past 256, symbolic head dims, other dtypes and stacked inputs of
 another form are CodegenErrors naming the function and composite.
 
-The fast path (:func:`fused_unit_name`): when the ``arch`` option has sm_90a and the call can
-take it (f16/bf16, head dim == value head dim, a multiple of 8 in bucket 64, 128 or 256, no
-bias, no window, a positive scale, a static seq_q that is a multiple of 8), the step also
-names ``src/kernels/attention_sm90_<dtype>_h<bucket>_<mask>.cu`` (an sm90 unit of
-``cuda/attention_sm90_unit.cu.j2``, one per dtype, bucket and mask, shared by every
-function): CUTLASS's Hopper FMHA (``examples/88_hopper_fmha``) with byocc's mask fusion and
-launch (``csrc/byocc_attention_sm90.cuh``). At run time the wrapper calls it on a
-compute-capability-9 device; it launches only where its run-time checks pass (alignment,
-strides, BottomRight with seq_kv >= seq_q, ...) and otherwise reports "not applicable", and
-the v1 kernel runs. It writes its fp32 softmax statistics (batch * heads * seq_q) into the
-step's scratch region.
+The fast path (:meth:`AttentionPlan.fused_kernels`, :func:`fused_reason`): when the ``arch``
+option has sm_90a and the call can take it (f16/bf16, head dim == value head dim, a multiple of
+8 in bucket 64, 128 or 256, no bias, no window, a positive scale, a static seq_q that is a
+multiple of 8), the step also names ``src/kernels/attention_sm90_<dtype>_h<bucket>_<mask>.cu``
+(an sm90 unit of ``cuda/attention_sm90_unit.cu.j2``, one per dtype, bucket and mask, shared by
+every function) and, unmasked in buckets 64 and 128 without a static tail, its ``_pingpong``
+twin: CUTLASS's Hopper FMHA (``examples/88_hopper_fmha``) with byocc's mask fusion and launch
+(``csrc/byocc_attention_sm90.cuh``). At run time the wrapper calls them in order on a
+compute-capability-9 device; each launches only where its run-time checks pass (alignment,
+strides, BottomRight with seq_kv >= seq_q, no tail for ping-pong, ...) and otherwise reports
+"not applicable"; the v1 kernel runs when none launched. They write their fp32 softmax
+statistics (batch * heads * seq_q) into the step's scratch region; the manifest step lists
+every variant in order, or says why there is no fused one (``fused_refused``).
 """
 
 from __future__ import annotations
@@ -426,7 +428,7 @@ def fused_variants(plan: AttentionPlan) -> tuple[Variant, ...]:
 
 def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
     """The :class:`~byocc.backends.cuda.step.Step` of one attention composite call: the
-    sm_90a fused variant first where the plan has it, then the v1 kernel."""
+    sm_90a fused variants first where the plan has them, then the v1 kernel."""
     unit = attention_unit(plan)
     simt = Variant("sm_80", "fused_attention_simt", {"kernel": unit.path, "head_dim_bucket": plan.bucket})
     variants = (*fused_variants(plan), simt)
