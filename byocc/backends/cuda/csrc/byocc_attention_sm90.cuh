@@ -25,8 +25,9 @@
 // The kernel applies when: head_dim == head_dim_v, head_dim % 8 == 0, head_dim <= kD;
 // seq_q % 8 == 0 (the example's can_implement); scale > 0 (the collective's running max is
 // taken before the scale); q, k, v and out 16-byte aligned with row, batch and head strides
-// multiples of 8 elements and below 2^31; BottomRight only with seq_kv >= seq_q (every row
-// sees a key); the softmax statistics (lse, fp32, batch * heads * seq_q) fit in lse_bytes.
+// multiples of 8 elements and below 2^31, every element they reach below 2^31; BottomRight
+// only with seq_kv >= seq_q (every row sees a key); the softmax statistics (lse, fp32,
+// batch * heads * seq_q) fit in lse_bytes.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -147,6 +148,10 @@ inline bool strides_ok(const int64_t (&s)[3]) {
   return true;
 }
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// The kernel indexes in int: every element a view reaches must be below 2^31.
+inline bool extent_ok(const int64_t (&s)[3], int64_t batch, int64_t seq, int64_t heads, int64_t dim) {
+  return fits_int((batch - 1) * s[0] + (seq - 1) * s[1] + (heads - 1) * s[2] + dim);
+}
 
 // Whether the fused kernel of bucket kD runs p (the rules in the file comment).
 template <int kD>
@@ -160,6 +165,12 @@ bool applies(const Params& p, uint64_t lse_bytes) {
   if (!strides_ok(p.q_stride) || !strides_ok(p.k_stride) || !strides_ok(p.v_stride) || !strides_ok(p.out_stride)) return false;
   const int64_t group = p.heads / p.kv_heads;
   if (!fits_int(group * p.q_stride[2]) || !fits_int(group * p.out_stride[2])) return false;
+  if (!extent_ok(p.q_stride, p.batch, p.seq_q, p.heads, p.head_dim) ||
+      !extent_ok(p.k_stride, p.batch, p.seq_kv, p.kv_heads, p.head_dim) ||
+      !extent_ok(p.v_stride, p.batch, p.seq_kv, p.kv_heads, p.head_dim) ||
+      !extent_ok(p.out_stride, p.batch, p.seq_q, p.heads, p.head_dim) || !fits_int(p.batch * p.kv_heads * p.seq_q)) {
+    return false;
+  }
   return uint64_t(p.batch) * uint64_t(p.kv_heads) * uint64_t(p.seq_q) * sizeof(float) <= lse_bytes;
 }
 
@@ -185,13 +196,14 @@ int run_kernel(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stre
   const Stride dout{int(p.out_stride[1]), cute::_1{}, {int(p.out_stride[0]), int(p.out_stride[2] * group)}};
   const StrideLse dlse{cute::_1{}, {heads * seq_q, seq_q}};
   constexpr float kLog2e = 1.4426950408889634f;
+  // sm_count 0: the persistent (ping-pong) scheduler asks the current device for it
+  const cutlass::KernelHardwareInfo hw{};
   auto arguments = [&](int g) {
     return typename K::Arguments{
         {static_cast<int>(p.batch), heads, seq_q, static_cast<int>(p.seq_kv), static_cast<int>(p.head_dim)},
         {static_cast<const Element*>(p.q) + g * p.q_stride[2], dq, static_cast<const Element*>(p.k), dk,
          static_cast<const Element*>(p.v), dv},
-        {static_cast<Element*>(p.out) + g * p.out_stride[2], dout, static_cast<float*>(lse), dlse},
-        cutlass::KernelHardwareInfo{}};
+        {static_cast<Element*>(p.out) + g * p.out_stride[2], dout, static_cast<float*>(lse), dlse}, hw};
   };
   if (!K::can_implement(arguments(0))) return kNotApplicable;  // the same problem for every g
   for (int g = 0; g < group; ++g) {
