@@ -25,8 +25,10 @@ for name in $WHICH; do
         conv) timeout 540 python3 bench/gpu/conv_bench.py --out /tmp/byocc_gpu/conv --jobs 16 || rc=1
               cp /tmp/byocc_gpu/conv/results.json "$OUT"/conv_results.json 2>/dev/null
               tail -c 200000 /tmp/byocc_gpu/conv/build.log > "$OUT"/conv_build.log 2>/dev/null ;;
-        attn) timeout 540 python3 bench/gpu/attn_bench.py --out /tmp/byocc_gpu/attn -j 16 --quick --time-budget 150 || rc=1
-              cp /tmp/byocc_gpu/attn/attn_results.json /tmp/byocc_gpu/attn/attn_table.md "$OUT"/ 2>/dev/null ;;
+        # writes attn_results.json / attn_table.md into $OUT after every case (a timeout keeps them)
+        attn) BYOCC_BENCH_WORK=/tmp/byocc_gpu timeout 540 python3 bench/gpu/attn_bench.py --out "$OUT" -j 16 --quick \
+                  --time-budget ${ATTN_TIME_BUDGET:-250} --compile-budget ${ATTN_COMPILE_BUDGET:-60} --only "${ATTN_ONLY:-}" || rc=1
+              cp /tmp/byocc_gpu/attn/out/manifest.json "$OUT"/attn_manifest.json 2>/dev/null ;;
     esac
 done
 exit $rc

@@ -287,9 +287,16 @@ def optional_cutlass_version() -> str | None:
         return None
 
 
+#: CUTLASS's Hopper FMHA example (its ``collective/``, ``kernel/`` and ``device/`` headers),
+#: relative to the CUTLASS root: the sm_90a fused attention units
+#: (``csrc/byocc_attention_sm90.cuh``) include ``kernel/fmha_kernel_builder.hpp`` from it.
+FMHA_EXAMPLE = "examples/88_hopper_fmha"
+
+
 def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
     """CUTLASS include directories: ``--cutlass-dir`` (a CUTLASS checkout, the wheel's
-    ``source`` folder, or their ``include``), else the ``nvidia-cutlass`` package."""
+    ``source`` folder, or their ``include``), else the ``nvidia-cutlass`` package; plus the
+    root's :data:`FMHA_EXAMPLE` folder when it has one."""
     roots: list[str | None] = [override]
     if override is not None and (Path(override) / "cutlass" / "cutlass.h").is_file():
         roots = [str(Path(override).parent)]
@@ -298,7 +305,8 @@ def find_cutlass(override: str | None = None) -> tuple[str, ...] | None:
             dirs = cutlass_include_dirs(root)
         except CodegenError:
             continue
-        return tuple(str(Path(d).resolve()) for d in dirs if Path(d).is_dir())
+        extra = [Path(dirs[0]).parent / FMHA_EXAMPLE]  # the sm_90a attention units include it
+        return tuple(str(Path(d).resolve()) for d in [*dirs, *extra] if Path(d).is_dir())
     return None
 
 
@@ -446,7 +454,7 @@ def expand(template: str, values: Mapping[str, str], *, inputs: Sequence[str], o
 
 
 __all__ = [
-    "ARCHS", "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "CublasLtPaths", "HEAVY_KINDS",
+    "ARCHS", "ARCH_KINDS", "CMAKE_ARCHS", "COMPILED_KINDS", "CublasLtPaths", "FMHA_EXAMPLE", "HEAVY_KINDS",
     "NO_ARCH_MACRO", "NVCC_ARCH_FLAGS", "NVCC_COMMON_FLAGS", "RULES", "Step", "Toolchain",
     "arch_defines", "commands", "cuda_lib_dir", "cutlass_include_dirs", "cutlass_version",
     "default_cache_dir", "default_heavy_depth", "detect_toolchain", "expand", "find_cublaslt",

@@ -6,7 +6,9 @@ units compile with nvcc for sm_80 and sm_90a (compile only, no CUTLASS)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -108,11 +110,14 @@ def test_plain_attention_dtypes_and_head_dims(dtype, tag, h, bucket):
     (e,) = gm.entries
     assert e.composites == ("cutlass.attention",)
     unit = f"src/kernels/attention_{tag}_h{bucket}.cu"
-    assert e.kernel_sources == (unit,)
+    fused = dtype != "float32" and bucket != 32  # the sm_90a kernel: f16/bf16, buckets 64/128/256
+    fused_unit = f"src/kernels/attention_sm90_{tag}_h{bucket}_none.cu"
+    assert e.kernel_sources == ((fused_unit,) if fused else ()) + (unit,)
     paths = {s.path: s for s in gm.sources}
     assert {"src/byocc_attention.h", "src/byocc_attention.cuh", unit} <= set(paths)
+    assert ("src/byocc_attention_sm90.cuh" in paths) == fused
     assert paths[unit].unit == "light" and "launch<" in paths[unit].text
-    assert not gm.needs_cutlass
+    assert gm.needs_cutlass == fused
     text = wrapper(gm, e)
     assert f"p.head_dim = {h};" in text and field(text, "seq_kv") == "int64_t(24)"
     assert float(field(text, "scale").rstrip("f")) == pytest.approx(1 / math.sqrt(h))
@@ -120,10 +125,16 @@ def test_plain_attention_dtypes_and_head_dims(dtype, tag, h, bucket):
     assert field(text, "bias") == "nullptr"
     (step,) = e.steps
     assert step["kind"] == "attention" and step["dtype"] == dtype and step["head_dim"] == h
-    assert step["variants"] == [{"arch": "sm_80", "impl": "fused_attention_simt", "kernel": unit,
-                                 "head_dim_bucket": bucket}]
+    simt = {"arch": "sm_80", "impl": "fused_attention_simt", "kernel": unit, "head_dim_bucket": bucket}
+    assert step["variants"][-1] == simt and len(step["variants"]) == 1 + fused
     assert [a.role for a in e.args] == ["query", "key", "value"]
-    assert e.scratch_bytes == 0
+    # the fused kernel's fp32 softmax statistics, batch * heads * seq_q, in the step's scratch
+    assert e.scratch_bytes == (2 * 4 * 16 * 4 if fused else 0)
+    if fused:
+        assert step["variants"][0]["impl"] == "fused_attention_sm90" and step["variants"][0]["kernel"] == fused_unit
+        assert step["kernel"] == "sm90_fmha_then_simt" and "fused_refused" not in step
+    else:
+        assert step["kernel"] == "simt" and step["fused_refused"]
 
 
 @pytest.mark.parametrize("bias,strides", [
@@ -170,7 +181,8 @@ def test_grouped_query_heads_and_value_head_dim():
     assert field(text, "k_stride[1]") == "int64_t(256)"  # Nkv * H
     assert field(text, "v_stride[2]") == "int64_t(96)"
     assert "p.heads % p.kv_heads != 0" in text
-    assert e.kernel_sources == ("src/kernels/attention_f16_h128.cu",)
+    assert e.kernel_sources == ("src/kernels/attention_f16_h128.cu",)  # Hv 96 != H 128: no fused variant
+    assert "value head dim" in e.steps[0]["fused_refused"]
 
 
 @pytest.mark.parametrize("start", ["split", "strided_slice"])
@@ -219,7 +231,8 @@ def test_workspace_parameter_is_accepted_and_unused(tmp_path):
     assert f["composites"] == ["cutlass.attention"]
     assert [a["role"] for a in f["args"]] == ["query", "key", "value", "workspace"]
     assert f["steps"][0]["workspace"] == "accepted, unused"
-    assert f["steps"][0]["scale"] == 0.125 and f["scratch_bytes"] == 0
+    assert f["steps"][0]["scale"] == 0.125
+    assert f["scratch_bytes"] == 2 * 8 * 128 * 4  # only the fused kernel's softmax statistics
 
 
 def test_head_dim_over_256_is_a_codegen_error():
@@ -248,6 +261,199 @@ def test_sample_partitions_to_code(tmp_path):
     assert res.exit_code == 0, res.output
     assert (out / "src/kernels/attention_f16_h64.cu").is_file()
     assert (out / "src/byocc_attention.cuh").is_file()
+
+
+# -- the sm_90a fused path (CUTLASS Hopper FMHA) ------------------------------------------------
+
+
+def generate_with(text: str, options: dict):
+    out = partition(parse_module(text), get_patterns_with_prefix("cutlass"), path="annotate", run_codegen=True,
+                    codegens={"cutlass": lambda f, o, c: codegen(f, {**(o or {}), **options}, c)})
+    (gm,) = out.attrs["external_mods"]
+    return gm
+
+
+SQ = ((2, 128, 4, 64), (2, 128, 4, 64), (2, 128, 4, 64))
+
+
+@pytest.mark.parametrize("kw,why", [
+    (dict(dtype="float32"), "dtype float32"),
+    (dict(bias=(1, 4, 128, 128)), "a bias"),
+    (dict(attrs="scale=None, causal_mask=None, window_size=16"), "a window"),
+    (dict(attrs="scale=T.float32(-0.5), causal_mask=None, window_size=None"), "scale -0.5"),
+    (dict(attrs="scale=T.float32(0.0), causal_mask=None, window_size=None"), "scale 0.0"),
+    (dict(shapes=((2, 128, 4, 32),) * 3), "head dim 32"),
+    (dict(shapes=((2, 128, 4, 36),) * 3), "head dim 36"),
+    (dict(shapes=((2, 128, 4, 64), (2, 128, 4, 64), (2, 128, 4, 32))), "value head dim"),
+    (dict(shapes=((2, 100, 4, 64), (2, 128, 4, 64), (2, 128, 4, 64))), "seq_q 100"),
+    (dict(shapes=((2, 128, 4, 64), (2, 64, 4, 64), (2, 64, 4, 64)),
+          attrs='scale=None, causal_mask="BottomRight", window_size=None'), "BottomRight mask with seq_kv < seq_q"),
+    (dict(options={"arch": ["sm_80"]}), "no sm_90a"),
+])
+def test_fused_variant_refusals_are_recorded(kw, why):
+    """Calls the fused kernel can never run keep the SIMT kernel only, and the manifest says why."""
+    q, k, v = kw.pop("shapes", SQ)
+    options = kw.pop("options", {})
+    gm = generate_with(module(q, k, v, **kw), options)
+    (e,) = gm.entries
+    (step,) = e.steps
+    assert why in step["fused_refused"] and step["kernel"] == "simt"
+    assert [v["impl"] for v in step["variants"]] == ["fused_attention_simt"]
+    assert not any("attention_sm90_" in p for p in e.kernel_sources)
+    assert not any(s.path == "src/byocc_attention_sm90.cuh" for s in gm.sources)
+    text = wrapper(gm, e)
+    assert "kNotApplicable" not in text and "BYOCC_NO_SM90" not in text
+    assert e.scratch_bytes == 0
+
+
+@pytest.mark.parametrize("attrs,mask,tag", [
+    ("scale=None, causal_mask=None, window_size=None", "kNoMask", "none"),
+    ('scale=T.float32(0.3), causal_mask="TopLeft", window_size=None', "kTopLeft", "top_left"),
+    ('scale=None, causal_mask="BottomRight", window_size=None', "kBottomRight", "bottom_right"),
+])
+@pytest.mark.parametrize("dtype,element", [("float16", "cutlass::half_t"), ("bfloat16", "cutlass::bfloat16_t")])
+@pytest.mark.parametrize("h,bucket,tile", [(64, 64, "128x64x64"), (128, 128, "128x128x128"), (96, 128, "128x128x128"),
+                                           (256, 256, "128x64x256")])
+def test_fused_unit_and_run_time_selection(attrs, mask, tag, dtype, element, h, bucket, tile):
+    short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    gm = generate(module((2, 64, 8, h), (2, 80, 2, h), (2, 80, 2, h), dtype=dtype, attrs=attrs))  # GQA 4:1
+    (e,) = gm.entries
+    name = f"attention_sm90_{short}_h{bucket}_{tag}"
+    unit = f"src/kernels/{name}.cu"
+    assert e.kernel_sources == (unit, f"src/kernels/attention_{short}_h{bucket}.cu")
+    paths = {s.path: s for s in gm.sources}
+    src = paths[unit]
+    assert src.unit == "sm90" and gm.needs_cutlass  # built for sm_90a only, with the CUTLASS include path
+    assert '#include "byocc_attention_sm90.cuh"' in src.text
+    assert f"sm90::run<{element}, {bucket}, {mask}>(p, lse, lse_bytes, stream)" in src.text
+    assert "tma_warpspecialized_cooperative" in src.text  # seq_q 64: no ping-pong unit (a query tail)
+    assert f"int {name}_run(const Params& p, void* lse, uint64_t lse_bytes, cudaStream_t stream)" in src.text
+    assert f"tile {tile}" in src.text.replace("\n// ", " ")
+    header = paths["src/byocc_attention_sm90.cuh"].text
+    assert '#include "kernel/fmha_kernel_builder.hpp"' in header and "struct MaskFusion" in header
+    text = wrapper(gm, e)
+    # run time: the fused unit on a compute-capability-9 device, then the SIMT kernel when it
+    # reports kNotApplicable; a launch error of either is returned
+    fused_call = f"frc = byocc::attention::{name}_run(p, step_scratch, step_scratch_bytes, stream);"
+    simt_call = f"const int arc = byocc::attention::attention_{short}_h{bucket}_run(p, stream);"
+    assert text.index("#ifndef BYOCC_NO_SM90") < text.index("if (dev.major == 9) {") < text.index(fused_call)
+    assert text.index(fused_call) < text.index("if (frc == byocc::attention::kNotApplicable) {") < text.index(simt_call)
+    assert "if (frc > 0) {" in text and "sm_90a attention kernel launch failed" in text
+    assert field(text, "mask") == f"byocc::attention::{mask}"
+    (step,) = e.steps
+    assert step["kernel"] == "sm90_fmha_then_simt"
+    fused, simt = step["variants"]
+    assert fused["arch"] == "sm_90a" and fused["impl"] == "fused_attention_sm90" and fused["kernel"] == unit
+    assert fused["tile"] == [int(x) for x in tile.split("x")] and "88_hopper_fmha" in fused["source"]
+    assert simt["impl"] == "fused_attention_simt"
+    assert e.scratch_bytes == 2 * 8 * 64 * 4  # fp32 softmax statistics: batch * heads * seq_q
+
+
+@pytest.mark.parametrize("h,q,kv,attrs,pingpong", [
+    (64, 256, 512, "scale=None, causal_mask=None, window_size=None", "128x64x64"),
+    (128, 128, 384, "scale=None, causal_mask=None, window_size=None", "128x128x128"),
+    (128, 128, 320, "scale=None, causal_mask=None, window_size=None", None),  # a key tail (320 % 128)
+    (64, 136, 128, "scale=None, causal_mask=None, window_size=None", None),  # a query tail (136 % 128)
+    (64, 256, 256, 'scale=None, causal_mask="BottomRight", window_size=None', None),  # masked
+    (256, 256, 256, "scale=None, causal_mask=None, window_size=None", None),  # no ping-pong kernel for 256
+])
+def test_pingpong_unit_runs_first_where_it_can(h, q, kv, attrs, pingpong):
+    """Unmasked calls without static tails get the ping-pong unit before the cooperative one."""
+    gm = generate(module((2, q, 4, h), (2, kv, 4, h), (2, kv, 4, h), attrs=attrs))
+    (e,) = gm.entries
+    bucket = {64: 64, 128: 128, 256: 256}[h]
+    tag = "none" if "None, window" in attrs else "bottom_right"
+    coop = f"attention_sm90_f16_h{bucket}_{tag}"
+    names = [s.removeprefix("src/kernels/").removesuffix(".cu") for s in e.kernel_sources]
+    assert names == ([f"{coop}_pingpong"] if pingpong else []) + [coop, f"attention_f16_h{bucket}"]
+    impls = [(v["impl"], v.get("schedule")) for v in e.steps[0]["variants"]]
+    assert impls == ([("fused_attention_sm90", "tma_warpspecialized_pingpong")] if pingpong else []) + [
+        ("fused_attention_sm90", "tma_warpspecialized_cooperative"), ("fused_attention_simt", None)]
+    if pingpong:
+        src = {s.path: s for s in gm.sources}[f"src/kernels/{coop}_pingpong.cu"]
+        assert f"sm90::run_pingpong<cutlass::half_t, {bucket}>(p, lse, lse_bytes, stream)" in src.text
+        assert src.unit == "sm90" and f"tile {pingpong}" in src.text
+        text = wrapper(gm, e)
+        first = text.index(f"frc = byocc::attention::{coop}_pingpong_run(")
+        assert first < text.index("if (frc == byocc::attention::kNotApplicable) {") < text.index(
+            f"frc = byocc::attention::{coop}_run(") < text.index(f"attention_f16_h{bucket}_run(p, stream)")
+
+
+def test_fused_units_are_shared_and_one_per_variant():
+    """Two functions of one dtype, bucket and mask share one unit; another mask is another unit."""
+    one = module((2, 64, 4, 64), (2, 64, 4, 64), (2, 64, 4, 64)).replace("def main(", "def first(")
+    two = module((4, 32, 2, 48), (4, 32, 2, 48), (4, 32, 2, 48)).split("class Module:\n")[1].replace("def main(", "def second(")
+    three = module((2, 64, 4, 64), (2, 64, 4, 64), (2, 64, 4, 64),
+                   attrs='scale=None, causal_mask="TopLeft", window_size=None').split("class Module:\n")[1]
+    gm = generate(one + two + three.replace("def main(", "def third("))
+    units = sorted(s.path for s in gm.sources if s.unit == "sm90")
+    assert units == ["src/kernels/attention_sm90_f16_h64_none.cu", "src/kernels/attention_sm90_f16_h64_top_left.cu"]
+
+
+def test_fused_header_states_its_run_time_rules():
+    """The fixed C++ checks what the docs promise before it launches anything."""
+    text = (ROOT / "byocc/backends/cuda/csrc/byocc_attention_sm90.cuh").read_text()
+    applies = text[text.index("bool applies("):text.index("// Runs p with kernel K")]
+    for rule in ("p.head_dim != p.head_dim_v", "p.head_dim % 8 != 0", "p.seq_q % 8 != 0",
+                 "p.mask == kBottomRight && p.seq_kv < p.seq_q", "!(p.scale > 0.f)", "p.bias != nullptr",
+                 "p.window > 0", "aligned16(p.out)", "strides_ok(p.k_stride)", "<= lse_bytes"):
+        assert rule in applies, rule
+    run = text[text.index("int run_kernel("):]
+    assert run.index("applies<kD>(p, lse_bytes)") < run.index("can_implement") < run.index("<<<grid, block, smem, stream>>>")
+    assert "params.mainloop.scale_softmax = p.scale;" in run  # the IR's scale, not 1/sqrt(head_dim)
+    pingpong = text[text.index("int run_pingpong("):]
+    assert pingpong.index("p.mask != kNoMask || p.seq_q % kRows != 0 || p.seq_kv % kKeys != 0") < pingpong.index(
+        "run_kernel<Config<Element, Shape, Pingpong, kNoMask>")
+
+
+def test_build_files_carry_the_fmha_include_path(tmp_path):
+    """``partition -o`` writes config.ninja and CMakeLists.txt with CUTLASS's
+    examples/88_hopper_fmha folder among the CUTLASS include directories."""
+    pytest.importorskip("cutlass_library")
+    from byocc.backends.toolchain import FMHA_EXAMPLE
+    from byocc.backends.toolchain import find_cutlass
+
+    dirs = find_cutlass()
+    assert dirs is not None and dirs[-1].endswith(FMHA_EXAMPLE)
+    assert (Path(dirs[-1]) / "kernel" / "fmha_kernel_builder.hpp").is_file()
+    out = tmp_path / "o"
+    res = CliRunner().invoke(cli, ["partition", str(ROOT / "samples/attention_fp16.relax"), "--backend", "cutlass",
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    flags = next(line for line in (out / "config.ninja").read_text().splitlines() if line.startswith("cutlass_cflags"))
+    assert f"-I{dirs[-1]}" in flags.split()
+    assert dirs[-1] in (out / "CMakeLists.txt").read_text()
+    import json
+
+    build = json.loads((out / "manifest.json").read_text())["build"]
+    (unit,) = [u for u in build["units"] if u["path"] == "src/kernels/attention_sm90_f16_h64_none.cu"]
+    assert unit["kind"] == "sm90" and unit["archs"] == ["sm_90a"] and unit["needs_cutlass"]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="nvidia-cutlass wheel not installed")
+def test_generated_fused_attention_unit_compiles(tmp_path):
+    """The sample's sm_90a unit (CUTLASS Hopper FMHA, f16, head dim 64, no mask), compile only,
+    with the build's flags and include path (~50 s)."""
+    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
+    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
+    from byocc.backends.toolchain import find_cutlass
+
+    out = tmp_path / "o"
+    res = CliRunner().invoke(cli, ["partition", str(ROOT / "samples/attention_fp16.relax"), "--backend", "cutlass",
+                                   "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    unit = out / "src/kernels/attention_sm90_f16_h64_none.cu"
+    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], *(f"-I{d}" for d in find_cutlass() or ()),
+           f"-I{out / 'src'}", "-c", str(unit), "-o", str(tmp_path / "fused.o")]
+    lock = "/tmp/byocc_nvcc_heavy.lock"
+    if shutil.which("flock") and os.access("/tmp", os.W_OK):
+        cmd = ["flock", lock, *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    symbols = subprocess.run(["nm", "-C", str(tmp_path / "fused.o")], capture_output=True, text=True)
+    if symbols.returncode == 0:
+        assert "byocc::attention::attention_sm90_f16_h64_none_run(byocc::attention::Params const&" in symbols.stdout
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")

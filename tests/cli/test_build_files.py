@@ -204,6 +204,21 @@ def test_find_cutlass_accepts_a_checkout_or_its_include(tmp_path):
     assert find_cutlass(str(tmp_path)) is None
 
 
+def test_find_cutlass_adds_the_hopper_fmha_example_folder(tmp_path):
+    """A CUTLASS root with examples/88_hopper_fmha gets it as a third include directory
+    (the sm_90a attention units include its kernel/ headers); one without it does not."""
+    root = tmp_path / "cutlass"
+    (root / "include" / "cutlass").mkdir(parents=True)
+    (root / "include" / "cutlass" / "cutlass.h").write_text("")
+    (root / "tools" / "util" / "include").mkdir(parents=True)
+    (root / "examples" / "88_hopper_fmha" / "kernel").mkdir(parents=True)
+    dirs = find_cutlass(str(root))
+    assert dirs == (str(root / "include"), str(root / "tools" / "util" / "include"),
+                    str(root / "examples" / "88_hopper_fmha"))
+    flags = Toolchain(cutlass_include_dirs=dirs).variables()["cutlass_cflags"].split()
+    assert flags[-1] == f"-I{root / 'examples' / '88_hopper_fmha'}"
+
+
 def test_pool_commands_expand_the_rules_like_ninja():
     steps = commands(plan_of(), TOOLCHAIN)
     sm90 = next(s for s in steps if s.unit == "src/kernels/k_ab12.cu")

@@ -15,14 +15,29 @@ as the reference does.
 ``byocc::attention::Params``, run-time checks, the launch) and names the kernel unit
 ``src/kernels/attention_<dtype>_h<bucket>.cu`` (``cuda/attention_unit.cu.j2``, one per dtype
 and head-dim bucket 32/64/128/256, shared by every function), which instantiates the fused
-kernel of ``csrc/byocc_attention.cuh``: FlashAttention-2-style online softmax, SIMT fp32. An
-IR ``workspace`` parameter (AllocateWorkspace) is accepted and unused: the kernel needs no
-scratch. Head dims past 256, symbolic head dims, other dtypes and stacked inputs of another
-form are CodegenErrors naming the function and composite.
+kernel of ``csrc/byocc_attention.cuh``: FlashAttention-2-style online softmax, SIMT fp32 (the
+"v1" kernel, which runs every call). An IR ``workspace`` parameter (AllocateWorkspace) is
+accepted and unused. Head dims past 256, symbolic head dims, other dtypes and stacked inputs of
+another form are CodegenErrors naming the function and composite.
+
+The fast path (:meth:`AttentionPlan.fused_kernels`, :func:`fused_reason`): when the ``arch``
+option has sm_90a and the call can take it (f16/bf16, head dim == value head dim, a multiple of
+8 in bucket 64, 128 or 256, no bias, no window, a positive scale, a static seq_q that is a
+multiple of 8), the step also names ``src/kernels/attention_sm90_<dtype>_h<bucket>_<mask>.cu``
+(an sm90 unit of ``cuda/attention_sm90_unit.cu.j2``, one per dtype, bucket and mask, shared by
+every function) and, unmasked in buckets 64 and 128 without a static tail, its ``_pingpong``
+twin: CUTLASS's Hopper FMHA (``examples/88_hopper_fmha``) with byocc's mask fusion and launch
+(``csrc/byocc_attention_sm90.cuh``). At run time the wrapper calls them in order on a
+compute-capability-9 device; each launches only where its run-time checks pass (alignment,
+strides, BottomRight with seq_kv >= seq_q, no tail for ping-pong, ...) and otherwise reports
+"not applicable"; the v1 kernel runs when none launched. They write their fp32 softmax
+statistics (batch * heads * seq_q) into the step's scratch region; the manifest step lists
+every variant in order, or says why there is no fused one (``fused_refused``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +55,9 @@ from ..codegen import CodegenError
 from ..codegen import SourceFile
 from ..codegen import Variant
 from ..cuda.step import Operand
+from ..cuda.step import Size
 from ..cuda.step import Step
+from ..cuda.step import tensor_bytes
 from ..cuda.templates import fixed_source
 from ..cuda.templates import render
 from ..cuda.wrapper import WrapperContext
@@ -48,6 +65,7 @@ from ..cuda.wrapper import shape_text
 from ..dtypes import dtype as dtype_row
 from ..program import CompositeCall
 from ..utils import int_list
+from .backend import OPTIONS
 
 ATTENTION_OPS = ("relax.nn.attention", "relax.nn.attention_bias")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -56,6 +74,19 @@ BUCKETS = (32, 64, 128, 256)
 MASKS = {None: "kNoMask", "TopLeft": "kTopLeft", "BottomRight": "kBottomRight"}
 HEADERS = (("src/byocc_attention.h", "cuda/byocc_attention.h"),
            ("src/byocc_attention.cuh", "cuda/byocc_attention.cuh"))
+#: The header of the sm_90a fused units (added when a function uses one).
+SM90_HEADER = ("src/byocc_attention_sm90.cuh", "cuda/byocc_attention_sm90.cuh")
+#: What the sm_90a fused kernel (CUTLASS's Hopper FMHA) takes: dtypes and head-dim buckets,
+#: with each bucket's (query rows, keys, head dim) tile and schedule (csrc: Tiles<kD>).
+FUSED_DTYPES = ("float16", "bfloat16")
+FUSED_TILES = {64: (128, 64, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
+FUSED_SCHEDULE = "tma_warpspecialized_cooperative"
+#: The ping-pong kernels (no mask, shapes without query or key tails), tried before the
+#: cooperative one: faster on the H200 (bench/gpu/results/h200_attn_probe.md).
+PINGPONG_TILES = {64: (128, 64, 64), 128: (128, 128, 128)}
+PINGPONG_SCHEDULE = "tma_warpspecialized_pingpong"
+#: Unit-name tag of each mask (after causal-mask resolution: a window implies TopLeft).
+MASK_TAGS = {None: "none", "TopLeft": "top_left", "BottomRight": "bottom_right"}
 
 
 @dataclass(frozen=True)
@@ -86,6 +117,12 @@ class AttentionPlan:
     mask: str | None
     window: int | None
     bucket: int
+    fused_refused: str | None = "not planned"
+    """Why the step has no sm_90a fused variant (:func:`fused_reason`); None: it has one."""
+
+    @property
+    def fused(self) -> bool:
+        return self.fused_refused is None
 
     @property
     def head_dim(self) -> int:
@@ -98,6 +135,34 @@ class AttentionPlan:
     @property
     def unit_name(self) -> str:
         return f"attention_{dtype_row(self.dtype).short}_h{self.bucket}"
+
+    @property
+    def fused_unit_name(self) -> str:
+        """The sm_90a fused unit's name (meaningful when :attr:`fused`)."""
+        return f"attention_sm90_{dtype_row(self.dtype).short}_h{self.bucket}_{MASK_TAGS[self.mask]}"
+
+    @property
+    def pingpong(self) -> bool:
+        """Whether the step also has the ping-pong unit: no mask, bucket 64 or 128, and no
+        static query or key length with a tail (which it could never run)."""
+        if not self.fused or self.mask is not None or self.bucket not in PINGPONG_TILES:
+            return False
+        rows, keys, _ = PINGPONG_TILES[self.bucket]
+        seq_q, seq_kv = self.q.shape[1], self.k.shape[1]
+        return not ((isinstance(seq_q, int) and seq_q % rows) or (isinstance(seq_kv, int) and seq_kv % keys))
+
+    def fused_kernels(self) -> list[dict]:
+        """The sm_90a units in run-time order: name, schedule, tile, the C++ entry."""
+        out = []
+        if self.pingpong:
+            out.append({"name": f"{self.fused_unit_name}_pingpong", "schedule": PINGPONG_SCHEDULE,
+                        "tile": PINGPONG_TILES[self.bucket], "entry": "run_pingpong",
+                        "applies": f"seq_q % {PINGPONG_TILES[self.bucket][0]} == 0 and "
+                                   f"seq_kv % {PINGPONG_TILES[self.bucket][1]} == 0"})
+        if self.fused:
+            out.append({"name": self.fused_unit_name, "schedule": FUSED_SCHEDULE, "tile": FUSED_TILES[self.bucket],
+                        "entry": "run", "applies": None})
+        return out
 
     def describe(self) -> str:
         parts = ["softmax(q k^T * scale" + (" + bias" if self.bias is not None else "") + ")"]
@@ -175,9 +240,31 @@ def _dtype(call: Call, where: str) -> str:
     return next(iter(dts))
 
 
-def attention_plan(call: CompositeCall, where: str) -> AttentionPlan | None:
+def fused_reason(plan: AttentionPlan, archs) -> str | None:
+    """Why the step gets no sm_90a fused variant (None: it gets one). What only the run time
+    knows (alignment, strides, a symbolic seq_q, seq_kv >= seq_q for BottomRight) is checked
+    by the unit itself (``csrc/byocc_attention_sm90.cuh``)."""
+    seq_q, seq_kv = plan.q.shape[1], plan.k.shape[1]
+    reasons = [
+        ("sm_90a" not in archs, "the arch option has no sm_90a"),
+        (plan.dtype not in FUSED_DTYPES, f"dtype {plan.dtype} (fused: {', '.join(FUSED_DTYPES)})"),
+        (plan.head_dim != plan.head_dim_v, "head dim differs from the value head dim"),
+        (plan.bucket not in FUSED_TILES or plan.head_dim % 8 != 0,
+         f"head dim {plan.head_dim} (fused: multiples of 8 in buckets {', '.join(map(str, FUSED_TILES))})"),
+        (plan.bias is not None, "a bias"),
+        (plan.window is not None, "a window"),
+        (not (math.isfinite(plan.scale) and plan.scale > 0), f"scale {plan.scale!r} (fused: positive)"),
+        (isinstance(seq_q, int) and seq_q % 8 != 0, f"seq_q {seq_q} (fused: a multiple of 8)"),
+        (plan.mask == "BottomRight" and isinstance(seq_q, int) and isinstance(seq_kv, int) and seq_kv < seq_q,
+         "a BottomRight mask with seq_kv < seq_q (rows that see no key)"),
+    ]
+    return next((why for bad, why in reasons if bad), None)
+
+
+def attention_plan(call: CompositeCall, where: str, options: dict | None = None) -> AttentionPlan | None:
     """The attention reading of composite call ``call``, or None when its body has no
-    attention op; CodegenError when it has one the kernel cannot run."""
+    attention op; CodegenError when it has one the kernel cannot run. ``options``: the
+    CUTLASS codegen options (their ``arch`` decides the fused variant; default: all)."""
     comp = call.func
     defs = _defs(comp)
     att = _attention_call(comp, defs)
@@ -203,9 +290,11 @@ def attention_plan(call: CompositeCall, where: str) -> AttentionPlan | None:
     window = None if window is None else _int(window)
     if window is not None and window <= 0:
         raise CodegenError(f"{where}: window_size {window} must be positive")
-    return AttentionPlan(call, where, q, k, v, None if bias is None else params[bias],
+    plan = AttentionPlan(call, where, q, k, v, None if bias is None else params[bias],
                          None if bias is None else tuple(bias.struct_info.shape), workspace, dtype,
                          scale, scale_attr is not None, mask, window, bucket)
+    archs = OPTIONS.resolve(options or {})["arch"]
+    return dataclasses.replace(plan, fused_refused=fused_reason(plan, archs))
 
 
 def _int_or_float(x):
@@ -244,14 +333,44 @@ def unit_declaration(plan: AttentionPlan) -> str:
             "cudaStream_t stream); } }")
 
 
+def fused_declaration(name: str) -> str:
+    return (f"namespace byocc {{ namespace attention {{ int {name}_run(const Params& p, "
+            "void* lse, uint64_t lse_bytes, cudaStream_t stream); } }")
+
+
 def attention_unit(plan: AttentionPlan) -> SourceFile:
     text = render("cuda/attention_unit.cu.j2", name=plan.unit_name, dtype=plan.dtype,
                   ctype=dtype_row(plan.dtype).ctype, bucket=plan.bucket)
     return SourceFile(f"src/kernels/{plan.unit_name}.cu", text, "light")
 
 
-def header_sources() -> tuple[SourceFile, ...]:
-    return tuple(SourceFile(path, fixed_source(name), "header") for path, name in HEADERS)
+#: The CUTLASS element type of each fused dtype.
+_CUTLASS_ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t"}
+
+
+def fused_units(plan: AttentionPlan) -> tuple[SourceFile, ...]:
+    """The sm_90a fused units of ``plan`` (sm90 units: built for sm_90a only), in run-time order."""
+    out = []
+    for k in plan.fused_kernels():
+        pingpong = k["entry"] == "run_pingpong"
+        entry = (f"run_pingpong<{_CUTLASS_ELEMENT[plan.dtype]}, {plan.bucket}>" if pingpong
+                 else f"run<{_CUTLASS_ELEMENT[plan.dtype]}, {plan.bucket}, {MASKS[plan.mask]}>")
+        text = render("cuda/attention_sm90_unit.cu.j2", name=k["name"], dtype=plan.dtype, bucket=plan.bucket,
+                      mask_name=plan.mask or "none", tile=k["tile"], schedule=k["schedule"], entry=entry,
+                      applies=k["applies"])
+        out.append(SourceFile(f"src/kernels/{k['name']}.cu", text, "sm90"))
+    return tuple(out)
+
+
+def header_sources(fused: bool = False) -> tuple[SourceFile, ...]:
+    """The attention headers (``fused``: with the sm_90a units' header)."""
+    pairs = (*HEADERS, SM90_HEADER) if fused else HEADERS
+    return tuple(SourceFile(path, fixed_source(name), "header") for path, name in pairs)
+
+
+def lse_scratch(plan: AttentionPlan, ctx: WrapperContext) -> Size:
+    """The fused kernel's softmax statistics: fp32, batch * heads * seq_q."""
+    return tensor_bytes((plan.q.shape[0], plan.q.shape[2], plan.q.shape[1]), 4, ctx)
 
 
 def step_code(plan: AttentionPlan, ctx: WrapperContext) -> str:
@@ -267,6 +386,8 @@ def step_code(plan: AttentionPlan, ctx: WrapperContext) -> str:
         head_dim=plan.head_dim, head_dim_v=plan.head_dim_v, scale=_float_literal(plan.scale),
         mask=MASKS[plan.mask if plan.mask or not plan.window else "TopLeft"], window=plan.window or 0,
         bucket=plan.bucket, describe=plan.describe(), elem_bytes=dtype_row(plan.dtype).itemsize,
+        fused=[{"name": k["name"], "tile": "x".join(map(str, k["tile"])), "schedule": k["schedule"].rsplit("_", 1)[1]}
+               for k in plan.fused_kernels()],
     ).removesuffix("\n")
 
 
@@ -295,10 +416,25 @@ def _operands(plan: AttentionPlan) -> tuple[Operand, ...]:
     return tuple(Operand(args[i], role) for role, i in items)
 
 
+def fused_variants(plan: AttentionPlan) -> tuple[Variant, ...]:
+    rules = ("compute capability 9.0; q, k, v, out 16-byte aligned, strides multiples of 8 elements "
+             "below 2^31; seq_q % 8 == 0; BottomRight: seq_kv >= seq_q")
+    return tuple(Variant("sm_90a", "fused_attention_sm90", {
+        "kernel": f"src/kernels/{k['name']}.cu", "head_dim_bucket": plan.bucket, "tile": list(k["tile"]),
+        "schedule": k["schedule"], "mask": plan.mask,
+        "source": "CUTLASS examples/88_hopper_fmha (FmhaBuilder) + byocc_attention_sm90.cuh",
+        "applies": rules + (f"; {k['applies']}" if k["applies"] else "")}) for k in plan.fused_kernels())
+
+
 def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
-    """The :class:`~byocc.backends.cuda.step.Step` of one attention composite call."""
+    """The :class:`~byocc.backends.cuda.step.Step` of one attention composite call: the
+    sm_90a fused variants first where the plan has them, then the v1 kernel."""
     unit = attention_unit(plan)
-    variant = Variant("sm_80", "fused_attention_simt", {"kernel": unit.path, "head_dim_bucket": plan.bucket})
+    simt = Variant("sm_80", "fused_attention_simt", {"kernel": unit.path, "head_dim_bucket": plan.bucket})
+    variants = (*fused_variants(plan), simt)
+    units = (*fused_units(plan), unit)
+    declarations = ('#include "byocc_attention.h"', *(fused_declaration(k["name"]) for k in plan.fused_kernels()),
+                    unit_declaration(plan))
     layout = "stacked" if plan.q.stacked else "bsnh"
     record = {"composite": plan.call.composite, "kind": "attention", "formula": plan.describe(),
               "layout": layout, "dtype": plan.dtype, "head_dim": plan.head_dim, "head_dim_v": plan.head_dim_v,
@@ -306,16 +442,25 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
               "causal_mask": plan.mask, "window_size": plan.window,
               "bias": None if plan.bias is None else "broadcast_strides",
               "accumulator": "float32", "workspace": "accepted, unused" if plan.workspace is not None else None,
-              "variants": [variant.to_json()]}
+              "kernel": "sm90_fmha_then_simt" if plan.fused else "simt",
+              "variants": [v.to_json() for v in variants]}
+    if not plan.fused:
+        record["fused_refused"] = plan.fused_refused
+    fused_lines = tuple(f"variant fused_attention_sm90 (sm_90a, CUTLASS Hopper FMHA, tile "
+                        f"{'x'.join(map(str, k['tile']))}, {k['schedule']}) where its run-time checks pass"
+                        for k in plan.fused_kernels()) or (f"no sm_90a fused variant: {plan.fused_refused}",)
     header = (f"attention {plan.describe()}: {layout} q {shape_text(plan.call.func.params[plan.q.param].struct_info)}, "
               f"H {plan.head_dim} Hv {plan.head_dim_v}, scale {plan.scale!r}",
+              *fused_lines,
               f"variant fused_attention_simt (online softmax, fp32), head-dim bucket {plan.bucket}"
               + ("; IR workspace unused" if plan.workspace is not None else ""))
-    return Step(plan.call.composite, step_code(plan, ctx), units=(unit,),
-                declarations=('#include "byocc_attention.h"', unit_declaration(plan)),
-                header=header, record=record, variants=(variant,), operands=_operands(plan),
+    return Step(plan.call.composite, step_code(plan, ctx), units=units,
+                scratch=lse_scratch(plan, ctx) if plan.fused else Size.zero(),
+                declarations=declarations, header=header, record=record, variants=variants,
+                operands=_operands(plan),
                 attrs={"causal_mask": plan.mask, "window_size": plan.window, "scale": plan.scale,
                        "accumulator": "float32"})
 
 
-__all__ = ["AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "header_sources"]
+__all__ = ["AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "fused_reason",
+           "fused_units", "header_sources"]

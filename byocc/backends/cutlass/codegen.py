@@ -88,7 +88,7 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
-    attention = attention_plan(call, where)
+    attention = attention_plan(call, where, options)
     if attention is not None:
         return attention
     op = first_unsupported_op(call.func) or "no supported operator"
@@ -188,7 +188,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):
         units.update((h.path, h) for h in generic.conv_header_sources())
     if any(p.startswith("src/kernels/attention_") for p in units):
-        units.update((h.path, h) for h in header_sources())
+        fused = any(p.startswith("src/kernels/attention_sm90_") for p in units)
+        units.update((h.path, h) for h in header_sources(fused))
     sources = tuple(units[p] for p in sorted(units))
     needs_cutlass = any(s.unit in ("sm90", "sm80") for s in sources)
     return [GeneratedModule(BACKEND, tuple(entries), sources, needs_cutlass=needs_cutlass,

@@ -17,6 +17,10 @@ namespace attention {
 // Causal masks: TopLeft masks j > i; BottomRight masks j > i + (seq_kv - seq_q).
 enum Mask : int32_t { kNoMask = 0, kTopLeft = 1, kBottomRight = 2 };
 
+// What the sm_90a fused kernel's entry (byocc_attention_sm90.cuh) returns when it does not
+// apply to the call (nothing launched): the wrapper then runs the SIMT kernel.
+constexpr int kNotApplicable = -1;
+
 struct Params {
   const void* q;
   const void* k;
