@@ -17,12 +17,13 @@ import time
 import click
 
 from .options import DIM
+from .options import DeviceType
 from .output import render_table
 
 
 @click.command("bench")
 @click.argument("folder", metavar="OUT_DIR")
-@click.option("--device", default="cuda", show_default=True, metavar="cuda[:N]", help="The GPU to run on.")
+@click.option("--device", default="cuda", type=DeviceType(allow_cpu=False), show_default=True, metavar="cuda[:N]", help="The GPU to run on.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Untimed calls first.")
 @click.option("--iters", type=click.IntRange(min=1), default=100, show_default=True, help="Timed calls.")
 @click.option("--inputs", "inputs_file", metavar="FILE.npz", help="Arrays for the parameters (default: random).")

@@ -35,6 +35,26 @@ class DimType(click.ParamType):
         return (name, number)
 
 
+class DeviceType(click.ParamType):
+    """``cpu``, ``cuda`` or ``cuda:N`` (``cpu`` only where ``allow_cpu``); anything else is a
+    usage error (exit 2) before any model is read."""
+
+    name = "device"
+
+    def __init__(self, allow_cpu: bool = True):
+        self.allow_cpu = allow_cpu
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip().lower()
+        kind, _, index = text.partition(":")
+        if kind == "cpu" and not index and self.allow_cpu:
+            return text
+        if kind == "cuda" and (not _ or index.isdigit()):
+            return text
+        known = "cpu, cuda, cuda:N" if self.allow_cpu else "cuda, cuda:N"
+        self.fail(f"unknown device {value!r} (expected {known})", param, ctx)
+
+
 class BackendType(click.ParamType):
     """A registered backend's name (``cutlass``, ``cublas``, ...); an unknown name is a
     usage error listing the known ones. The registry is read only when a value is given,
@@ -258,6 +278,7 @@ def steps_of(backends, enabled: bool) -> dict:
 
 
 __all__ = [
+    "DeviceType",
     "BACKEND", "CODEGEN_OPTION", "DIM", "MAX_DIM", "BackendType", "CodegenOptionType", "DimType",
     "apply_frontend", "apply_prepare", "backend_steps_option", "mixed_precision_passes",
     "precision_options", "recompose_passes", "codegen_option_option", "prepare_options",

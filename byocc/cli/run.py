@@ -12,6 +12,7 @@ import click
 from .model import check_input_file
 from .model import load_model
 from .options import DIM
+from .options import DeviceType
 from .output import check_output_file
 from .output import note_input
 from .output import render_table
@@ -40,7 +41,7 @@ DEVICE_HELP = ("Where to run: cpu (the numpy interpreter) or cuda / cuda:N (a bu
               help="Value (>= 0) of a symbolic dimension for random inputs (repeatable).")
 @click.option("--check/--no-check", default=False,
               help="Check every value against its variable's type while running.")
-@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help=DEVICE_HELP)
+@click.option("--device", default="cpu", type=DeviceType(), show_default=True, metavar="cpu|cuda[:N]", help=DEVICE_HELP)
 @click.option("--cuda-graph", is_flag=True,
               help="--device cuda: capture the whole run as one CUDA graph and replay it (static shapes).")
 @click.option("--summary", "summary_file", metavar="FILE.json",

@@ -14,6 +14,7 @@ import click
 from .model import load_model
 from .options import BACKEND
 from .options import DIM
+from .options import DeviceType
 from .options import apply_prepare
 from .options import backend_steps_option
 from .options import prepare_options
@@ -49,7 +50,7 @@ VERIFIED = ("the partitioned module computes what the original does (on the inte
               help="Value (>= 0) of a symbolic dimension (repeatable; default: random in [10, 50)).")
 @prepare_options
 @backend_steps_option
-@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
+@click.option("--device", default="cpu", type=DeviceType(), show_default=True, metavar="cpu|cuda[:N]",
               help="cpu: compare on the interpreter (MODEL a model file). cuda / cuda:N: MODEL is a folder "
                    "`partition -o` wrote and `byocc build` compiled; its partitioned module on the CPU "
                    "(numpy, float64 math) against the built library on the GPU (docs/runtime.md#tolerances).")

@@ -80,7 +80,7 @@ def test_a_bad_option_value_is_a_usage_error(symbolic, args, option, message):
 
 
 # Options whose value is a name or a path and so legitimately a plain string.
-NAME_OR_PATH_METAVARS = {"FILE", "FILE.py", "FILE.npz", "FUNC", "PASS", "DIR", "OUT.npz", "OUT.relax", "MODEL",
+NAME_OR_PATH_METAVARS = {"FILE", "FILE.py", "FILE.npz", "FILE.json", "FILE.py:FUNC", "MODEL.onnx", "FUNC", "PASS", "DIR", "OUT.npz", "OUT.relax", "MODEL",
                          "CMD"}
 
 

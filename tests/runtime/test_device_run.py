@@ -365,7 +365,7 @@ def test_device_run_of_a_model_file_is_a_usage_error(no_cupy):
 def test_unknown_device_and_graph_on_cpu_are_errors(tmp_path):
     folder = _partition(tmp_path, "mlp_fp16.relax")
     res = run_cli("run", folder, "--device", "tpu")
-    assert res.exit_code == 1 and "unknown device 'tpu'" in res.output
+    assert res.exit_code == 2 and "unknown device 'tpu'" in res.output
     res = run_cli("run", folder, "--cuda-graph")
     assert res.exit_code == 2 and "--device cuda" in res.output
 
