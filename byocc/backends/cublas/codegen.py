@@ -41,6 +41,7 @@ from byocc.ir.prim import dim_text
 from ..codegen import CodegenError
 from ..codegen import GeneratedModule
 from ..codegen import Variant
+from ..cuda import elementwise_map
 from ..cuda import generic
 from ..cuda.common import fixed_constant
 from ..cuda.elementwise import elementwise_plan
@@ -218,6 +219,16 @@ def _rejected_form(gemm: GemmStep) -> str | None:
     if gemm.act == "silu":
         return "cuBLASLt has no SiLU epilogue"
     return None
+
+
+def _keeps_gemm(gemm: GemmStep) -> bool:
+    """Whether one cuBLASLt call computes the GEMM reading ``gemm`` whole. A SiLU or a
+    residual epilogue is not one cuBLASLt has: such a composite is split into the GEMM and
+    byocc's fused elementwise kernel for the rest (:mod:`byocc.backends.cuda.split`); fp8
+    stays one (deferred) step."""
+    if any(s.dtype in _FP8 for s in (gemm.lhs_sinfo, gemm.rhs_sinfo)):
+        return True
+    return gemm.residual_op is None and gemm.post is None and gemm.act != "silu"
 
 
 def _types(in_dtype: str, rhs_dtype: str, out_dtype: str, opts: Options, where) -> tuple:
@@ -493,7 +504,7 @@ def _elementwise_step(program: OffloadedProgram, index: int, call: CompositeCall
     plan = elementwise_plan(call.func, f"function {program.symbol}, composite {call.composite}")
     step = elementwise_step(plan, call, ctx)
     header = (f"step {index}: {call.composite}: elementwise", *(f"  {line}" for line in step.header))
-    return replace(step, header=header, includes=(_GENERIC_INCLUDE,))
+    return replace(step, header=header, includes=(_GENERIC_INCLUDE, *step.includes))
 
 
 def _wrapper_step(opts: Options, program: OffloadedProgram, index: int, call: CompositeCall,
@@ -513,7 +524,7 @@ def function_codegen(opts: Options) -> FunctionCodegen:
         lambda n: f"Backend cublas (cuBLASLt), {n} composite call(s).",
         includes=(f'#include "{HEADER_PATH.split("/", 1)[1]}"',),
         no_calls="cannot generate cuBLAS code for function {symbol}: it calls no composite",
-        pattern_ranks=_pattern_ranks)
+        pattern_ranks=_pattern_ranks, keeps_gemm=_keeps_gemm)
 
 
 def generate_function(symbol: str, func: Function, opts: Options,
@@ -524,6 +535,8 @@ def generate_function(symbol: str, func: Function, opts: Options,
     sources = {s.path: s for s in (fn.source, *runtime_sources(), *fn.units)}
     if any(u.path.startswith("src/kernels/") for u in fn.units):  # byocc's generic kernels
         sources[generic.HEADER_PATH] = generic.header_source()
+    if elementwise_map.uses_map(sources):
+        sources[elementwise_map.HEADER_PATH] = elementwise_map.header_source()
     return GeneratedModule(BACKEND, (fn.entry,), tuple(sources.values()), needs_cublaslt=True)
 
 

@@ -26,6 +26,7 @@ from byocc.ir import DataflowBlock
 from byocc.ir import Function
 from byocc.ir import Op
 from byocc.ir import SeqExpr
+from byocc.ir import Tuple
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.analysis import post_order_visit
@@ -35,19 +36,27 @@ from ..program import OffloadedProgram
 from ..program import ValueRef
 from ..program import gemm_step
 from .elementwise import SUPPORTED_OPS
+from .elementwise_map import MOVE_OPS
 
 _MATMUL = "relax.matmul"
 _PERMUTE = "relax.permute_dims"
 
 
-def _op_bindings(comp: Function) -> list[VarBinding] | None:
+def _op_bindings(comp: Function) -> tuple[list[VarBinding], list] | None:
+    """The body's op-call bindings and the returned values (one, or a returned tuple's
+    fields: the tuple may be the body's last binding); None when the body has other bindings."""
     out = []
-    for block in comp.body.blocks:
-        for b in block.bindings:
-            if not isinstance(b, VarBinding) or not isinstance(b.value, Call) or not isinstance(b.value.op, Op):
-                return None
-            out.append(b)
-    return out
+    result = comp.body.body
+    bindings = [b for block in comp.body.blocks for b in block.bindings]
+    if bindings and isinstance(bindings[-1], VarBinding) and isinstance(bindings[-1].value, Tuple) \
+            and bindings[-1].var is result:
+        result = bindings[-1].value
+        bindings = bindings[:-1]
+    for b in bindings:
+        if not isinstance(b, VarBinding) or not isinstance(b.value, Call) or not isinstance(b.value.op, Op):
+            return None
+        out.append(b)
+    return out, list(result.fields) if isinstance(result, Tuple) else [result]
 
 
 def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
@@ -59,10 +68,14 @@ def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
     return uses
 
 
-def _pieces(comp: Function) -> list[list[VarBinding]] | None:
-    """The body cut into pieces, or None when the call is not split."""
-    bindings = _op_bindings(comp)
-    if not bindings or gemm_step(comp) is not None:
+def _pieces(comp: Function, keeps_gemm=None) -> tuple[list[list[VarBinding]], list] | None:
+    """The body cut into pieces and the returned values, or None when the call is not split."""
+    read = _op_bindings(comp)
+    if read is None or not read[0]:
+        return None
+    bindings, results = read
+    gemm = gemm_step(comp)
+    if gemm is not None and (keeps_gemm is None or keeps_gemm(gemm)):
         return None
     names = [b.value.op.name for b in bindings]
     if _MATMUL not in names:
@@ -85,16 +98,16 @@ def _pieces(comp: Function) -> list[list[VarBinding]] | None:
                 current = []
             pieces.append([*current, b])
             current = []
-        elif name in SUPPORTED_OPS:
+        elif name in SUPPORTED_OPS or (name in MOVE_OPS and name != "relax.split"):
             current.append(b)
         else:
             return None
     if current:
         pieces.append(current)
-    return _cut_at_escapes(pieces, uses, bindings, comp.body.body)
+    return _cut_at_escapes(pieces, uses, bindings, results), results
 
 
-def _cut_at_escapes(pieces, uses, bindings, result) -> list[list[VarBinding]]:
+def _cut_at_escapes(pieces, uses, bindings, results) -> list[list[VarBinding]]:
     """Cut an elementwise piece after every value a later piece (or the result) reads, so
     that each piece has one result."""
     index = {b.var: k for k, b in enumerate(bindings)}
@@ -104,7 +117,7 @@ def _cut_at_escapes(pieces, uses, bindings, result) -> list[list[VarBinding]]:
         run: list[VarBinding] = []
         for b in piece:
             run.append(b)
-            escapes = b.var is result or any(u > last for u in uses.get(b.var, ()))
+            escapes = any(b.var is r for r in results) or any(u > last for u in uses.get(b.var, ()))
             if escapes and b is not piece[-1] and b.value.op.name != _PERMUTE:
                 out.append(run)
                 run = []
@@ -134,26 +147,41 @@ def _constants_of(func: Function, call: CompositeCall) -> tuple:
     return tuple((c, ref) for c, ref in call.constants if id(c) in ids)
 
 
-def split_composites(program: OffloadedProgram) -> OffloadedProgram:
-    """``program`` with every call the GEMM reading cannot map but whose body is matmuls and
-    elementwise ops replaced by one call per piece (module docstring); ``program`` itself
-    when there is none."""
+def _result_slots(pieces, results) -> dict[int, int] | None:
+    """Piece number -> the field of the call's result it writes; None when a returned value is
+    not the last value of exactly one piece (a parameter, or a value returned twice)."""
+    slots: dict[int, int] = {}
+    for k, r in enumerate(results):
+        found = [n for n, piece in enumerate(pieces) if piece[-1].var is r]
+        if len(found) != 1 or found[0] in slots:
+            return None
+        slots[found[0]] = k
+    return slots
+
+
+def split_composites(program: OffloadedProgram, keeps_gemm=None) -> OffloadedProgram:
+    """``program`` with every call the GEMM reading cannot map (or that ``keeps_gemm``, the
+    backend's test of a GEMM reading, refuses) but whose body is matmuls and elementwise ops
+    replaced by one call per piece (module docstring); ``program`` itself when there is none.
+    A call returning a tuple has each field written by the piece computing it."""
     calls: list[CompositeCall] = []
     temps = list(program.temps)
     changed = False
     for call in program.calls:
-        pieces = _pieces(call.func)
-        if pieces is None or len(pieces) < 2:
+        cut = _pieces(call.func, keeps_gemm)
+        slots = None if cut is None else _result_slots(*cut)
+        if cut is None or slots is None or len(cut[0]) < 2:
             calls.append(call)
             continue
+        pieces = cut[0]
         changed = True
         refs: dict[Var, ValueRef] = {p: call.args[i] for i, p in enumerate(call.func.params)}
         for n, piece in enumerate(pieces):
             func, reads = _piece_function(call.func, piece)
-            last = n == len(pieces) - 1
-            result = call.result if last else len(temps)
-            sinfo = call.sinfo if last else piece[-1].var.struct_info
-            if not last:
+            if n in slots:
+                result, sinfo = call.results[slots[n]], call.result_sinfos[slots[n]]
+            else:
+                result, sinfo = len(temps), piece[-1].var.struct_info
                 temps.append(sinfo)
             calls.append(CompositeCall(call.composite, func, tuple(refs[v] for v in reads),
                                        _constants_of(func, call), result, sinfo))
