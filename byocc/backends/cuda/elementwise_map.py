@@ -24,6 +24,7 @@ the arguments' shapes), so the hash (dtypes and body) names equal kernels equall
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -531,7 +532,7 @@ class _Planner:
                 end = f"int64_t({end_static})"
             else:
                 end_static = None
-                end = f"({offset} + {self.dim(size)})"
+                end = self.dim(size) if offset_static == 0 else f"({offset} + {self.dim(size)})"
             last = k == len(fields) - 1
             cond = "" if last else f"if ({coords[axis]} < {end}) "
             self.emit(("} else " if k else "") + cond + "{")
@@ -637,7 +638,7 @@ def map_plan(comp: Function, where: str) -> MapPlan:
         if guarded:
             p.indent -= 1
             p.emit("}")
-    body = "\n".join(p.lines)
+    body = "\n".join(_drop_unused_indices(p.lines))
     in_desc = ", ".join(f"in{k}: {inp.sinfo.dtype} {_shape_text(inp.sinfo.shape)}" for k, inp in enumerate(p.inputs))
     out_desc = ", ".join(f"out{k}: {si.dtype} {_shape_text(si.shape)}" for k, si in enumerate(sinfos))
     digest = hashlib.sha256((in_desc + "\n" + out_desc + "\n" + body).encode()).hexdigest()[:16]
@@ -647,6 +648,33 @@ def map_plan(comp: Function, where: str) -> MapPlan:
                   body=body)
     return MapPlan(name, tuple(p.inputs), tuple(sinfos), tuple(p.dims),
                    SourceFile(f"src/kernels/{name}.cu", text, "light"), formula)
+
+
+_INDEX_DECL = re.compile(r"^\s*(?:const )?int64_t ([rcl]\d+) = .*;$")
+_INDEX_STEP = re.compile(r"^\s*([rcl]\d+) /= .*;$")
+
+
+def _drop_unused_indices(lines: list[str]) -> list[str]:
+    """The body without index variables nothing reads (a coordinate an op drops, a
+    remainder after its last coordinate): ``-Werror all-warnings`` builds stay clean."""
+    lines = list(lines)
+    while True:
+        uses: dict[str, int] = {}
+        for line in lines:
+            for name in re.findall(r"\b[rcl]\d+\b", line):
+                uses[name] = uses.get(name, 0) + 1
+        dead = set()
+        for line in lines:
+            m = _INDEX_DECL.match(line)
+            if m is not None:
+                name = m.group(1)
+                steps = sum(1 for x in lines if (s := _INDEX_STEP.match(x)) is not None and s.group(1) == name)
+                if uses.get(name, 0) == 1 + steps:  # only its declaration and its own updates
+                    dead.add(name)
+        if not dead:
+            return lines
+        lines = [x for x in lines if not ((m := _INDEX_DECL.match(x)) and m.group(1) in dead)
+                 and not ((m := _INDEX_STEP.match(x)) and m.group(1) in dead)]
 
 
 def _shape_text(shape) -> str:
