@@ -46,6 +46,7 @@ from ..cuda import generic
 from ..cuda.common import fixed_constant
 from ..cuda.elementwise import elementwise_plan
 from ..cuda.elementwise import elementwise_step
+from ..cuda.elementwise import first_unsupported_op
 from ..cuda.elementwise import is_elementwise
 from ..cuda.function import FunctionCodegen
 from ..cuda.function import exported_functions
@@ -305,8 +306,10 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
         raise where(DEFERRED[composite])
     gemm = gemm_step(call.func)
     if gemm is None:
+        op = first_unsupported_op(call.func) or "none; the composite's result is a form byocc does not read"
         raise where("its body is not a GEMM byocc can read ([permute_dims(w)] -> matmul -> [add bias] "
-                    "-> [relu|gelu])")
+                    "-> [relu|gelu]), nor matmuls with elementwise and data-movement ops, nor an elementwise "
+                    f"composite (first unsupported op: {op})")
     reason = _rejected_form(gemm)
     if reason is not None:
         raise where(reason)

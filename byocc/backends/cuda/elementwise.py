@@ -282,18 +282,22 @@ def is_elementwise(comp: Function) -> bool:
 
 
 def first_unsupported_op(comp: Function) -> str | None:
-    """Name of the first op call in ``comp`` not in :data:`SUPPORTED_OPS` (``call_tir`` callees are
-    reported as ``relax.call_tir``)."""
+    """Name of the first op call in ``comp`` that neither the elementwise kernels nor a GEMM
+    step computes (a callee that is no operator is reported by its kind, ``GlobalVar``);
+    ``relax.matmul`` only when the matmuls are all there is to blame."""
+    matmul = None
     for block in comp.body.blocks:
         for b in block.bindings:
             v = getattr(b, "value", None)
             if isinstance(v, Call):
                 if isinstance(v.op, Op):
-                    if v.op.name not in SUPPORTED_OPS and v.op.name not in MOVE_OPS:
+                    if v.op.name == "relax.matmul":
+                        matmul = matmul or v.op.name
+                    elif v.op.name not in SUPPORTED_OPS and v.op.name not in MOVE_OPS:
                         return v.op.name
                 else:
                     return type(v.op).__name__
-    return None
+    return matmul
 
 
 # --------------------------------------------------------------------------- wrapper code
