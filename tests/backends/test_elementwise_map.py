@@ -335,6 +335,13 @@ def test_cublas_silu_and_residual_epilogues_run_as_gemm_then_elementwise():
     pats = [("cublas.matmul_scale", is_op("relax.multiply")(is_op("relax.matmul")(wildcard(), wildcard()), wildcard()))]
     [gm] = _partition(parse_module(text), pats, "cublas")
     assert [s["kind"] for s in gm.entries[0].steps] == ["gemm", "elementwise"]
+    # a full (16, 64) "bias" is no cuBLASLt bias vector: the kernel adds it; a (64,) one stays fused
+    for bias, kinds in (((16, 64), ["gemm", "elementwise"]), ((64,), ["gemm"])):
+        text = module_text(f"x: {_t((16, 32), 'float16')}, w: {_t((32, 64), 'float16')}, b: {_t(bias, 'float16')}",
+                           ["mm = R.matmul(x, w, out_dtype=\"void\")", "out = R.add(mm, b)"])
+        pats = [("cublas.matmul_bias", is_op("relax.add")(is_op("relax.matmul")(wildcard(), wildcard()), wildcard()))]
+        [gm] = _partition(parse_module(text), pats, "cublas")
+        assert [s["kind"] for s in gm.entries[0].steps] == kinds, bias
 
 
 def test_concat_pattern_with_is_tuple_gets_one_kernel():

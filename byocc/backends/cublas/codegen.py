@@ -224,11 +224,20 @@ def _rejected_form(gemm: GemmStep) -> str | None:
 
 def _keeps_gemm(gemm: GemmStep) -> bool:
     """Whether one cuBLASLt call computes the GEMM reading ``gemm`` whole. A SiLU or a
-    residual epilogue is not one cuBLASLt has: such a composite is split into the GEMM and
-    byocc's fused elementwise kernel for the rest (:mod:`byocc.backends.cuda.split`); fp8
-    stays one (deferred) step."""
+    residual epilogue, a bias that is not a vector of the output dtype, an epilogue on an int8
+    GEMM are not what cuBLASLt has: such a composite is split into the GEMM and byocc's fused
+    elementwise kernel for the rest (:mod:`byocc.backends.cuda.split`); fp8 stays one
+    (deferred) step."""
     if any(s.dtype in _FP8 for s in (gemm.lhs_sinfo, gemm.rhs_sinfo)):
         return True
+    if gemm.bias_sinfo is not None:
+        bshape = tuple(gemm.bias_sinfo.shape or ()) or (1,)
+        if gemm.bias_sinfo.dtype != gemm.out_sinfo.dtype or not all(_is_one(d) for d in bshape[:-1]):
+            return False  # not cuBLASLt's bias vector: the fused kernel adds it
+        if gemm.lhs_sinfo.dtype == "int8":
+            return False  # int8 takes no epilogue in cuBLASLt
+    if gemm.act is not None and gemm.lhs_sinfo.dtype == "int8":
+        return False
     return gemm.residual_op is None and gemm.post is None and gemm.act != "silu"
 
 
