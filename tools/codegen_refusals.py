@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         rc.set_codegen_lookup(previous)
     classes: dict[str, set] = collections.defaultdict(set)
     for label, r in results.items():
-        for backend, symbol, message in r["refused"]:
+        for _backend, symbol, message in r["refused"]:
             text = message.replace(symbol, "F")
             text = re.sub(r"composite [^ ):,]+", "composite C", text)
             classes[text].add(label)

@@ -158,6 +158,9 @@ class _Reader:
         fields = value.struct_info.fields if isinstance(value.struct_info, TupleStructInfo) else None
         if fields is not None and not fields:
             raise self.fail(f"composite {name} returns an empty tuple")
+        if fields is not None and any(isinstance(s, TupleStructInfo) for s in fields):
+            raise self.fail(f"composite {name} returns a nested tuple (a tuple value used outside the composite, "
+                            "e.g. a split's whole result); the generated functions take and return tensors only")
         sinfos = [_tensor_sinfo(s, f"the result of {name}" if fields is None else f"field {k} of the result of {name}",
                                 self.symbol) for k, s in enumerate(fields if fields is not None else [value.struct_info])]
         sinfo = sinfos[0]
@@ -216,6 +219,10 @@ def offloaded_program(symbol: str, func: Function, constant_names: dict | None =
     backend = str(func.attrs.get("Codegen"))
     params = tuple(func.params)
     for i, p in enumerate(params):
+        if isinstance(p.struct_info, TupleStructInfo):
+            raise CodegenError(f"{symbol}: parameter {i} ({p.name_hint}) is a tuple; the generated functions take "
+                               "tensors only (a tuple the pattern matches through a bound variable becomes a "
+                               "parameter: build it in the same expression as its use)")
         _tensor_sinfo(p.struct_info, f"parameter {i} ({p.name_hint})", symbol)
     reader = _Reader(symbol, backend, params, constant_names or {})
     for binding in _bindings(func.body):

@@ -350,3 +350,35 @@ def test_concat_pattern_with_is_tuple_gets_one_kernel():
     [gm] = _partition(parse_module(text), pats, "cutlass")
     [entry] = gm.entries
     assert entry.steps[0]["index_mapped"] is True and [a.name for a in entry.args] == ["a", "b"]
+
+
+def test_nested_tuple_results_and_tuple_parameters_are_clear_errors():
+    """What stays refused says why: a split's whole tuple returned from the composite
+    (split_then_two_matmuls under a cutlass prefix), a tuple bound outside the composite."""
+    text = module_text(f"x: {_t((16, 128), 'float16')}, w: {_t((64, 32), 'float16')}",
+                       ["parts = R.split(x, indices_or_sections=2, axis=1)", "p0 = parts[0]", "p1 = parts[1]",
+                        "m = R.matmul(p0, w, out_dtype=\"void\")", "n = R.matmul(p1, w, out_dtype=\"void\")",
+                        "out = R.add(m, n)"])
+    from byocc.dpl import is_tuple_get_item
+
+    pats = [("cutlass.split0_matmul", is_op("relax.matmul")(is_tuple_get_item(is_op("relax.split")(wildcard()), 0),
+                                                            wildcard()))]
+    with pytest.raises(CodegenError, match=r"composite cutlass.split0_matmul returns a nested tuple"):
+        _partition(parse_module(text), pats, "cutlass")
+    text = module_text(f"a: {_t((2, 3))}, b: {_t((2, 3))}", ["t = (a, b)", "cc = R.concat(t, axis=0)",
+                                                          "out = R.nn.relu(cc)"])
+    pats = [("cutlass.concat_relu", is_op("relax.nn.relu")(is_op("relax.concat")(is_tuple([wildcard(), wildcard()]))))]
+    with pytest.raises(CodegenError, match=r"parameter 0 \(t\) is a tuple"):
+        _partition(parse_module(text), pats, "cutlass")
+
+
+def test_too_deep_or_too_large_composites_are_codegen_errors():
+    body = ["v0 = R.permute_dims(x, axes=None)"] + [f"v{k} = R.exp(v{k - 1})" for k in range(1, 260)] + ["out = R.exp(v259)"]
+    mod = parse_module(module_text(f"x: {_t((2, 3))}", body))
+    with pytest.raises(CodegenError, match=r"deeper than 200 ops"):
+        map_plan(mod["main"], "function f, composite c")
+    body = ["c0 = R.permute_dims(x, axes=None)"] + [f"c{k} = R.concat((c{k - 1}, c{k - 1}), axis=0)" for k in range(1, 16)]
+    body.append("out = R.exp(c15)")
+    mod = parse_module(module_text(f"x: {_t((1, 1))}", body))
+    with pytest.raises(CodegenError, match=r"exceed 20000 statements"):
+        map_plan(mod["main"], "function f, composite c")
