@@ -382,3 +382,22 @@ def test_too_deep_or_too_large_composites_are_codegen_errors():
     mod = parse_module(module_text(f"x: {_t((1, 1))}", body))
     with pytest.raises(CodegenError, match=r"exceed 20000 statements"):
         map_plan(mod["main"], "function f, composite c")
+
+
+@pytest.mark.parametrize("backend", ["cutlass", "cublas"])
+@pytest.mark.parametrize("case,composite,kinds", [
+    ("intermediate_used_outside_custom_nocheck", "matmul_bias_relu", ["gemm", "elementwise"]),
+    ("random_p100", "e0_divide_add", ["elementwise"]),
+    ("random_p094", "e3_matmul_bias_silu", ["gemm", "elementwise"]),
+    ("concat_tuple_pattern", "concat3", ["elementwise"]),
+])
+def test_corpus_pattern_files_offered_to_a_backend_get_code(backend, case, composite, kinds):
+    """A corpus pattern file's composites (other prefixes renamed to the backend): tuple results
+    (an intermediate used outside) and concats get code, one step per piece."""
+    mod, patterns = _corpus(case)
+    for p in patterns:
+        p.name = f"{backend}.{p.name.split('.', 1)[1]}"
+    modules = _partition(mod, patterns, backend)
+    name = f"{backend}.{composite}"
+    per_entry = [[s["kind"] for s in e.steps if s["composite"] == name] for gm in modules for e in gm.entries]
+    assert kinds in per_entry, per_entry

@@ -6,9 +6,13 @@ a pattern file can put two matmuls and an add in one composite. :func:`split_com
 rewrites such a call of an :class:`~byocc.backends.program.OffloadedProgram` into a sequence
 of calls of the same composite name, each over a piece of its body: every matmul (with the
 ``permute_dims`` of its weight, when that is its only use) is one GEMM call, each run of
-elementwise ops in between one elementwise call. A piece's result that a later piece reads
-becomes a new temporary (in scratch); the last piece writes the call's own result. The
-backend then plans each piece as usual (a GEMM step, a fused elementwise step).
+elementwise and data-movement ops in between one elementwise call. A piece hands on every
+value a later piece reads or the call returns: each becomes a new temporary (in scratch) or,
+when the call returns it, the call's own result (a tuple-returning call has each field
+written by the piece computing it); an elementwise piece handing on several values returns
+them as a tuple, written by its one index-mapped kernel. The backend then plans each piece
+as usual (a GEMM step, a fused elementwise step). A backend whose GEMM cannot compute a GEMM
+reading whole (``keeps_gemm``: cuBLASLt without a SiLU epilogue) has it split the same way.
 
 Calls are split only when their body is not one GEMM (:func:`~byocc.backends.program.gemm_step`),
 calls a matmul, and holds nothing but matmuls, weight permutes and the ops of the fused
@@ -27,6 +31,7 @@ from byocc.ir import Function
 from byocc.ir import Op
 from byocc.ir import SeqExpr
 from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.analysis import post_order_visit
@@ -68,8 +73,9 @@ def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
     return uses
 
 
-def _pieces(comp: Function, keeps_gemm=None) -> tuple[list[list[VarBinding]], list] | None:
-    """The body cut into pieces and the returned values, or None when the call is not split."""
+def _pieces(comp: Function, keeps_gemm=None) -> tuple[list[list[VarBinding]], list, list] | None:
+    """The body cut into pieces, each piece's outputs (:func:`_piece_outputs`) and the
+    returned values, or None when the call is not split."""
     read = _op_bindings(comp)
     if read is None or not read[0]:
         return None
@@ -104,38 +110,40 @@ def _pieces(comp: Function, keeps_gemm=None) -> tuple[list[list[VarBinding]], li
             return None
     if current:
         pieces.append(current)
-    return _cut_at_escapes(pieces, uses, bindings, results), results
+    return pieces, _piece_outputs(pieces, uses, bindings, results), results
 
 
-def _cut_at_escapes(pieces, uses, bindings, results) -> list[list[VarBinding]]:
-    """Cut an elementwise piece after every value a later piece (or the result) reads, so
-    that each piece has one result."""
+def _piece_outputs(pieces, uses, bindings, results) -> list[list[Var]]:
+    """Per piece, the values it hands on: those a later piece reads or the call returns (a
+    GEMM piece: its product; an elementwise piece may hand on several, written by its one
+    kernel), in binding order; a piece's last value always."""
     index = {b.var: k for k, b in enumerate(bindings)}
-    out: list[list[VarBinding]] = []
+    out: list[list[Var]] = []
     for piece in pieces:
         last = index[piece[-1].var]
-        run: list[VarBinding] = []
-        for b in piece:
-            run.append(b)
-            escapes = any(b.var is r for r in results) or any(u > last for u in uses.get(b.var, ()))
-            if escapes and b is not piece[-1] and b.value.op.name != _PERMUTE:
-                out.append(run)
-                run = []
-        if run:
-            out.append(run)
+        if piece[-1].value.op.name == _MATMUL:
+            out.append([piece[-1].var])
+            continue
+        outs = [b.var for b in piece if b is piece[-1] or any(b.var is r for r in results)
+                or any(u > last for u in uses.get(b.var, ()))]
+        out.append(outs)
     return out
 
 
-def _piece_function(comp: Function, piece: list[VarBinding]) -> tuple[Function, list[Var]]:
-    """A composite function of ``piece``: its parameters are the values it reads from
-    outside (the original parameters or earlier pieces' results), in first-use order."""
+def _piece_function(comp: Function, piece: list[VarBinding], outs: list[Var]) -> tuple[Function, list[Var]]:
+    """A composite function of ``piece`` returning ``outs`` (a tuple when there are several):
+    its parameters are the values it reads from outside (the original parameters or earlier
+    pieces' results), in first-use order."""
     defined = {b.var for b in piece}
     reads: list[Var] = []
     for b in piece:
         for arg in b.value.args:
             if isinstance(arg, Var) and arg not in defined and arg not in reads:
                 reads.append(arg)
-    result = piece[-1].var
+    if len(outs) == 1:
+        body = SeqExpr((DataflowBlock(tuple(piece)),), outs[0])
+        return Function(tuple(reads), body, outs[0].struct_info, True, dict(comp.attrs)), reads
+    result = Tuple(tuple(outs), TupleStructInfo(tuple(v.struct_info for v in outs)))
     body = SeqExpr((DataflowBlock(tuple(piece)),), result)
     return Function(tuple(reads), body, result.struct_info, True, dict(comp.attrs)), reads
 
@@ -147,15 +155,15 @@ def _constants_of(func: Function, call: CompositeCall) -> tuple:
     return tuple((c, ref) for c, ref in call.constants if id(c) in ids)
 
 
-def _result_slots(pieces, results) -> dict[int, int] | None:
-    """Piece number -> the field of the call's result it writes; None when a returned value is
-    not the last value of exactly one piece (a parameter, or a value returned twice)."""
-    slots: dict[int, int] = {}
+def _result_slots(outs: list[list[Var]], results) -> dict[Var, int] | None:
+    """A piece output -> the field of the call's result it is; None when a returned value is
+    no piece's output (a parameter) or is returned twice."""
+    produced = {id(v) for o in outs for v in o}
+    slots: dict[Var, int] = {}
     for k, r in enumerate(results):
-        found = [n for n, piece in enumerate(pieces) if piece[-1].var is r]
-        if len(found) != 1 or found[0] in slots:
+        if id(r) not in produced or r in slots:
             return None
-        slots[found[0]] = k
+        slots[r] = k
     return slots
 
 
@@ -169,23 +177,27 @@ def split_composites(program: OffloadedProgram, keeps_gemm=None) -> OffloadedPro
     changed = False
     for call in program.calls:
         cut = _pieces(call.func, keeps_gemm)
-        slots = None if cut is None else _result_slots(*cut)
+        slots = None if cut is None else _result_slots(cut[1], cut[2])
         if cut is None or slots is None or len(cut[0]) < 2:
             calls.append(call)
             continue
-        pieces = cut[0]
+        pieces, outs = cut[0], cut[1]
         changed = True
         refs: dict[Var, ValueRef] = {p: call.args[i] for i, p in enumerate(call.func.params)}
-        for n, piece in enumerate(pieces):
-            func, reads = _piece_function(call.func, piece)
-            if n in slots:
-                result, sinfo = call.results[slots[n]], call.result_sinfos[slots[n]]
-            else:
-                result, sinfo = len(temps), piece[-1].var.struct_info
-                temps.append(sinfo)
+        for piece, piece_outs in zip(pieces, outs):
+            func, reads = _piece_function(call.func, piece, piece_outs)
+            slots_of = []
+            for v in piece_outs:
+                if v in slots:
+                    slots_of.append((call.results[slots[v]], call.result_sinfos[slots[v]]))
+                else:
+                    slots_of.append((len(temps), v.struct_info))
+                    temps.append(v.struct_info)
+            (result, sinfo), more = slots_of[0], tuple(slots_of[1:])
             calls.append(CompositeCall(call.composite, func, tuple(refs[v] for v in reads),
-                                       _constants_of(func, call), result, sinfo))
-            refs[piece[-1].var] = ValueRef("temp", result)
+                                       _constants_of(func, call), result, sinfo, more))
+            for v, (temp, _) in zip(piece_outs, slots_of):
+                refs[v] = ValueRef("temp", temp)
     if not changed:
         return program
     return dataclasses.replace(program, calls=tuple(calls), temps=tuple(temps))
