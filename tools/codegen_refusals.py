@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     for label, r in results.items():
         for _backend, symbol, message in r["refused"]:
             text = message.replace(symbol, "F")
-            text = re.sub(r"composite [^ ):,]+", "composite C", text)
+            text = re.sub(r"composite [A-Za-z_][^ ):,]*", "composite C", text)
             classes[text].add(label)
     with_refusals = sum(1 for r in results.values() if r["refused"])
     failed = [label for label, r in results.items() if r["exit"]]
