@@ -475,7 +475,9 @@ class Planner:
     def _concat(self, call: Call, attrs, ix: Index) -> tuple[str, str]:
         fields = self._fields(call.args[0])
         rank = len(ix.shape)
-        axis = int(attrs.get("axis", 0) if attrs.get("axis", 0) is not None else 0) % rank
+        if attrs.get("axis", 0) is None:
+            raise self.fail("concat with axis=None (of the flattened inputs) is not supported")
+        axis = int(attrs.get("axis", 0)) % rank
         coords = self.coords(ix)
         out_dtype = call.struct_info.dtype
         ct = compute_type(out_dtype)
