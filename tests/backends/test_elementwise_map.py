@@ -127,14 +127,14 @@ def _write_headers(folder: Path) -> None:
 
 
 def _run_on_host(tmp_path: Path, cases) -> list:
-    """Generate each case's kernel, run ``<name>_element`` on the host over every output
-    element, and return [(label, got outputs, interpreter outputs)]."""
+    """Generate each case's kernel (``(label, module, inputs)``: the module's ``main`` is the
+    composite), run ``<name>_element`` on the host over every output element, and return
+    [(label, got outputs, interpreter outputs)]."""
     _write_headers(tmp_path)
     units: dict[str, str] = {}
     prog_main: list[str] = []
     expected = []
-    for k, (label, params, body, ret, inputs) in enumerate(cases):
-        mod = parse_module(module_text(params, body, ret))
+    for k, (label, mod, inputs) in enumerate(cases):
         func = mod["main"]
         plan = map_plan(func, f"case {label}")
         units[plan.name] = plan.source.text
@@ -191,8 +191,10 @@ def _run_on_host(tmp_path: Path, cases) -> list:
 
 @needs_nvcc
 def test_index_mapping_matches_the_interpreter_on_the_host(tmp_path):
-    cases = list(CASES) + [(label, params, body, ret, _symbolic_inputs(params, sizes))
-                           for label, params, body, ret, sizes in SYMBOLIC]
+    cases = [(label, parse_module(module_text(params, body, ret)), inputs) for label, params, body, ret, inputs in CASES]
+    cases += [(label, parse_module(module_text(params, body, ret)), _symbolic_inputs(params, sizes))
+              for label, params, body, ret, sizes in SYMBOLIC]
+    cases += _corpus_composites()
     failures = []
     for label, gots, wants in _run_on_host(tmp_path, cases):
         for j, (got, want) in enumerate(zip(gots, wants)):
@@ -200,6 +202,35 @@ def test_index_mapping_matches_the_interpreter_on_the_host(tmp_path):
             if not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol):
                 failures.append(f"{label} output {j}: got {got.ravel()[:8]} want {want.ravel()[:8]}")
     assert not failures, "\n".join(failures)
+
+
+def _corpus_composites() -> list:
+    """The data-movement composites of random_p023, random_p074 and random_p085 (cublas
+    prefix, constants bound and not), each as a module whose main is the composite."""
+    from byocc.backends import load_pattern_file
+    from byocc.ir import Function
+    from byocc.ir import IRModule
+
+    out = []
+    for case in ("random_p023", "random_p074", "random_p085"):
+        folder = CORPUS / case
+        if not folder.is_dir():
+            continue
+        for bind in (True, False):
+            patterns = [p for p in load_pattern_file(folder / "patterns.py") if p.name.startswith("cublas.")]
+            parted = partition(read_file(folder / "input.relax"), patterns, path="annotate", bind_constants=bind)
+            for name in sorted(parted.names()):
+                f = parted[name]
+                if not isinstance(f, Function) or f.attrs.get("Codegen") != "cublas":
+                    continue
+                for b in (b for block in f.body.blocks for b in block.bindings):
+                    comp = b.value
+                    if isinstance(comp, Function) and any(n in str(comp.attrs.get("Composite")) for n in
+                                                          ("permute_dims", "reshape", "concat")):
+                        inputs = [rng.uniform(-2, 2, [int(d) for d in p.struct_info.shape]).astype(p.struct_info.dtype)
+                                  for p in comp.params]
+                        out.append((f"{case}/{name}/{'bind' if bind else 'nobind'}", IRModule({"main": comp}), inputs))
+    return out
 
 
 def test_plan_has_one_kernel_and_no_copy_per_op():
