@@ -28,6 +28,7 @@ from byocc.ir import SeqExpr
 from byocc.ir import TensorStructInfo
 from byocc.ir import Tuple
 from byocc.ir import TupleGetItem
+from byocc.ir import TupleStructInfo
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.analysis import post_order_visit
@@ -56,6 +57,16 @@ class CompositeCall:
     constants: tuple  # (Constant, ValueRef) inside the composite body
     result: int  # temp index
     sinfo: TensorStructInfo
+    more: tuple = ()  # (temp index, TensorStructInfo) of the fields after the first (a tuple result)
+
+    @property
+    def results(self) -> tuple[int, ...]:
+        """The temporaries of the call's results: one, or one per field of a returned tuple."""
+        return (self.result, *(t for t, _ in self.more))
+
+    @property
+    def result_sinfos(self) -> tuple:
+        return (self.sinfo, *(s for _, s in self.more))
 
 
 @dataclass(frozen=True)
@@ -135,15 +146,24 @@ class _Reader:
             return tuple(self.ref_of(f) for f in e.fields)
         raise self.fail(f"unsupported value {type(e).__name__} in the offloaded function")
 
-    def composite_call(self, value: Call) -> ValueRef:
+    def composite_call(self, value: Call) -> Any:
         """The call of a local composite function: its arguments, the constants its body binds
-        and a new temporary for its result."""
+        and a new temporary for its result (one per field when it returns a tuple: TVM returns
+        an intermediate used outside the composite as an extra field)."""
         comp = self.local_funcs[value.op]
         name = str(comp.attrs["Composite"])
         args = tuple(self.ref_of(a) for a in value.args)
         if any(not isinstance(a, ValueRef) for a in args):
             raise self.fail(f"composite {name} takes a tuple argument; only tensor arguments are supported")
-        sinfo = _tensor_sinfo(value.struct_info, f"the result of {name}", self.symbol)
+        fields = value.struct_info.fields if isinstance(value.struct_info, TupleStructInfo) else None
+        if fields is not None and not fields:
+            raise self.fail(f"composite {name} returns an empty tuple")
+        if fields is not None and any(isinstance(s, TupleStructInfo) for s in fields):
+            raise self.fail(f"composite {name} returns a nested tuple (a tuple value used outside the composite, "
+                            "e.g. a split's whole result); the generated functions take and return tensors only")
+        sinfos = [_tensor_sinfo(s, f"the result of {name}" if fields is None else f"field {k} of the result of {name}",
+                                self.symbol) for k, s in enumerate(fields if fields is not None else [value.struct_info])]
+        sinfo = sinfos[0]
         inner_consts: list = []
 
         def collect(e):
@@ -151,9 +171,13 @@ class _Reader:
                 inner_consts.append((e, self.const_ref(e)))
 
         post_order_visit(comp.body, collect)
-        self.calls.append(CompositeCall(name, comp, args, tuple(inner_consts), len(self.temps), sinfo))
-        self.temps.append(sinfo)
-        return ValueRef("temp", len(self.temps) - 1)
+        first = len(self.temps)
+        more = tuple((first + k, s) for k, s in enumerate(sinfos) if k)
+        self.calls.append(CompositeCall(name, comp, args, tuple(inner_consts), first, sinfo, more))
+        self.temps.extend(sinfos)
+        if fields is None:
+            return ValueRef("temp", first)
+        return tuple(ValueRef("temp", first + k) for k in range(len(sinfos)))
 
     def bind(self, binding: VarBinding) -> None:
         value = binding.value
@@ -195,6 +219,10 @@ def offloaded_program(symbol: str, func: Function, constant_names: dict | None =
     backend = str(func.attrs.get("Codegen"))
     params = tuple(func.params)
     for i, p in enumerate(params):
+        if isinstance(p.struct_info, TupleStructInfo):
+            raise CodegenError(f"{symbol}: parameter {i} ({p.name_hint}) is a tuple; the generated functions take "
+                               "tensors only (a tuple the pattern matches through a bound variable becomes a "
+                               "parameter: build it in the same expression as its use)")
         _tensor_sinfo(p.struct_info, f"parameter {i} ({p.name_hint})", symbol)
     reader = _Reader(symbol, backend, params, constant_names or {})
     for binding in _bindings(func.body):

@@ -268,7 +268,11 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] |
     ext_mods: list[Any] = []
     options = dict(target_options or {})
     for backend, funcs in functions.items():
-        fn = find_codegen(backend, codegens)
+        try:
+            fn = find_codegen(backend, codegens)
+        except PassError as exc:
+            raise PassError(f"{exc.message} {_offloaded_to(funcs)}; give a codegen with "
+                            "byocc.backends.register_codegen, or partition without -o") from None
         exported = [(exports.get(sym, sym) if isinstance(sym, str) else sym, f) for sym, f in funcs]
         token = _MODULE.set(mod)
         try:
@@ -299,6 +303,17 @@ def run_codegen(mod: IRModule, target_options: Mapping[str, Mapping[str, Any]] |
                               offloaded_helpers={**out.extras.get("offloaded_helpers", {}),
                                                  **_helpers_of(runner.offloaded.values(), mod)})
     return dead_code_elimination(out, entries[:len(entry_functions)])
+
+
+def _offloaded_to(funcs: Sequence[tuple[Any, Function]]) -> str:
+    """``(for N function(s): name (composite C), ...)`` of one backend's functions, the first few."""
+    items = []
+    for sym, f in funcs[:3]:
+        composites = sorted({str(c.attrs["Composite"]) for c in _functions_in(f)
+                             if c is not f and isinstance(c.attrs.get("Composite"), str)})
+        items.append(f"{sym} (composite {', '.join(composites)})" if composites else str(sym))
+    more = f", and {len(funcs) - 3} more" if len(funcs) > 3 else ""
+    return f"(for {len(funcs)} function{'s' if len(funcs) != 1 else ''}: {', '.join(items)}{more})"
 
 
 def _helpers_of(functions: Iterable[Function], mod: IRModule) -> dict[str, Function]:

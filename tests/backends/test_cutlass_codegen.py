@@ -270,12 +270,39 @@ def test_a_composite_without_code_is_a_codegen_error():
     from byocc.dpl import is_op
     from byocc.dpl import wildcard
 
-    mod = read_file(Path(__file__).resolve().parents[1] / "data" / "refused" / "transpose_fp16.relax")
-    patterns = [("cutlass.transpose", is_op("relax.permute_dims")(wildcard()))]
-    with pytest.raises(CodegenError, match=r"function fused_relax_permute_dims_cutlass, composite "
-                       r"cutlass.transpose: the cutlass backend cannot generate code for this composite "
-                       r"\(first unsupported op: relax.permute_dims\)"):
+    mod = read_file(Path(__file__).resolve().parents[1] / "data" / "refused" / "softmax_fp16.relax")
+    patterns = [("cutlass.softmax", is_op("relax.nn.softmax")(wildcard()))]
+    with pytest.raises(CodegenError, match=r"function fused_relax_nn_softmax_cutlass, composite "
+                       r"cutlass.softmax: the cutlass backend cannot generate code for this composite "
+                       r"\(first unsupported op: relax.nn.softmax\)"):
         generate(mod, patterns=patterns)
+    # a matmul with an op no kernel computes blames that op, not the matmul
+    patterns = [("cutlass.mm_softmax", is_op("relax.nn.softmax")(is_op("relax.matmul")(wildcard(), wildcard())))]
+    with pytest.raises(CodegenError, match=r"first unsupported op: relax.nn.softmax"):
+        generate(mod, patterns=patterns)
+
+
+def test_a_bare_transpose_is_an_index_mapped_elementwise_kernel():
+    from byocc.dpl import is_op
+    from byocc.dpl import wildcard
+
+    mod = parse_module("""# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((16, 64), dtype="float16"), w: R.Tensor((64, 32), dtype="float16")) -> R.Tensor((32, 16), dtype="float16"):
+        with R.dataflow():
+            h: R.Tensor((16, 32), dtype="float16") = R.matmul(x, w, out_dtype=None)
+            t: R.Tensor((32, 16), dtype="float16") = R.permute_dims(h, axes=[1, 0])
+            y: R.Tensor((32, 16), dtype="float16") = R.nn.relu(t)
+            R.output(y)
+        return y
+""")
+    gm = generate(mod, patterns=[("cutlass.transpose", is_op("relax.permute_dims")(wildcard()))])
+    [entry] = [e for e in gm.entries if e.composites == ("cutlass.transpose",)]
+    assert entry.steps[0]["kind"] == "elementwise" and entry.steps[0]["index_mapped"] is True
 
 
 def test_output_bytes_are_deterministic():

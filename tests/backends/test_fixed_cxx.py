@@ -24,6 +24,7 @@ from byocc.backends.codegen import ABI_VERSION
 from byocc.backends.cublas import codegen as cublas_codegen
 from byocc.backends.cublas.runtime import WORKSPACE_BYTES
 from byocc.backends.cublas.runtime import runtime_sources
+from byocc.backends.cuda import elementwise_map
 from byocc.backends.cuda import generic
 from byocc.backends.cuda import norm
 from byocc.backends.cuda.common import common_sources
@@ -58,7 +59,7 @@ def test_the_fixed_files_are_what_every_library_gets():
     byte for byte."""
     files = {s.path: s.text for s in (*common_sources(), generic.header_source(), norm.header_source(),
                                        *generic.conv_header_sources(), *runtime_sources(),
-                                       *attention_headers(fused=True))}
+                                       *attention_headers(fused=True), elementwise_map.header_source())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"

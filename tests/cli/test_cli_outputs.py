@@ -344,16 +344,16 @@ def test_a_rerun_removes_what_the_previous_run_wrote_and_this_one_does_not(tmp_p
     assert {Path(p).stem for p in current if p.startswith("src/funcs/")} == symbols
 
 
-#: A model with a composite no codegen generates (a bare transpose under the cutlass prefix).
-REFUSED = Path(__file__).resolve().parents[1] / "data" / "refused" / "transpose_fp16.relax"
-REFUSED_PATTERNS = REFUSED.with_name("transpose_patterns.py")
+#: A model with a composite no codegen generates (a bare softmax under the cutlass prefix).
+REFUSED = Path(__file__).resolve().parents[1] / "data" / "refused" / "softmax_fp16.relax"
+REFUSED_PATTERNS = REFUSED.with_name("softmax_patterns.py")
 
 
 def test_a_failed_rerun_leaves_the_folder_as_it_was(tmp_path):
     out = tmp_path / "out"
     assert run("partition", MLP, "--backend", "cutlass", "--path", "merge", "-o", out).exit_code == 0
     before = {p: (out / p).read_bytes() for p in _tree(out)}
-    # a bare transpose composite has no CUDA code: the run fails before anything is written or removed
+    # a bare softmax composite has no CUDA code: the run fails before anything is written or removed
     failed = run("partition", REFUSED, "--patterns", REFUSED_PATTERNS, "--backend", "cutlass", "--path", "merge",
                  "-o", out)
     assert failed.exit_code == 1

@@ -98,7 +98,7 @@ def test_verify_says_it_checked_the_program_on_the_interpreter_not_the_generated
     from byocc.cli import cli as byocc
 
     refused = Path(__file__).resolve().parents[1] / "data" / "refused"
-    args = [refused / "transpose_fp16.relax", "--patterns", refused / "transpose_patterns.py",
+    args = [refused / "softmax_fp16.relax", "--patterns", refused / "softmax_patterns.py",
             "--backend", "cutlass", "--path", "merge"]
     generated = invoke(byocc, "partition", *args, "-o", tmp_path / "out")
     assert generated.exit_code == 1 and "cannot generate code" in generated.stderr

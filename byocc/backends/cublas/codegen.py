@@ -41,10 +41,12 @@ from byocc.ir.prim import dim_text
 from ..codegen import CodegenError
 from ..codegen import GeneratedModule
 from ..codegen import Variant
+from ..cuda import elementwise_map
 from ..cuda import generic
 from ..cuda.common import fixed_constant
 from ..cuda.elementwise import elementwise_plan
 from ..cuda.elementwise import elementwise_step
+from ..cuda.elementwise import first_unsupported_op
 from ..cuda.elementwise import is_elementwise
 from ..cuda.function import FunctionCodegen
 from ..cuda.function import exported_functions
@@ -220,6 +222,25 @@ def _rejected_form(gemm: GemmStep) -> str | None:
     return None
 
 
+def _keeps_gemm(gemm: GemmStep) -> bool:
+    """Whether one cuBLASLt call computes the GEMM reading ``gemm`` whole. A SiLU or a
+    residual epilogue, a bias that is not a vector of the output dtype, an epilogue on an int8
+    GEMM are not what cuBLASLt has: such a composite is split into the GEMM and byocc's fused
+    elementwise kernel for the rest (:mod:`byocc.backends.cuda.split`); fp8 stays one
+    (deferred) step."""
+    if any(s.dtype in _FP8 for s in (gemm.lhs_sinfo, gemm.rhs_sinfo)):
+        return True
+    if gemm.bias_sinfo is not None:
+        bshape = tuple(gemm.bias_sinfo.shape or ()) or (1,)
+        if gemm.bias_sinfo.dtype != gemm.out_sinfo.dtype or not all(_is_one(d) for d in bshape[:-1]):
+            return False  # not cuBLASLt's bias vector: the fused kernel adds it
+        if gemm.lhs_sinfo.dtype == "int8":
+            return False  # int8 takes no epilogue in cuBLASLt
+    if gemm.act is not None and gemm.lhs_sinfo.dtype == "int8":
+        return False
+    return gemm.residual_op is None and gemm.post is None and gemm.act != "silu"
+
+
 def _types(in_dtype: str, rhs_dtype: str, out_dtype: str, opts: Options, where) -> tuple:
     """``(ab_type, d_type, compute, scale_type, accumulator)``: cuBLASLt's types of one GEMM."""
     if rhs_dtype != in_dtype:
@@ -294,8 +315,10 @@ def plan_step(program: OffloadedProgram, index: int, call: CompositeCall, opts: 
         raise where(DEFERRED[composite])
     gemm = gemm_step(call.func)
     if gemm is None:
+        op = first_unsupported_op(call.func) or "none; the composite's result is a form byocc does not read"
         raise where("its body is not a GEMM byocc can read ([permute_dims(w)] -> matmul -> [add bias] "
-                    "-> [relu|gelu])")
+                    "-> [relu|gelu]), nor matmuls with elementwise and data-movement ops, nor an elementwise "
+                    f"composite (first unsupported op: {op})")
     reason = _rejected_form(gemm)
     if reason is not None:
         raise where(reason)
@@ -493,7 +516,7 @@ def _elementwise_step(program: OffloadedProgram, index: int, call: CompositeCall
     plan = elementwise_plan(call.func, f"function {program.symbol}, composite {call.composite}")
     step = elementwise_step(plan, call, ctx)
     header = (f"step {index}: {call.composite}: elementwise", *(f"  {line}" for line in step.header))
-    return replace(step, header=header, includes=(_GENERIC_INCLUDE,))
+    return replace(step, header=header, includes=(_GENERIC_INCLUDE, *step.includes))
 
 
 def _wrapper_step(opts: Options, program: OffloadedProgram, index: int, call: CompositeCall,
@@ -513,7 +536,7 @@ def function_codegen(opts: Options) -> FunctionCodegen:
         lambda n: f"Backend cublas (cuBLASLt), {n} composite call(s).",
         includes=(f'#include "{HEADER_PATH.split("/", 1)[1]}"',),
         no_calls="cannot generate cuBLAS code for function {symbol}: it calls no composite",
-        pattern_ranks=_pattern_ranks)
+        pattern_ranks=_pattern_ranks, keeps_gemm=_keeps_gemm)
 
 
 def generate_function(symbol: str, func: Function, opts: Options,
@@ -524,6 +547,8 @@ def generate_function(symbol: str, func: Function, opts: Options,
     sources = {s.path: s for s in (fn.source, *runtime_sources(), *fn.units)}
     if any(u.path.startswith("src/kernels/") for u in fn.units):  # byocc's generic kernels
         sources[generic.HEADER_PATH] = generic.header_source()
+    if elementwise_map.uses_map(sources):
+        sources[elementwise_map.HEADER_PATH] = elementwise_map.header_source()
     return GeneratedModule(BACKEND, (fn.entry,), tuple(sources.values()), needs_cublaslt=True)
 
 

@@ -43,6 +43,12 @@ from ..codegen import SourceFile
 from ..codegen import Variant
 from ..program import CompositeCall
 from ..program import ValueRef
+from .elementwise_map import MOVE_OPS
+from .elementwise_map import MapPlan
+from .elementwise_map import is_mapped_elementwise
+from .elementwise_map import map_plan
+from .elementwise_map import map_step
+from .elementwise_map import needs_map
 from .elementwise_ops import SUPPORTED_OPS
 from .elementwise_ops import Unsupported
 from .elementwise_ops import compute_type
@@ -234,9 +240,12 @@ def _result(comp: Function, body: _Body, where: str) -> tuple[str, TensorStructI
     return final[0], out_sinfo
 
 
-def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
-    """The fused kernel of ``comp``; CodegenError (``where``: function and composite) at the
+def elementwise_plan(comp: Function, where: str) -> ElementwisePlan | MapPlan:
+    """The fused kernel of ``comp`` (the index-mapped one, :mod:`.elementwise_map`, when it
+    moves data or returns a tuple); CodegenError (``where``: function and composite) at the
     first op that is not elementwise."""
+    if needs_map(comp):
+        return map_plan(comp, where)
     body = _Body(comp, where)
     for k, b in enumerate(_bindings(comp, where)):
         body.bind(k, b)
@@ -256,7 +265,10 @@ def elementwise_plan(comp: Function, where: str) -> ElementwisePlan:
 
 
 def is_elementwise(comp: Function) -> bool:
-    """Every binding of ``comp`` is a call of an op in :data:`SUPPORTED_OPS` (or an alias)."""
+    """Every binding of ``comp`` is a call of an op in :data:`SUPPORTED_OPS` (or an alias), or
+    the composite is one for the index-mapped kernel (:func:`.elementwise_map.is_mapped_elementwise`)."""
+    if needs_map(comp):
+        return is_mapped_elementwise(comp)
     for block in comp.body.blocks:
         for b in block.bindings:
             if not isinstance(b, VarBinding):
@@ -270,18 +282,22 @@ def is_elementwise(comp: Function) -> bool:
 
 
 def first_unsupported_op(comp: Function) -> str | None:
-    """Name of the first op call in ``comp`` not in :data:`SUPPORTED_OPS` (``call_tir`` callees are
-    reported as ``relax.call_tir``)."""
+    """Name of the first op call in ``comp`` that neither the elementwise kernels nor a GEMM
+    step computes (a callee that is no operator is reported by its kind, ``GlobalVar``);
+    ``relax.matmul`` only when the matmuls are all there is to blame."""
+    matmul = None
     for block in comp.body.blocks:
         for b in block.bindings:
             v = getattr(b, "value", None)
             if isinstance(v, Call):
                 if isinstance(v.op, Op):
-                    if v.op.name not in SUPPORTED_OPS:
+                    if v.op.name == "relax.matmul":
+                        matmul = matmul or v.op.name
+                    elif v.op.name not in SUPPORTED_OPS and v.op.name not in MOVE_OPS:
                         return v.op.name
                 else:
                     return type(v.op).__name__
-    return None
+    return matmul
 
 
 # --------------------------------------------------------------------------- wrapper code
@@ -301,8 +317,10 @@ def step_code(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperContext) -
                   out=ctx.ptr(ValueRef("temp", call.result)), inputs=inputs, kernel=plan.name)
 
 
-def elementwise_step(plan: ElementwisePlan, call: CompositeCall, ctx: WrapperContext) -> Step:
+def elementwise_step(plan: ElementwisePlan | MapPlan, call: CompositeCall, ctx: WrapperContext) -> Step:
     """The :class:`~.step.Step` of one elementwise composite call: one fused kernel, no scratch."""
+    if isinstance(plan, MapPlan):
+        return map_step(plan, call, ctx)
     variants = (Variant("sm_80", "elementwise", {"kernel": plan.source.path}),)
     return Step(
         call.composite, step_code(plan, call, ctx), units=(plan.source,), declarations=(plan.declaration,),

@@ -31,6 +31,7 @@ from ..codegen import TensorSpec
 from ..codegen import Variant
 from ..dtypes import itemsize
 from ..program import CompositeCall
+from ..program import GemmStep
 from ..program import OffloadedProgram
 from ..program import offloaded_program
 from ..program import symbolic_positions
@@ -66,6 +67,10 @@ class FunctionCodegen:
     returns BYOCC_E_ARCH before its first step."""
     pattern_ranks: Callable[[tuple[str, ...]], tuple] | None = None
     """The entry's ``pattern_ranks`` for its composites (None: left empty)."""
+    keeps_gemm: Callable[[GemmStep], bool] | None = None
+    """Whether the backend's GEMM computes a composite of the GEMM reading whole (None: every
+    one); a composite it does not is split into its GEMM and a fused elementwise step
+    (:mod:`.split`), e.g. cuBLASLt without a SiLU or residual epilogue."""
 
 
 @dataclass(frozen=True)
@@ -99,11 +104,18 @@ def generate_function(codegen: FunctionCodegen, symbol: str, func: Function,
     its calls cannot be generated."""
     c_identifier(symbol, "global symbol")
     whole = offloaded_program(symbol, func, dict(constant_names or {}))
-    program = split_composites(whole)
+    program = split_composites(whole, codegen.keeps_gemm)
     if not program.calls:
         raise CodegenError(codegen.no_calls.format(symbol=symbol))
     ctx = wrapper_context(program)
     steps = [codegen.plan(program, i, call, ctx) for i, call in enumerate(program.calls)]
+    for call, step in zip(program.calls, steps):
+        if len(call.results) != step.results:
+            raise CodegenError(
+                f"function {symbol}, composite {call.composite}: it returns {len(call.results)} tensors (an "
+                f"intermediate used outside the composite) but its {codegen.backend} step writes {step.results}; "
+                "several results are generated for elementwise composites and for matmul composites "
+                "split into a GEMM and elementwise steps")
     layout = scratch_layout(program, steps, ctx)
     header = [codegen.title(len(steps)), *(line for s in steps for line in s.header)]
     includes = tuple(dict.fromkeys([*codegen.includes, *(i for s in steps for i in s.includes)]))

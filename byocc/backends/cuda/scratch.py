@@ -90,12 +90,13 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
     temps = []
     at = Size.zero()
     for call in program.calls:
-        if ctx.is_output(ValueRef("temp", call.result)):
-            continue
-        sinfo = program.temps[call.result]
-        size = tensor_bytes(sinfo.shape, itemsize(sinfo.dtype), ctx)
-        temps.append(TempRegion(call.result, sinfo.dtype, tuple(sinfo.shape), at, size))
-        at = at + size
+        for result in call.results:
+            if ctx.is_output(ValueRef("temp", result)):
+                continue
+            sinfo = program.temps[result]
+            size = tensor_bytes(sinfo.shape, itemsize(sinfo.dtype), ctx)
+            temps.append(TempRegion(result, sinfo.dtype, tuple(sinfo.shape), at, size))
+            at = at + size
     needs = tuple(StepNeed(i, s.composite, s.scratch) for i, s in enumerate(steps) if not s.scratch.is_zero)
     return ScratchLayout(tuple(temps), needs)
 

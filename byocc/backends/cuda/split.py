@@ -6,9 +6,13 @@ a pattern file can put two matmuls and an add in one composite. :func:`split_com
 rewrites such a call of an :class:`~byocc.backends.program.OffloadedProgram` into a sequence
 of calls of the same composite name, each over a piece of its body: every matmul (with the
 ``permute_dims`` of its weight, when that is its only use) is one GEMM call, each run of
-elementwise ops in between one elementwise call. A piece's result that a later piece reads
-becomes a new temporary (in scratch); the last piece writes the call's own result. The
-backend then plans each piece as usual (a GEMM step, a fused elementwise step).
+elementwise and data-movement ops in between one elementwise call. A piece hands on every
+value a later piece reads or the call returns: each becomes a new temporary (in scratch) or,
+when the call returns it, the call's own result (a tuple-returning call has each field
+written by the piece computing it); an elementwise piece handing on several values returns
+them as a tuple, written by its one index-mapped kernel. The backend then plans each piece
+as usual (a GEMM step, a fused elementwise step). A backend whose GEMM cannot compute a GEMM
+reading whole (``keeps_gemm``: cuBLASLt without a SiLU epilogue) has it split the same way.
 
 Calls are split only when their body is not one GEMM (:func:`~byocc.backends.program.gemm_step`),
 calls a matmul, and holds nothing but matmuls, weight permutes and the ops of the fused
@@ -26,6 +30,8 @@ from byocc.ir import DataflowBlock
 from byocc.ir import Function
 from byocc.ir import Op
 from byocc.ir import SeqExpr
+from byocc.ir import Tuple
+from byocc.ir import TupleStructInfo
 from byocc.ir import Var
 from byocc.ir import VarBinding
 from byocc.ir.analysis import post_order_visit
@@ -35,19 +41,27 @@ from ..program import OffloadedProgram
 from ..program import ValueRef
 from ..program import gemm_step
 from .elementwise import SUPPORTED_OPS
+from .elementwise_map import MOVE_OPS
 
 _MATMUL = "relax.matmul"
 _PERMUTE = "relax.permute_dims"
 
 
-def _op_bindings(comp: Function) -> list[VarBinding] | None:
+def _op_bindings(comp: Function) -> tuple[list[VarBinding], list] | None:
+    """The body's op-call bindings and the returned values (one, or a returned tuple's
+    fields: the tuple may be the body's last binding); None when the body has other bindings."""
     out = []
-    for block in comp.body.blocks:
-        for b in block.bindings:
-            if not isinstance(b, VarBinding) or not isinstance(b.value, Call) or not isinstance(b.value.op, Op):
-                return None
-            out.append(b)
-    return out
+    result = comp.body.body
+    bindings = [b for block in comp.body.blocks for b in block.bindings]
+    if bindings and isinstance(bindings[-1], VarBinding) and isinstance(bindings[-1].value, Tuple) \
+            and bindings[-1].var is result:
+        result = bindings[-1].value
+        bindings = bindings[:-1]
+    for b in bindings:
+        if not isinstance(b, VarBinding) or not isinstance(b.value, Call) or not isinstance(b.value.op, Op):
+            return None
+        out.append(b)
+    return out, list(result.fields) if isinstance(result, Tuple) else [result]
 
 
 def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
@@ -59,10 +73,15 @@ def _uses(bindings: list[VarBinding]) -> dict[Var, list[int]]:
     return uses
 
 
-def _pieces(comp: Function) -> list[list[VarBinding]] | None:
-    """The body cut into pieces, or None when the call is not split."""
-    bindings = _op_bindings(comp)
-    if not bindings or gemm_step(comp) is not None:
+def _pieces(comp: Function, keeps_gemm=None) -> tuple[list[list[VarBinding]], list, list] | None:
+    """The body cut into pieces, each piece's outputs (:func:`_piece_outputs`) and the
+    returned values, or None when the call is not split."""
+    read = _op_bindings(comp)
+    if read is None or not read[0]:
+        return None
+    bindings, results = read
+    gemm = gemm_step(comp)
+    if gemm is not None and (keeps_gemm is None or keeps_gemm(gemm)):
         return None
     names = [b.value.op.name for b in bindings]
     if _MATMUL not in names:
@@ -85,44 +104,46 @@ def _pieces(comp: Function) -> list[list[VarBinding]] | None:
                 current = []
             pieces.append([*current, b])
             current = []
-        elif name in SUPPORTED_OPS:
+        elif name in SUPPORTED_OPS or (name in MOVE_OPS and name != "relax.split"):
             current.append(b)
         else:
             return None
     if current:
         pieces.append(current)
-    return _cut_at_escapes(pieces, uses, bindings, comp.body.body)
+    return pieces, _piece_outputs(pieces, uses, bindings, results), results
 
 
-def _cut_at_escapes(pieces, uses, bindings, result) -> list[list[VarBinding]]:
-    """Cut an elementwise piece after every value a later piece (or the result) reads, so
-    that each piece has one result."""
+def _piece_outputs(pieces, uses, bindings, results) -> list[list[Var]]:
+    """Per piece, the values it hands on: those a later piece reads or the call returns (a
+    GEMM piece: its product; an elementwise piece may hand on several, written by its one
+    kernel), in binding order; a piece's last value always."""
     index = {b.var: k for k, b in enumerate(bindings)}
-    out: list[list[VarBinding]] = []
+    out: list[list[Var]] = []
     for piece in pieces:
         last = index[piece[-1].var]
-        run: list[VarBinding] = []
-        for b in piece:
-            run.append(b)
-            escapes = b.var is result or any(u > last for u in uses.get(b.var, ()))
-            if escapes and b is not piece[-1] and b.value.op.name != _PERMUTE:
-                out.append(run)
-                run = []
-        if run:
-            out.append(run)
+        if piece[-1].value.op.name == _MATMUL:
+            out.append([piece[-1].var])
+            continue
+        outs = [b.var for b in piece if b is piece[-1] or any(b.var is r for r in results)
+                or any(u > last for u in uses.get(b.var, ()))]
+        out.append(outs)
     return out
 
 
-def _piece_function(comp: Function, piece: list[VarBinding]) -> tuple[Function, list[Var]]:
-    """A composite function of ``piece``: its parameters are the values it reads from
-    outside (the original parameters or earlier pieces' results), in first-use order."""
+def _piece_function(comp: Function, piece: list[VarBinding], outs: list[Var]) -> tuple[Function, list[Var]]:
+    """A composite function of ``piece`` returning ``outs`` (a tuple when there are several):
+    its parameters are the values it reads from outside (the original parameters or earlier
+    pieces' results), in first-use order."""
     defined = {b.var for b in piece}
     reads: list[Var] = []
     for b in piece:
         for arg in b.value.args:
             if isinstance(arg, Var) and arg not in defined and arg not in reads:
                 reads.append(arg)
-    result = piece[-1].var
+    if len(outs) == 1:
+        body = SeqExpr((DataflowBlock(tuple(piece)),), outs[0])
+        return Function(tuple(reads), body, outs[0].struct_info, True, dict(comp.attrs)), reads
+    result = Tuple(tuple(outs), TupleStructInfo(tuple(v.struct_info for v in outs)))
     body = SeqExpr((DataflowBlock(tuple(piece)),), result)
     return Function(tuple(reads), body, result.struct_info, True, dict(comp.attrs)), reads
 
@@ -134,30 +155,49 @@ def _constants_of(func: Function, call: CompositeCall) -> tuple:
     return tuple((c, ref) for c, ref in call.constants if id(c) in ids)
 
 
-def split_composites(program: OffloadedProgram) -> OffloadedProgram:
-    """``program`` with every call the GEMM reading cannot map but whose body is matmuls and
-    elementwise ops replaced by one call per piece (module docstring); ``program`` itself
-    when there is none."""
+def _result_slots(outs: list[list[Var]], results) -> dict[Var, int] | None:
+    """A piece output -> the field of the call's result it is; None when a returned value is
+    no piece's output (a parameter) or is returned twice."""
+    produced = {id(v) for o in outs for v in o}
+    slots: dict[Var, int] = {}
+    for k, r in enumerate(results):
+        if id(r) not in produced or r in slots:
+            return None
+        slots[r] = k
+    return slots
+
+
+def split_composites(program: OffloadedProgram, keeps_gemm=None) -> OffloadedProgram:
+    """``program`` with every call the GEMM reading cannot map (or that ``keeps_gemm``, the
+    backend's test of a GEMM reading, refuses) but whose body is matmuls and elementwise ops
+    replaced by one call per piece (module docstring); ``program`` itself when there is none.
+    A call returning a tuple has each field written by the piece computing it."""
     calls: list[CompositeCall] = []
     temps = list(program.temps)
     changed = False
     for call in program.calls:
-        pieces = _pieces(call.func)
-        if pieces is None or len(pieces) < 2:
+        cut = _pieces(call.func, keeps_gemm)
+        slots = None if cut is None else _result_slots(cut[1], cut[2])
+        if cut is None or slots is None or len(cut[0]) < 2:
             calls.append(call)
             continue
+        pieces, outs = cut[0], cut[1]
         changed = True
         refs: dict[Var, ValueRef] = {p: call.args[i] for i, p in enumerate(call.func.params)}
-        for n, piece in enumerate(pieces):
-            func, reads = _piece_function(call.func, piece)
-            last = n == len(pieces) - 1
-            result = call.result if last else len(temps)
-            sinfo = call.sinfo if last else piece[-1].var.struct_info
-            if not last:
-                temps.append(sinfo)
+        for piece, piece_outs in zip(pieces, outs):
+            func, reads = _piece_function(call.func, piece, piece_outs)
+            slots_of = []
+            for v in piece_outs:
+                if v in slots:
+                    slots_of.append((call.results[slots[v]], call.result_sinfos[slots[v]]))
+                else:
+                    slots_of.append((len(temps), v.struct_info))
+                    temps.append(v.struct_info)
+            (result, sinfo), more = slots_of[0], tuple(slots_of[1:])
             calls.append(CompositeCall(call.composite, func, tuple(refs[v] for v in reads),
-                                       _constants_of(func, call), result, sinfo))
-            refs[piece[-1].var] = ValueRef("temp", result)
+                                       _constants_of(func, call), result, sinfo, more))
+            for v, (temp, _) in zip(piece_outs, slots_of):
+                refs[v] = ValueRef("temp", temp)
     if not changed:
         return program
     return dataclasses.replace(program, calls=tuple(calls), temps=tuple(temps))

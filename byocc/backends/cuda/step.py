@@ -116,6 +116,9 @@ class Step:
     """The values it reads, in order of their roles (the first role of a parameter wins)."""
     attrs: Mapping[str, Any] = field(default_factory=dict)
     """The entry's ``attrs`` when this is the function's only step."""
+    results: int = 1
+    """How many results of its composite call the code writes (a composite returning a tuple
+    needs a step that writes every field)."""
 
 
 __all__ = ["Operand", "SCRATCH_ALIGN", "Size", "Step", "dims_text", "round_up", "tensor_bytes"]

@@ -37,6 +37,7 @@ from byocc.ir.prim import dim_text
 from ..codegen import CodegenError
 from ..codegen import GeneratedModule
 from ..codegen import SourceFile
+from ..cuda import elementwise_map
 from ..cuda import generic
 from ..cuda import norm
 from ..cuda.elementwise import elementwise_plan
@@ -183,6 +184,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
         units[fn.source.path] = fn.source
         entries.append(fn.entry)
     units[generic.HEADER_PATH] = generic.header_source()
+    if elementwise_map.uses_map(units):
+        units[elementwise_map.HEADER_PATH] = elementwise_map.header_source()
     if norm.uses_norm(units.values()):
         units[norm.HEADER_PATH] = norm.header_source()
     if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):
