@@ -10,7 +10,8 @@ The report is a plain dict (also written by ``--explain-json``)::
 that were partitioned, that is either a heavy operator (:data:`HEAVY_OPS`: matmul,
 convolutions, attention, norms) or an operator some pattern of the table matched (whose
 check, or an overlapping group, then kept it on the host);
-``host_other`` counts the remaining (cheap, unpatterned) operator calls left on the host. Its reason comes from :func:`byocc.dpl.explain_no_match`
+``host_other`` counts the remaining (cheap, unpatterned) operator calls left on the host,
+``host_other_ops`` counts them by operator (most frequent first). Its reason comes from :func:`byocc.dpl.explain_no_match`
 run on the *input* module's binding of the same name (the graph the patterns saw): no
 pattern rooted at that operator, the sub-pattern that failed, the check that rejected, or
 a match that lost to an overlapping group. Calls outside dataflow blocks are never
@@ -57,8 +58,13 @@ def explain_partition(original: IRModule, partitioned: IRModule, patterns: Seque
         source = original[name] if name in original and isinstance(original[name], Function) else None
         host += _host_calls(name, func, source, patterns)
     heavy = [row for row in host if row["op"] in HEAVY_OPS or row["pattern"] is not None]
+    other: dict[str, int] = {}
+    for row in host:
+        if row["op"] not in HEAVY_OPS and row["pattern"] is None:
+            other[row["op"]] = other.get(row["op"], 0) + 1
     return {"path": path, "patterns": len(patterns), "offloaded": offloaded, "host": heavy,
-            "host_other": len(host) - len(heavy)}
+            "host_other": len(host) - len(heavy),
+            "host_other_ops": dict(sorted(other.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
 def render_explanation(report: dict[str, Any]) -> None:
@@ -81,7 +87,9 @@ def render_explanation(report: dict[str, Any]) -> None:
     else:
         echo("kept on the host: no heavy or patterned operator")
     if report.get("host_other"):
-        echo(f"({report['host_other']} other operator calls without a pattern stay on the host)")
+        ops = ", ".join(f"{n} {op}" for op, n in report.get("host_other_ops", {}).items())
+        echo(f"({report['host_other']} other operator calls without a pattern stay on the host"
+             + (f": {ops})" if ops else ")"))
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -179,6 +179,73 @@ def _prepare_choice(prepare: bool, layout: str | None, fold_bn: bool | None) -> 
     return {"layout": chosen, "fold_batch_norm": True if fold_bn is None else fold_bn}
 
 
+def precision_options(command):
+    """``--dtype``, ``--accumulate-dtype`` and ``--recompose``: the steps that take an fp32
+    model exported from a framework to the half-precision fused operators the tables match."""
+    command = click.option(
+        "--recompose/--no-recompose", "recompose", default=None,
+        help="Fuse the decomposed forms exporters write (GELU as erf/tanh arithmetic, SiLU, "
+             "LayerNorm, RMSNorm, 4-D attention chains) into the ops the tables match, then run "
+             "the backends' rewrites (cutlass: attention) (RecomposeOps). Default: on with "
+             "--dtype.")(command)
+    command = click.option(
+        "--accumulate-dtype", "accumulate", type=click.Choice(["float32", "half"]), default="half",
+        show_default=True,
+        help="With --dtype: the out_dtype of matmul/conv (TVM's ToMixedPrecision out_dtype). "
+             "half: results in the --dtype (the cutlass/cublas kernels still accumulate in "
+             "fp32 and the bias/activation epilogues fuse); float32: fp32 results, then a cast.")(command)
+    return click.option(
+        "--dtype", "mixed_dtype", type=click.Choice(["float16", "bfloat16"]), default=None,
+        help="Mixed precision before partitioning (ToMixedPrecision, after the --prepare "
+             "steps): matmul, convolutions and attention in this dtype, element-wise ops "
+             "following their operands, softmax and reductions in fp32; the model's inputs and "
+             "outputs keep their dtype.")(command)
+
+
+def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, prepare: tuple) -> list:
+    """The passes of ``--recompose`` (RecomposeOps, then the backends' rewrites), run first;
+    none when it is off (by default it is on with ``--dtype``; ``prepare``, the
+    ``--prepare`` values, does not turn it on, so prepared runs keep their output)."""
+    if recompose is None:
+        recompose = mixed_dtype is not None
+    if not recompose:
+        return []
+    from byocc.transform import RecomposeOps
+    from byocc.transform import RewriteFunctions
+
+    passes: list = [RecomposeOps()]
+    if backends:
+        from byocc.backends import backend_steps
+
+        rewrites = backend_steps(list(backends))[0]
+        if rewrites:
+            passes.append(RewriteFunctions(tuple(rewrites)))
+    # no FoldConstant here: a folded constant attention bias is bound into the composite,
+    # which the cutlass attention codegen refuses ("the attention bias must be a 4-D parameter")
+    return passes
+
+
+def mixed_precision_passes(mixed_dtype: str | None, accumulate: str) -> list:
+    """``--dtype``'s ToMixedPrecision (none without it)."""
+    if mixed_dtype is None:
+        return []
+    from byocc.transform import ToMixedPrecision
+
+    return [ToMixedPrecision(mixed_dtype, mixed_dtype if accumulate == "half" else "float32")]
+
+
+def apply_frontend(mod, backends, prepare: tuple, recompose: bool | None, mixed_dtype: str | None,
+                   accumulate: str):
+    """``mod`` through ``--recompose``, the ``--prepare`` steps and ``--dtype``, in that order
+    (``prepare``: the ``(--prepare, --layout, --fold-batch-norm)`` values)."""
+    for p in recompose_passes(backends, recompose, mixed_dtype, prepare):
+        mod = p(mod)
+    mod = apply_prepare(mod, backends, *prepare)
+    for p in mixed_precision_passes(mixed_dtype, accumulate):
+        mod = p(mod)
+    return mod
+
+
 def steps_of(backends, enabled: bool) -> dict:
     """``transform.partition``'s ``rewrites`` and ``post_fusion`` for ``--backend-steps``
     (empty without it)."""
@@ -192,6 +259,7 @@ def steps_of(backends, enabled: bool) -> dict:
 
 __all__ = [
     "BACKEND", "CODEGEN_OPTION", "DIM", "MAX_DIM", "BackendType", "CodegenOptionType", "DimType",
-    "apply_prepare", "backend_steps_option", "codegen_option_option", "prepare_options",
+    "apply_frontend", "apply_prepare", "backend_steps_option", "mixed_precision_passes",
+    "precision_options", "recompose_passes", "codegen_option_option", "prepare_options",
     "prepare_passes_of", "steps_of", "target_options",
 ]

@@ -23,11 +23,14 @@ from .model import check_input_file
 from .model import load_model
 from .model import model_argument
 from .options import BACKEND
-from .options import apply_prepare
+from .options import apply_frontend
 from .options import backend_steps_option
 from .options import codegen_option_option
+from .options import mixed_precision_passes
+from .options import precision_options
 from .options import prepare_options
 from .options import prepare_passes_of
+from .options import recompose_passes
 from .options import steps_of
 from .options import target_options
 from .output import check_output_dir
@@ -69,6 +72,7 @@ from .output import write_stdout
 @click.option("--verify-each", is_flag=True,
               help="Check well-formedness after every pass.")
 @prepare_options
+@precision_options
 @backend_steps_option
 @codegen_option_option
 @click.option("--explain", is_flag=True,
@@ -84,7 +88,8 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
               bind_constants: bool, entries: tuple[str, ...], out_dir: str | None,
               time_passes: bool, print_after: tuple[str, ...], print_after_all: bool,
               dump_dir: str | None, verify_each: bool, prepare: bool, layout: str | None,
-              fold_bn: bool | None, backend_steps: bool, codegen_options: tuple, explain: bool,
+              fold_bn: bool | None, mixed_dtype: str | None, accumulate: str, recompose: bool | None,
+              backend_steps: bool, codegen_options: tuple, explain: bool,
               explain_json: str | None, report_file: str | None) -> None:
     """Partition MODEL for the given backends or pattern file.
 
@@ -96,6 +101,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
       byocc partition model.relax --backend cublas -o out/ --codegen-option cublas.fp32_math=tf32
       byocc partition cnn.relax --path merge --backend cutlass --layout NHWC --fold-batch-norm
       byocc partition samples/transformer_block_fp16.relax --path merge --backend cutlass --report r.html
+      byocc partition bert.onnx --dtype float16 --backend cutlass --path merge -o out/
     """
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
@@ -111,9 +117,10 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
         from .report import find_dot
 
         find_dot()  # Graphviz missing: exit 3 before any work, nothing written
+    front = (recompose, mixed_dtype, accumulate)
     if print_after:
         check_pass_names(print_after, path_, backends, bind_constants, entries, out_dir is not None,
-                         (prepare, layout, fold_bn), backend_steps)
+                         (prepare, layout, fold_bn), backend_steps, front)
     mod = load_model(model)
     patterns = load_patterns(patterns_file, backends)
     check_output_file(explain_json, "--explain-json")  # destinations before the work
@@ -134,7 +141,7 @@ def partition(model: str, path_: str, backends: tuple[str, ...], patterns_file: 
     try:
         with PassContext(instruments=instruments):
             # the preparation passes run under the instruments too (--time-passes, --dump-ir)
-            mod = apply_prepare(mod, backends, prepare, layout, fold_bn)
+            mod = apply_frontend(mod, backends, (prepare, layout, fold_bn), *front)
             partitioned = run_partition(
                 mod, patterns, path=path_, bind_constants=bind_constants,
                 entry_functions=list(entries) or None, **steps_of(backends, backend_steps),
@@ -227,11 +234,13 @@ def _instruments(print_after_all: bool, dump_dir: str | None, verify_each: bool)
 
 
 def pass_names(path_: str, backends: tuple[str, ...], bind_constants: bool, entries: tuple[str, ...],
-               run_codegen: bool, prepare: tuple, backend_steps: bool) -> list[str]:
+               run_codegen: bool, prepare: tuple, backend_steps: bool,
+               front: tuple = (None, None, "half")) -> list[str]:
     """The names of the passes ``partition`` runs with these options, each once, in the
-    order they finish: the preparation's passes and ``prepare``, the partitioning's passes
-    and ``partition``, and RunCodegen with ``-o``. ``prepare``: the ``(--prepare, --layout, --fold-batch-norm)``
-    values."""
+    order they finish: ``--recompose``'s, the preparation's passes and ``prepare``,
+    ToMixedPrecision with ``--dtype``, the partitioning's passes and ``partition``, and
+    RunCodegen with ``-o``. ``prepare``: the ``(--prepare, --layout, --fold-batch-norm)``
+    values; ``front``: ``(--recompose, --dtype, --accumulate-dtype)``."""
     from byocc.transform import Sequential
     from byocc.transform import partition_passes
 
@@ -242,8 +251,11 @@ def pass_names(path_: str, backends: tuple[str, ...], bind_constants: bool, entr
             out.append(p.info.name)
         return out
 
+    recompose, mixed_dtype, accumulate = front
     before = prepare_passes_of(backends, *prepare)
-    names = ([*walk(before), "prepare"] if before else []) + walk(partition_passes(
+    names = walk(recompose_passes(backends, recompose, mixed_dtype, prepare))
+    names += ([*walk(before), "prepare"] if before else [])
+    names += walk(mixed_precision_passes(mixed_dtype, accumulate)) + walk(partition_passes(
         [], path_, bind_constants, list(entries) or None, **steps_of(backends, backend_steps))) + ["partition"]
     if run_codegen:
         names.append("RunCodegen")
@@ -251,24 +263,28 @@ def pass_names(path_: str, backends: tuple[str, ...], bind_constants: bool, entr
 
 
 def check_pass_names(wanted: tuple[str, ...], path_: str, backends: tuple[str, ...], bind_constants: bool,
-                     entries: tuple[str, ...], run_codegen: bool, prepare: tuple, backend_steps: bool) -> None:
+                     entries: tuple[str, ...], run_codegen: bool, prepare: tuple, backend_steps: bool,
+                     front: tuple = (None, None, "half")) -> None:
     """A usage error for a ``--print-after`` name that is no pass of this run, listing
     the passes it runs (and saying which option runs a pass it does not)."""
     import difflib
 
     args = (bind_constants, entries)
-    known = pass_names(path_, backends, *args, run_codegen, prepare, backend_steps)
+    known = pass_names(path_, backends, *args, run_codegen, prepare, backend_steps, front)
     for name in wanted:
         if name in known:
             continue
         hint = ""
         other = "merge" if path_ == "annotate" else "annotate"
-        if name in pass_names(other, backends, *args, run_codegen, prepare, backend_steps):
+        if name in pass_names(other, backends, *args, run_codegen, prepare, backend_steps, front):
             hint = f"; it runs with --path {other}"
         elif not run_codegen and name == "RunCodegen":
             hint = "; it runs with -o DIR"
         elif name in pass_names(path_, backends, *args, run_codegen, (True, None, None), True):
             hint = "; it runs with --prepare or --backend-steps"
+        elif name in pass_names(path_, backends, *args, run_codegen, prepare, backend_steps,
+                                (True, "float16", "half")):
+            hint = "; it runs with --dtype or --recompose"
         else:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -41,6 +41,8 @@ from .prepare import RewriteFunctions
 from .prepare import preparation_passes
 from .prepare import prepare_module
 from .prepare import rewrite_functions
+from .recompose_ops import RecomposeOps
+from .recompose_ops import recompose_ops
 from .rewrite_call import rewrite_call
 from .run_codegen import CodegenFn
 from .run_codegen import CodegenLookup
@@ -52,6 +54,8 @@ from .run_codegen import find_codegen
 from .run_codegen import run_codegen
 from .run_codegen import set_codegen_lookup
 from .run_codegen import stub_codegen
+from .to_mixed_precision import ToMixedPrecision
+from .to_mixed_precision import to_mixed_precision
 
 __all__ = [
     "AllocateWorkspace", "allocate_workspace",
@@ -62,5 +66,6 @@ __all__ = [
     "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "RewriteFunctions", "RunCodegen", "Sequential",
     "WellFormedInstrument", "call_dps_packed", "canonicalize_bindings", "dead_code_elimination",
     "find_codegen", "merge_composite_functions", "partition", "partition_passes",
-    "pass_instrument", "rewrite_functions", "codegen_module", "run_codegen", "set_codegen_lookup", "stub_codegen",
+    "pass_instrument", "RecomposeOps", "recompose_ops", "ToMixedPrecision", "to_mixed_precision",
+    "rewrite_functions", "codegen_module", "run_codegen", "set_codegen_lookup", "stub_codegen",
 ]

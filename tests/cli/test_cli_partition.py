@@ -184,12 +184,13 @@ def test_explain_says_what_was_offloaded_and_why_the_rest_was_not(tmp_path):
          "pattern": "sm.softmax", "reason": "check function last_axis returned False"},
     ]
     assert report["host_other"] == 1  # the add: no pattern is rooted at it, not a heavy op
+    assert report["host_other_ops"] == {"relax.add": 1}
     assert result.stderr.splitlines() == [
         "offloaded:",
         "  fused_relax_nn_softmax_sm -> sm (sm.softmax), called once",
         "kept on the host:",
         f"  {model}:10:13: main.b = relax.nn.softmax: [sm.softmax] check function last_axis returned False",
-        "(1 other operator calls without a pattern stay on the host)",
+        "(1 other operator calls without a pattern stay on the host: 1 relax.add)",
     ]
 
 
