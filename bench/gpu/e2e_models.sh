@@ -23,8 +23,10 @@
 #   MODEL: resnet50_b32 resnet50_b1 bert llama (default: all)
 #   --dry-run (or E2E_SMALL=1 E2E_DEVICE=cpu): small shapes, no build, byocc run on the CPU
 #   interpreter, torch on the CPU, no bench/verify: checks the stages without a GPU.
-# Environment: E2E_BUDGET (460 s), E2E_JOBS (6 heavy units per build), E2E_ITERS (20),
-#   E2E_WARMUP (3), E2E_SEED (0), BYOCC_E2E_WORK (work folder, default /tmp/byocc_e2e_models).
+# Environment: E2E_BUDGET (460 s), E2E_JOBS (8 heavy units per build), E2E_ARCH (build only
+#   this arch, e.g. sm_90a; default both), E2E_ITERS (20), E2E_WARMUP (3), E2E_SEED (0),
+#   E2E_COMPILE (1; 0 skips torch.compile), E2E_CHECK_EXPORT (0; 1 also checks torch fp32 on
+#   the CPU against onnxruntime), BYOCC_E2E_WORK (work folder, default /tmp/byocc_e2e_models).
 set -uo pipefail
 DRY=0
 ARGS=()
@@ -41,7 +43,7 @@ DEVICE=$E2E_DEVICE
 START=$(date +%s)
 BUDGET=${E2E_BUDGET:-460}
 DEADLINE=$((START + BUDGET))
-JOBS=${E2E_JOBS:-6}
+JOBS=${E2E_JOBS:-8}
 ITERS=${E2E_ITERS:-20}
 WARMUP=${E2E_WARMUP:-3}
 if [ -d .whl ] && ! python3 -c "import lark, cutlass_library" 2>/dev/null; then
@@ -127,7 +129,8 @@ chain() {
     stage "$m" partition 200 $B partition "$W/$m.onnx" --dtype float16 $(opts_of "$m") --backend cutlass \
         --path merge -o "$W/$m" --explain-json "$OUT/$m.explain.json" || return
     if [ "$DEVICE" != cpu ]; then
-        stage "$m" build 360 $B build "$W/$m" -j "$JOBS" || return
+        # shellcheck disable=SC2086
+        stage "$m" build 360 $B build "$W/$m" -j "$JOBS" ${E2E_ARCH:+--arch $E2E_ARCH} || return
         if ! stage "$m" run 150 $B run "$W/$m" --device "$DEVICE" --cuda-graph --inputs "$W/$m.inputs.npz" \
                 -o "$W/$m.byocc.npz" --summary "$W/$m.run.json"; then
             stage "$m" run_eager 150 $B run "$W/$m" --device "$DEVICE" --inputs "$W/$m.inputs.npz" \

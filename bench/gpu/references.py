@@ -177,6 +177,8 @@ def _fp16_on_gpu(name: str, channels_last: bool = False, compile: bool = False):
                 x = x.contiguous(memory_format=torch.channels_last)
         return model(x).float()  # byocc's module keeps the fp32 input and output
 
+    forward.weight_bytes = sum(t.numel() * t.element_size()  # type: ignore[attr-defined]
+                               for t in list(model.parameters()) + list(model.buffers()))
     return forward
 
 
