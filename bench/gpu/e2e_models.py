@@ -262,6 +262,10 @@ def cmd_compare(name: str, work: str) -> int:
     return code
 
 
+def _fmt(v) -> str:
+    return f"{v:.1e}" if isinstance(v, (int, float)) else "-"
+
+
 def _find(results, impl, mode):
     for r in results or []:
         if r.get("impl") == impl and r.get("mode") == mode and "median_ms" in r:
@@ -284,7 +288,8 @@ def cmd_table(work: str, out: str, names: list[str]) -> int:
         be, bg = _find(br, "byocc", "eager"), _find(br, "byocc", "cuda graph")
         te = _find(tr, "torch", "eager")
         cl = _find(tr, "torch", "channels-last")
-        teg = _find(tr, "torch", "channels-last graph") or _find(tr, "torch", "eager graph")
+        teg = (_find(tr, "torch", "channels-last graph") or _find(tr, "torch", "eager graph")
+               or _find(br, "torch", "cuda graph"))
         tcomp = _find(tr, "torch", "compile channels-last") or _find(tr, "torch", "compile")
         if te is None:  # byocc bench's own torch rows stand in
             te = _find(br, "torch", "eager")
@@ -312,16 +317,19 @@ def cmd_table(work: str, out: str, names: list[str]) -> int:
         ortc = "ok" if cmpj.get("ok") else ("MISMATCH" if "ok" in cmpj else "-")
         rows.append([n, ms(be), ms(bg), ms(te), ms(cl), ms(teg), ms(tcomp), ratio(ref_eager, best), ratio(teg, best),
                      ratio(tcomp, best), mb(peak_b), mb(torch_peak), str(h2d if h2d is not None else "-"),
-                     ver, ortc, ",".join(failed)])
+                     ver, ortc, _fmt(cmpj.get("rel_to_max")), _fmt(tj.get("eager_fp16_vs_ort_rel")), ",".join(failed)])
     head = ["model", "byocc eager", "byocc graph", "torch eager", "t. ch-last", "t. graph", "t. compile",
             "eager/byocc", "graph/byocc", "compile/byocc", "peak MB byocc", "peak MB torch", "H2D run B",
-            "verify", "vs ORT", "failed stages"]
+            "verify", "vs ORT", "byocc-ORT", "torch-ORT", "failed stages"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     text = "\n".join(lines)
     print("\n(ms: median per batch; ratios: torch ms / byocc's best (graph, else eager) ms; t. graph: torch "
-          "eager (channels-last for ResNet) replayed as one CUDA graph; t. compile: torch.compile default)")
+          "eager (channels-last for ResNet) replayed as one CUDA graph; t. compile: torch.compile default "
+          "(channels-last for ResNet); peak MB torch: byocc bench's torch eager; H2D run B: bytes host->device "
+          "during the run, after the inputs; vs ORT: byocc's output against onnxruntime (CPU, fp32), float16 "
+          "tolerance, byocc-ORT / torch-ORT: max |diff| / max |ORT|)")
     print(text)
     with open(os.path.join(out, "e2e_models_table.txt"), "w") as f:
         f.write(text + "\n")
