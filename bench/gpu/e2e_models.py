@@ -57,6 +57,28 @@ def _inputs(name: str, seed: int):
     return rng.standard_normal(shape).astype(np.float32)
 
 
+def _save_npz(path: str, **arrays) -> None:
+    """np.savez through a temporary file and a rename: a reader never sees half a file."""
+    import numpy as np
+
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(tmp, path)
+
+
+def _load_ort(work: str, name: str):
+    """onnxruntime's output of W/NAME.ort.npz, or None while prep has not written it."""
+    import numpy as np
+
+    path = os.path.join(work, f"{name}.ort.npz")
+    try:
+        with np.load(path) as z:
+            return z["output_0"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def _rel_err(a, b) -> float:
     import numpy as np
 
@@ -74,7 +96,7 @@ def cmd_prep(name: str, work: str, seed: int) -> int:
     model = references.build_model(name, seed)
     kind = references.model_config(name)[0]
     x = _inputs(name, seed)
-    np.savez(os.path.join(work, f"{name}.inputs.npz"), **{INPUT_NAMES[kind]: x})
+    _save_npz(os.path.join(work, f"{name}.inputs.npz"), **{INPUT_NAMES[kind]: x})
     path = os.path.join(work, f"{name}.onnx")
     tmp = path + ".tmp"
     with torch.no_grad():
@@ -92,7 +114,7 @@ def cmd_prep(name: str, work: str, seed: int) -> int:
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         out = sess.run(None, {sess.get_inputs()[0].name: x})[0]
         rec["ort_s"] = round(time.perf_counter() - t1, 2)
-        np.savez(os.path.join(work, f"{name}.ort.npz"), output_0=out)
+        _save_npz(os.path.join(work, f"{name}.ort.npz"), output_0=out)
         ref = out
         print(f"{name}: onnxruntime (CPU) {rec['ort_s']} s", flush=True)
         if os.environ.get("E2E_CHECK_EXPORT", "0") != "0":  # torch fp32 on the CPU against onnxruntime
@@ -103,7 +125,7 @@ def cmd_prep(name: str, work: str, seed: int) -> int:
         rec["ort_error"] = f"{type(exc).__name__}: {exc}"[:300]
         with torch.no_grad():
             ref = model(torch.from_numpy(x)).numpy()
-        np.savez(os.path.join(work, f"{name}.ort.npz"), output_0=ref)  # torch fp32 stands in
+        _save_npz(os.path.join(work, f"{name}.ort.npz"), output_0=ref)  # torch fp32 stands in
         rec["ort_stand_in"] = "torch fp32 (CPU)"
         print(f"{name}: onnxruntime failed ({rec['ort_error']}); torch fp32 output stands in", flush=True)
     rec["output_shape"] = list(ref.shape)
@@ -169,7 +191,6 @@ def _time_variant(label, fn, inp, warmup, iters, batch, torch, lock_path):
 
 
 def cmd_torch(name: str, work: str, go: str, lock: str, warmup: int, iters: int, max_wait: float) -> int:
-    import numpy as np
     import references
     import torch
 
@@ -186,8 +207,7 @@ def cmd_torch(name: str, work: str, go: str, lock: str, warmup: int, iters: int,
             variants.append(("compile channels-last", {"channels_last": True, "compile": True}))
     elif compile_too:
         variants.append(("compile", {"compile": True}))
-    ort = np.load(os.path.join(work, f"{name}.ort.npz"))["output_0"] if os.path.exists(
-        os.path.join(work, f"{name}.ort.npz")) else None
+    ort = _load_ort(work, name)
     rec: dict = {"model": name, "torch": torch.__version__, "device": "cpu" if cpu else torch.cuda.get_device_name(), "results": []}
     fns = []
     with torch.inference_mode():
@@ -204,8 +224,8 @@ def cmd_torch(name: str, work: str, go: str, lock: str, warmup: int, iters: int,
                 rec[f"{label} warmup_s"] = round(time.perf_counter() - t0, 1)
                 if label == "eager" and out is not None:
                     o = out.float().cpu().numpy()
-                    if ort is None and os.path.exists(os.path.join(work, f"{name}.ort.npz")):
-                        ort = np.load(os.path.join(work, f"{name}.ort.npz"))["output_0"]
+                    if ort is None:
+                        ort = _load_ort(work, name)
                     if ort is not None and ort.shape == o.shape:
                         rec["eager_fp16_vs_ort_rel"] = _rel_err(o, ort)
                 print(f"{name}: torch {label} ready in {rec[f'{label} warmup_s']} s", flush=True)
@@ -215,11 +235,14 @@ def cmd_torch(name: str, work: str, go: str, lock: str, warmup: int, iters: int,
         t0 = time.perf_counter()
         while not os.path.exists(go) and time.perf_counter() - t0 < max_wait:
             time.sleep(1)
-        if ort is None and os.path.exists(os.path.join(work, f"{name}.ort.npz")):
-            ort = np.load(os.path.join(work, f"{name}.ort.npz"))["output_0"]
-            o = fns[0][1](inp).float().cpu().numpy() if fns and fns[0][0] == "eager" else None
-            if o is not None and ort.shape == o.shape:
-                rec["eager_fp16_vs_ort_rel"] = _rel_err(o, ort)
+        if ort is None:
+            ort = _load_ort(work, name)
+            try:
+                o = fns[0][1](inp).float().cpu().numpy() if fns and fns[0][0] == "eager" else None
+                if ort is not None and o is not None and ort.shape == o.shape:
+                    rec["eager_fp16_vs_ort_rel"] = _rel_err(o, ort)
+            except Exception as exc:  # noqa: BLE001
+                rec["eager_vs_ort_error"] = f"{type(exc).__name__}: {exc}"[:200]
         for label, fn in fns:
             try:
                 rec["results"].extend(_time_variant(label, fn, inp, warmup, iters, batch, torch, lock))
