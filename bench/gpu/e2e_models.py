@@ -39,11 +39,21 @@ def _write_json(path: str, obj) -> None:
 
 
 def _load_json(path: str):
+    """The JSON object in ``path``; None when absent. Text around the object (a library that
+    printed to stdout beside ``byocc bench --json``) is skipped."""
     try:
         with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            text = f.read()
+    except OSError:
         return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        start, end = text.find("{"), text.rfind("}")
+        try:
+            return json.loads(text[start:end + 1]) if 0 <= start < end else None
+        except ValueError:
+            return None
 
 
 def _inputs(name: str, seed: int):
