@@ -23,7 +23,8 @@
 #   MODEL: resnet50_b32 resnet50_b1 bert llama (default: all)
 #   --dry-run (or E2E_SMALL=1 E2E_DEVICE=cpu): small shapes, no build, byocc run on the CPU
 #   interpreter, torch on the CPU, no bench/verify: checks the stages without a GPU.
-# Environment: E2E_BUDGET (460 s), E2E_JOBS (5 heavy units per build: the four builds run side by side, 20 CUTLASS units of ~3.7 GB at most), E2E_ARCH (build only
+# Environment: E2E_BUDGET (460 s), E2E_JOBS (5 heavy units per build: the four builds run
+#   side by side, 20 CUTLASS units of ~3.7 GB at most), E2E_ARCH (build only
 #   this arch, e.g. sm_90a; default both), E2E_ITERS (20), E2E_WARMUP (3), E2E_SEED (0),
 #   E2E_COMPILE (1; 0 skips torch.compile), E2E_VERIFY (1; 0 skips verify --device cuda), E2E_CHECK_EXPORT (0; 1 also checks torch fp32 on
 #   the CPU against onnxruntime), BYOCC_E2E_WORK (work folder, default /tmp/byocc_e2e_models).
