@@ -219,10 +219,28 @@ def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, 
 
         rewrites = backend_steps(list(backends))[0]
         if rewrites:
-            passes.append(RewriteFunctions(tuple(rewrites)))
+            from byocc.transform.recompose_ops import group_kv_heads
+
+            # then the grouped-query K/V repeats RecomposeOps wrote are dropped again where
+            # the rewrites made an attention of them (exact: attention groups the heads)
+            passes.append(RewriteFunctions((*rewrites, group_kv_heads)))
     # no FoldConstant here: a folded constant attention bias is bound into the composite,
     # which the cutlass attention codegen refuses ("the attention bias must be a 4-D parameter")
     return passes
+
+
+def lowering_passes(backends, recompose: bool | None, mixed_dtype: str | None) -> list:
+    """With ``--recompose`` (on by default with ``--dtype``) and the cutlass backend, last:
+    ``R.nn.rms_norm`` as the ``R.call_tir`` of a standard-form rms_norm prim_func, the form
+    TVM's CUTLASS table matches (RmsNormToCallTIR). After ToMixedPrecision, so the
+    prim_func has the norm's final dtype."""
+    if recompose is None:
+        recompose = mixed_dtype is not None
+    if not recompose or "cutlass" not in (backends or ()):
+        return []
+    from byocc.transform.rms_norm_tir import RmsNormToCallTIR
+
+    return [RmsNormToCallTIR()]
 
 
 def mixed_precision_passes(mixed_dtype: str | None, accumulate: str) -> list:
@@ -241,7 +259,7 @@ def apply_frontend(mod, backends, prepare: tuple, recompose: bool | None, mixed_
     for p in recompose_passes(backends, recompose, mixed_dtype, prepare):
         mod = p(mod)
     mod = apply_prepare(mod, backends, *prepare)
-    for p in mixed_precision_passes(mixed_dtype, accumulate):
+    for p in mixed_precision_passes(mixed_dtype, accumulate) + lowering_passes(backends, recompose, mixed_dtype):
         mod = p(mod)
     return mod
 
@@ -259,7 +277,7 @@ def steps_of(backends, enabled: bool) -> dict:
 
 __all__ = [
     "BACKEND", "CODEGEN_OPTION", "DIM", "MAX_DIM", "BackendType", "CodegenOptionType", "DimType",
-    "apply_frontend", "apply_prepare", "backend_steps_option", "mixed_precision_passes",
+    "apply_frontend", "apply_prepare", "backend_steps_option", "lowering_passes", "mixed_precision_passes",
     "precision_options", "recompose_passes", "codegen_option_option", "prepare_options",
     "prepare_passes_of", "steps_of", "target_options",
 ]
