@@ -339,10 +339,12 @@ class Interpreter:
             return self.packed[name](*args)
         norm = self._standard_tir(name)
         if norm is not None:  # byocc's own lowering of R.nn.rms_norm (byocc/transform/rms_norm_tir.py)
-            from byocc.ops.reference import reference
+            from byocc.ops.evaluate import reference_of
 
             x, w = self._eval(frame, call.args[1])
-            return reference("relax.nn.rms_norm")(x, w, axes=[-1], epsilon=norm.eps)
+            rms_norm = reference_of("relax.nn.rms_norm")
+            assert rms_norm is not None
+            return rms_norm(x, w, axes=[-1], epsilon=norm.eps)
         raise UnsupportedError(f"R.call_tir to {name!r}: TIR functions cannot be interpreted; "
                                "pass an implementation with packed=", call.span)
 

@@ -795,7 +795,7 @@ def group_kv_heads(func: Function) -> Function:
                     rk, rv = _head_repeat(v.args[1], defs), _head_repeat(v.args[2], defs)
                     if rk is not None and rv is not None and rk[1] == rv[1]:
                         try:
-                            new = _make(v.op.name, [v.args[0], rk[0], rv[0], *v.args[3:]], v.attrs)
+                            new = _make(str(_opname(v)), [v.args[0], rk[0], rv[0], *v.args[3:]], v.attrs)
                         except TypeInferenceError:
                             new = None
                         if new is not None and _shape(new) == _shape(b.var) and _si(new).dtype == _si(b.var).dtype:  # type: ignore[union-attr]
