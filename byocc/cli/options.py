@@ -186,8 +186,9 @@ def precision_options(command):
         "--recompose/--no-recompose", "recompose", default=None,
         help="Fuse the decomposed forms exporters write (GELU as erf/tanh arithmetic, SiLU, "
              "LayerNorm, RMSNorm, 4-D attention chains) into the ops the tables match, then run "
-             "the backends' rewrites (cutlass: attention) (RecomposeOps). Default: on with "
-             "--dtype.")(command)
+             "the backends' rewrites (cutlass: attention, grouped K/V heads without repeats; "
+             "rms_norm as the call_tir of a standard rms_norm prim_func, after --dtype) "
+             "(RecomposeOps). Default: on with --dtype.")(command)
     command = click.option(
         "--accumulate-dtype", "accumulate", type=click.Choice(["float32", "half"]), default="half",
         show_default=True,

@@ -399,3 +399,19 @@ def test_other_repeats_stay(kw):
 
     mod = parse_module(REPEATED.format(**kw))
     assert group_kv_heads(mod["main"]) is mod["main"]
+
+
+def test_the_dtype_pipeline_for_cutlass_offloads_grouped_attention_without_host_repeats():
+    """What ``byocc partition --dtype float16 --backend cutlass --path merge`` runs."""
+    from byocc.backends import get_patterns_with_prefix
+    from byocc.cli.options import apply_frontend
+    from byocc.transform import partition
+
+    mod = gqa_attention(n=8, kv=2)
+    front = apply_frontend(mod, ("cutlass",), (False, None, None), None, "float16", "half")
+    part = partition(front, get_patterns_with_prefix("cutlass"), path="merge")
+    assert "relax.repeat" not in ops(part) and "relax.nn.attention_bias" not in ops(part)
+    assert "cutlass.attention_bias" in part.script()
+    args = [RNG.standard_normal(s).astype("float32") for s in ((1, 6, 64), (1, 6, 16), (1, 6, 16))]
+    np.testing.assert_allclose(np.asarray(run_module(part, args)), np.asarray(run_module(mod, args)),
+                               rtol=1e-2, atol=1e-2)
