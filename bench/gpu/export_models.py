@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bert-seq", type=int, default=512)
     ap.add_argument("--bert-layers", type=int, default=12)
     ap.add_argument("--llama-seq", type=int, default=2048)
+    ap.add_argument("--llama-hidden", type=int, default=4096, help="Llama hidden size (default 4096; 32 q / 8 kv heads)")
+    ap.add_argument("--llama-ffn", type=int, default=11008, help="Llama MLP size (default 11008)")
     ap.add_argument("--rope", action="store_true", help="add rotary embeddings to the Llama layer")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -212,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             export(bert_base(layers=args.bert_layers), (ids,), path, ["input_ids"])
         else:
             path = os.path.join(args.out, "llama_block.onnx")
-            export(llama_block(seq=args.llama_seq, rope=args.rope), (torch.randn(1, args.llama_seq, 4096),),
-                   path, ["x"])
+            block = llama_block(hidden=args.llama_hidden, ffn=args.llama_ffn, seq=args.llama_seq, rope=args.rope)
+            export(block, (torch.randn(1, args.llama_seq, args.llama_hidden),), path, ["x"])
         size = os.path.getsize(path) / 2**20
         print(f"{name}: {path} ({size:.0f} MiB, {time.perf_counter() - t0:.1f} s)", file=sys.stderr)
     return 0

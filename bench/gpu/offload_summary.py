@@ -32,7 +32,7 @@ def _calls(func):
     from byocc.ir import SeqExpr
 
     local: dict = {}
-    if not isinstance(func.body, SeqExpr):
+    if not isinstance(func, Function) or not isinstance(func.body, SeqExpr):  # a PrimFunc
         return
     for block in func.body.blocks:
         for b in block.bindings:
@@ -40,7 +40,10 @@ def _calls(func):
             if isinstance(v, Function):
                 local[b.var] = v
             elif isinstance(v, Call):
-                if isinstance(v.op, Op):
+                if isinstance(v.op, Op) and v.op.name == "relax.call_tir" and "rms_norm" in getattr(
+                        v.args[0], "name_hint", ""):  # R.nn.rms_norm legalized (cutlass.rms_norm's form)
+                    yield "relax.nn.rms_norm", None, None
+                elif isinstance(v.op, Op):
                     yield v.op.name, None, None
                 elif isinstance(v.op, GlobalVar):
                     yield None, v.op.name_hint, None

@@ -206,8 +206,9 @@ def precision_options(command):
         "--recompose/--no-recompose", "recompose", default=None,
         help="Fuse the decomposed forms exporters write (GELU as erf/tanh arithmetic, SiLU, "
              "LayerNorm, RMSNorm, 4-D attention chains) into the ops the tables match, then run "
-             "the backends' rewrites (cutlass: attention) (RecomposeOps). Default: on with "
-             "--dtype.")(command)
+             "the backends' rewrites (cutlass: attention, grouped K/V heads without repeats; "
+             "rms_norm as the call_tir of a standard rms_norm prim_func, after --dtype) "
+             "(RecomposeOps). Default: on with --dtype.")(command)
     command = click.option(
         "--accumulate-dtype", "accumulate", type=click.Choice(["float32", "half"]), default="half",
         show_default=True,
@@ -239,10 +240,28 @@ def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, 
 
         rewrites = backend_steps(list(backends))[0]
         if rewrites:
-            passes.append(RewriteFunctions(tuple(rewrites)))
+            from byocc.transform.recompose_ops import group_kv_heads
+
+            # then the grouped-query K/V repeats RecomposeOps wrote are dropped again where
+            # the rewrites made an attention of them (exact: attention groups the heads)
+            passes.append(RewriteFunctions((*rewrites, group_kv_heads)))
     # no FoldConstant here: a folded constant attention bias is bound into the composite,
     # which the cutlass attention codegen refuses ("the attention bias must be a 4-D parameter")
     return passes
+
+
+def lowering_passes(backends, recompose: bool | None, mixed_dtype: str | None) -> list:
+    """With ``--recompose`` (on by default with ``--dtype``) and the cutlass backend, last:
+    ``R.nn.rms_norm`` as the ``R.call_tir`` of a standard-form rms_norm prim_func, the form
+    TVM's CUTLASS table matches (RmsNormToCallTIR). After ToMixedPrecision, so the
+    prim_func has the norm's final dtype."""
+    if recompose is None:
+        recompose = mixed_dtype is not None
+    if not recompose or "cutlass" not in (backends or ()):
+        return []
+    from byocc.transform.rms_norm_tir import RmsNormToCallTIR
+
+    return [RmsNormToCallTIR()]
 
 
 def mixed_precision_passes(mixed_dtype: str | None, accumulate: str) -> list:
@@ -261,7 +280,7 @@ def apply_frontend(mod, backends, prepare: tuple, recompose: bool | None, mixed_
     for p in recompose_passes(backends, recompose, mixed_dtype, prepare):
         mod = p(mod)
     mod = apply_prepare(mod, backends, *prepare)
-    for p in mixed_precision_passes(mixed_dtype, accumulate):
+    for p in mixed_precision_passes(mixed_dtype, accumulate) + lowering_passes(backends, recompose, mixed_dtype):
         mod = p(mod)
     return mod
 
@@ -280,7 +299,7 @@ def steps_of(backends, enabled: bool) -> dict:
 __all__ = [
     "DeviceType",
     "BACKEND", "CODEGEN_OPTION", "DIM", "MAX_DIM", "BackendType", "CodegenOptionType", "DimType",
-    "apply_frontend", "apply_prepare", "backend_steps_option", "mixed_precision_passes",
+    "apply_frontend", "apply_prepare", "backend_steps_option", "lowering_passes", "mixed_precision_passes",
     "precision_options", "recompose_passes", "codegen_option_option", "prepare_options",
     "prepare_passes_of", "steps_of", "target_options",
 ]

@@ -26,6 +26,7 @@ from .options import BACKEND
 from .options import apply_frontend
 from .options import backend_steps_option
 from .options import codegen_option_option
+from .options import lowering_passes
 from .options import mixed_precision_passes
 from .options import precision_options
 from .options import prepare_options
@@ -255,7 +256,8 @@ def pass_names(path_: str, backends: tuple[str, ...], bind_constants: bool, entr
     before = prepare_passes_of(backends, *prepare)
     names = walk(recompose_passes(backends, recompose, mixed_dtype, prepare))
     names += ([*walk(before), "prepare"] if before else [])
-    names += walk(mixed_precision_passes(mixed_dtype, accumulate)) + walk(partition_passes(
+    names += walk(mixed_precision_passes(mixed_dtype, accumulate) + lowering_passes(backends, recompose, mixed_dtype))
+    names += walk(partition_passes(
         [], path_, bind_constants, list(entries) or None, **steps_of(backends, backend_steps))) + ["partition"]
     if run_codegen:
         names.append("RunCodegen")

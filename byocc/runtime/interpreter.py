@@ -337,8 +337,28 @@ class Interpreter:
         if name is not None and name in self.packed:
             args = list(self._eval(frame, call.args[1]))
             return self.packed[name](*args)
+        norm = self._standard_tir(name)
+        if norm is not None:  # byocc's own lowering of R.nn.rms_norm (byocc/transform/rms_norm_tir.py)
+            from byocc.ops.evaluate import reference_of
+
+            x, w = self._eval(frame, call.args[1])
+            rms_norm = reference_of("relax.nn.rms_norm")
+            assert rms_norm is not None
+            return rms_norm(x, w, axes=[-1], epsilon=norm.eps)
         raise UnsupportedError(f"R.call_tir to {name!r}: TIR functions cannot be interpreted; "
                                "pass an implementation with packed=", call.span)
+
+    def _standard_tir(self, name: str | None):
+        """The shape, dtype and epsilon of member ``name`` when it is a standard-form rms_norm
+        prim_func (:func:`byocc.transform.rms_norm_tir.standard_rms_norm`), else None."""
+        from byocc.ir.tir import PrimFunc
+
+        func = self.mod[name] if name is not None and name in self.mod else None
+        if not isinstance(func, PrimFunc):
+            return None
+        from byocc.transform.rms_norm_tir import standard_rms_norm
+
+        return standard_rms_norm(func)
 
     def _alloc_tensor(self, frame: _Frame, call: Call) -> Any:
         from byocc.ops.reference import np_dtype

@@ -132,6 +132,8 @@ def _read(text: str, source: str, constants: dict[str, Any] | None, sidecar: str
         tir: list[TirDef] = []
         if scope is not None and "prim_func" in text:
             text, tir = cut_prim_funcs(normalize_source(text))
+        elif "prim_func" in text:
+            text, tir = _own_prim_funcs(text)
         stmts = parse_syntax(text, source)
         if scope is not None:
             resolve_dotted_names(stmts, scope)
@@ -233,6 +235,19 @@ def parse_syntax(text: str, source: str = "<string>", start: str = "start") -> A
         raise _in_prim_func(src, getattr(err, "line", 0), source) or _syntax_error(err, src, source) from None
     except LarkError as err:
         raise ParseError(f"syntax error: {err}", Span(source, 1, 1)) from None
+
+
+def _own_prim_funcs(text: str) -> tuple[str, list[TirDef]]:
+    """A ``.relax`` text's ``@T.prim_func`` members cut out when every one is byocc's own
+    standard-form rms_norm (what ``byocc partition --recompose`` writes for cutlass,
+    :mod:`byocc.transform.rms_norm_tir`), so byocc reads back what it wrote; else the text
+    unchanged (other TIR stays refused: "TIR functions ... are not supported")."""
+    from byocc.transform.rms_norm_tir import standard_rms_norm
+
+    cut, tir = cut_prim_funcs(normalize_source(text))
+    if tir and all(standard_rms_norm(PrimFunc(t.source)) is not None for t in tir):
+        return cut, tir
+    return text, []
 
 
 def _in_prim_func(text: str, line: int, source: str) -> UnsupportedError | None:

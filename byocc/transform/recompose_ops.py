@@ -758,6 +758,58 @@ def _drop_noop_casts(func: Function) -> Function:
                     func.is_pure, dict(func.attrs), func.span)
 
 
+def _head_repeat(x: Expr, defs: dict[Var, Expr]) -> tuple[Expr, int] | None:
+    """``(y, r)`` when ``x = repeat(y, r, axis=2)`` of a 4-D ``y``, ``r`` one int > 1."""
+    c = defs.get(x) if isinstance(x, Var) else None
+    if not isinstance(c, Call) or _opname(c) != "relax.repeat" or c.attrs is None:
+        return None
+    y, axis, reps = c.args[0], c.attrs.get("axis"), c.attrs.get("repeats")
+    ys = _shape(y)
+    if ys is None or len(ys) != 4 or not isinstance(axis, int) or axis % 4 != 2:
+        return None
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
+        return None
+    return y, reps
+
+
+def group_kv_heads(func: Function) -> Function:
+    """``func`` with ``R.nn.attention(q, repeat(k, r, axis=2), repeat(v, r, axis=2) [, bias])``
+    (BSNH; the same ``r`` on K and V) taking ``k`` and ``v`` themselves: the attention's
+    grouped-query heads (query head ``i`` reads key/value head ``i // (N / N_kv)``) give the
+    same values as the repeated heads (repeated head ``j`` is head ``j // r``), so the
+    repeats are exact to drop. The form RecomposeOps' grouped heads take after the cutlass
+    rewrites (``byocc partition --recompose`` only: TVM's rewrites drop repeats on their
+    cast form alone). The same object when nothing changes."""
+    if any(k in func.attrs for k in _SKIP_ATTRS) or not isinstance(func.body, SeqExpr):
+        return func
+    defs: dict[Var, Expr] = {}
+    changed = False
+    blocks: list[BindingBlock] = []
+    for block in func.body.blocks:
+        out: list[Binding] = []
+        for b in block.bindings:
+            v = b.value
+            if isinstance(b, VarBinding):
+                defs[b.var] = v
+                if isinstance(v, Call) and _opname(v) in ("relax.nn.attention", "relax.nn.attention_bias"):
+                    rk, rv = _head_repeat(v.args[1], defs), _head_repeat(v.args[2], defs)
+                    if rk is not None and rv is not None and rk[1] == rv[1]:
+                        try:
+                            new = _make(str(_opname(v)), [v.args[0], rk[0], rv[0], *v.args[3:]], v.attrs)
+                        except TypeInferenceError:
+                            new = None
+                        if new is not None and _shape(new) == _shape(b.var) and _si(new).dtype == _si(b.var).dtype:  # type: ignore[union-attr]
+                            b = VarBinding(b.var, new, b.span)
+                            changed = True
+            out.append(b)
+        blocks.append(type(block)(tuple(out), block.span))
+    if not changed:
+        return func
+    body = SeqExpr(tuple(blocks), func.body.body, func.body.span)
+    new_func = Function(func.params, body, func.ret_struct_info, func.is_pure, dict(func.attrs), func.span)
+    return remove_all_unused(new_func)  # the repeats nothing else reads
+
+
 def recompose_ops(mod: IRModule, stats: dict[str, int] | None = None) -> IRModule:
     """Functional form of :class:`RecomposeOps`; ``stats`` (if given) counts each kind made."""
     return map_functions(mod, lambda f: recompose_function(f, stats))
@@ -775,4 +827,4 @@ class RecomposeOps(Pass):
         return recompose_ops(mod)
 
 
-__all__ = ["KINDS", "RecomposeOps", "recompose_function", "recompose_ops"]
+__all__ = ["KINDS", "RecomposeOps", "group_kv_heads", "recompose_function", "recompose_ops"]

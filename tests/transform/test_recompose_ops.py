@@ -337,3 +337,81 @@ def test_rms_norm_of_an_upcast_input_in_fp32_uses_the_cast_value():
     assert ops(new) == ["relax.astype", "relax.nn.rms_norm"]
     args = [RNG.standard_normal((2, c)).astype("float16")]
     np.testing.assert_allclose(np.asarray(run_module(new, args)), np.asarray(run_module(mod, args)), rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- grouped K/V heads
+def test_grouped_query_attention_takes_the_kv_heads_without_the_repeats():
+    """After the cutlass rewrites, group_kv_heads drops RecomposeOps' repeats: the attention
+    reads (B, S, N_kv, H) keys and values, same values (byocc partition --recompose)."""
+    from byocc.backends.cutlass.rewrites import rewrite_attention
+    from byocc.transform.recompose_ops import group_kv_heads
+
+    mod = gqa_attention(n=8, kv=2)
+    fused = recompose_ops(mod).clone()
+    fused["main"] = group_kv_heads(rewrite_attention(fused["main"]))
+    assert "relax.repeat" not in ops(fused) and "relax.nn.attention_bias" in ops(fused)
+    (att,) = [b.value for blk in fused["main"].body.blocks for b in blk.bindings
+              if isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.nn.attention_bias"]
+    assert [tuple(a.struct_info.shape)[2] for a in att.args[:3]] == [8, 2, 2]
+    check_same(mod, fused, (1, 6, 64), (1, 6, 16), (1, 6, 16))
+
+
+REPEATED = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(q: R.Tensor((1, 6, 4, 8), dtype="float32"), k: R.Tensor((1, {sk}, {nk}, 8), dtype="float32"), v: R.Tensor((1, {sk}, {nv}, 8), dtype="float32")):
+        with R.dataflow():
+            kr = R.repeat(k, repeats={rk}, axis={ak})
+            vr = R.repeat(v, repeats={rv}, axis={av})
+            o = R.nn.attention(q, kr, vr, scale=0.5)
+            R.output(o)
+        return o
+"""
+
+
+@pytest.mark.parametrize("kw", [
+    dict(sk=6, nk=2, nv=2, rk=2, rv=2, ak=2, av=2),   # the head axis, both the same: dropped
+    dict(sk=6, nk=2, nv=2, rk=2, rv=2, ak=-2, av=-2),  # spelled from the end
+])
+def test_head_axis_repeats_are_dropped_exactly(kw):
+    from byocc.text import parse_module
+    from byocc.transform.recompose_ops import group_kv_heads
+
+    mod = parse_module(REPEATED.format(**kw))
+    new = mod.clone()
+    new["main"] = group_kv_heads(mod["main"])
+    assert ops(new) == ["relax.nn.attention"]
+    shapes = ((1, 6, 4, 8), (1, kw["sk"], kw["nk"], 8), (1, kw["sk"], kw["nv"], 8))
+    check_same(mod, new, *shapes, tol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(sk=3, nk=4, nv=4, rk=2, rv=2, ak=1, av=1),   # the sequence axis: not the grouped heads
+    dict(sk=6, nk=1, nv=2, rk=4, rv=2, ak=2, av=2),   # K and V repeated differently
+    dict(sk=6, nk=4, nv=4, rk=1, rv=1, ak=2, av=2),   # repeats=1: nothing to drop
+])
+def test_other_repeats_stay(kw):
+    from byocc.text import parse_module
+    from byocc.transform.recompose_ops import group_kv_heads
+
+    mod = parse_module(REPEATED.format(**kw))
+    assert group_kv_heads(mod["main"]) is mod["main"]
+
+
+def test_the_dtype_pipeline_for_cutlass_offloads_grouped_attention_without_host_repeats():
+    """What ``byocc partition --dtype float16 --backend cutlass --path merge`` runs."""
+    from byocc.backends import get_patterns_with_prefix
+    from byocc.cli.options import apply_frontend
+    from byocc.transform import partition
+
+    mod = gqa_attention(n=8, kv=2)
+    front = apply_frontend(mod, ("cutlass",), (False, None, None), None, "float16", "half")
+    part = partition(front, get_patterns_with_prefix("cutlass"), path="merge")
+    assert "relax.repeat" not in ops(part) and "relax.nn.attention_bias" not in ops(part)
+    assert "cutlass.attention_bias" in part.script()
+    args = [RNG.standard_normal(s).astype("float32") for s in ((1, 6, 64), (1, 6, 16), (1, 6, 16))]
+    np.testing.assert_allclose(np.asarray(run_module(part, args)), np.asarray(run_module(mod, args)),
+                               rtol=1e-2, atol=1e-2)
