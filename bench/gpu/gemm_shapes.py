@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import traceback
@@ -108,17 +109,79 @@ def timings(lib, c: Case, state, compile_baseline: bool) -> dict:
     return row
 
 
+GROUPS = {
+    # the split-K tiers (decode shapes, the symbolic-M function) run in a process of their
+    # own, so that a failure there cannot take the other cases' CUDA context with it
+    "split": lambda c: c.name.startswith(("static_1x", "static_16x")) or bool(c.dims),
+    "rest": lambda c: not (c.name.startswith(("static_1x", "static_16x")) or c.dims),
+    # torch.compile of the target shapes, last (its compile time is the slowest part)
+    "compile": lambda c: c.name in COMPILED,
+    "all": lambda c: True,
+}
+COMPILED = ("static_16x4096x4096", "static_1x4096x4096", "unaligned_2000x3000x1500_T",
+            "aligned_2000x3000x1504_T")
+
+
+def run_group(lib_dir: Path, group: str, timed: bool, compile_baseline: bool, out_json: Path) -> None:
+    """Check (and time) the cases of ``group`` from the library in ``lib_dir``; rows to ``out_json``
+    after every case."""
+    import torch
+
+    from byocc.runtime import native
+
+    cs = [c for c in cases() if GROUPS[group](c)]
+    lib = native.load(lib_dir)
+    codegen_text = next(lib_dir.glob("*.codegen.relax")).read_text()
+    find_symbols(codegen_text, cs)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int(time.time() * 1000) % (2 ** 31))
+    rows = []
+    if group == "compile":
+        for c in cs:
+            row = {"case": c.name, "m": None, "static_m": c.lhs[0], "compile_only": True}
+            try:
+                ok, _, state = check(lib, c, gen)
+                row.update(timings(lib, c, state, True) if ok else {"status": "WRONG"})
+            except Exception as e:
+                row.update(status="ERROR", error=f"{type(e).__name__}: {e}")
+            rows.append(row)
+            out_json.write_text(json.dumps(rows, indent=1, default=str))
+        return
+    for c in cs:
+        for m in ((M_LIST + EXTRA_M) if c.dims else (None,)):
+            if m is not None:
+                c.dims = {"m": m}
+            row = {"case": c.name, "m": m, "static_m": None if c.dims else c.lhs[0]}
+            try:
+                ok, err, state = check(lib, c, gen)
+                row.update(status="ok" if ok else "WRONG", err=err)
+                if ok and (timed or c.name in COMPILED) and (m is None or m in M_LIST):
+                    row.update(timings(lib, c, state, False))
+            except Exception as e:
+                row.update(status="ERROR", error=f"{type(e).__name__}: {e}")
+                traceback.print_exc()
+            rows.append(row)
+            out_json.write_text(json.dumps(rows, indent=1, default=str))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu_out"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
     ap.add_argument("--sm80", action="store_true", help="also build and check an sm_80-only library")
     ap.add_argument("--no-compile-baseline", action="store_true")
-    ap.add_argument("--build-timeout", type=float, default=420.0)
+    ap.add_argument("--budget", type=float, default=210.0, help="seconds for everything (groups left out after)")
+    ap.add_argument("--group", help=argparse.SUPPRESS)  # internal: run one group (lib dir in --lib)
+    ap.add_argument("--lib", help=argparse.SUPPRESS)
+    ap.add_argument("--untimed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.group:
+        run_group(Path(args.lib), args.group, not args.untimed, not args.no_compile_baseline,
+                  out / f"rows_{args.group}{'_sm80' if args.untimed else ''}.json")
+        return 0
+    t0 = time.perf_counter()
     work = Path(os.environ.get("BYOCC_BENCH_WORK", HERE.parents[1] / ".gpu_work")) / "shapes"
     work.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
@@ -130,13 +193,12 @@ def main(argv=None) -> int:
     if d.exists():
         shutil.rmtree(d)
     py = [sys.executable, "-m", "byocc"]
-    res: dict = {"build": {}, "cases": [], "symbolic": []}
+    res: dict = {"build": {}}
     p, dt = run(py + ["partition", str(model), "--backend", "cutlass", "-o", str(d)], log)
     res["build"]["partition_s"] = round(dt, 1)
     if p.returncode:
         print(p.stderr[-3000:])
         return 1
-    find_symbols((d / "gemm_shapes.codegen.relax").read_text(), cs)
     manifest = json.loads((d / "manifest.json").read_text())
     res["manifest_buckets"] = [s.get("m_buckets") for f in manifest.get("functions", [])
                                for s in f.get("steps", []) if s.get("m_buckets")]
@@ -147,48 +209,56 @@ def main(argv=None) -> int:
             shutil.rmtree(d80)
         shutil.copytree(d, d80)
         builds.append(("sm80", d80, ["--arch", "sm_80"]))
-    done = []
     for label, bd, extra in builds:
-        left = args.build_timeout - (time.perf_counter() - t0)
+        left = args.budget - 40 - (time.perf_counter() - t0)
         try:
             p, dt = run(py + ["build", str(bd), "-j", str(args.jobs), *extra], log, timeout=max(left, 10))
         except Exception as e:
             res["build"][f"{label}_error"] = str(e)
             continue
         res["build"][f"{label}_build_s"] = round(dt, 1)
+        res["build"][f"{label}_units"] = len(list((bd / "src").rglob("*.cu")))
         if p.returncode:
             res["build"][f"{label}_error"] = p.stderr[-3000:]
             print(f"build {label} failed: {p.stderr[-3000:]}")
             continue
-        done.append((label, bd))
-    import torch
-
-    from byocc.runtime import native
-
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(int(time.time()))
-    static_rate: dict = {}
-    for label, bd in done:
-        lib = native.load(bd)
-        timed = label == "sm90+sm80"
-        for c in cs:
-            ms = (M_LIST + EXTRA_M) if c.dims else (None,)
-            for m in ms:
-                if m is not None:
-                    c.dims = {"m": m}
-                row = {"build": label, "case": c.name, "m": m}
-                try:
-                    ok, err, state = check(lib, c, gen)
-                    row.update(status="ok" if ok else "WRONG", err=err)
-                    if ok and timed and (m is None or m in M_LIST):
-                        row.update(timings(lib, c, state, not args.no_compile_baseline and m is None))
-                except Exception as e:
-                    row.update(status="ERROR", error=f"{type(e).__name__}: {e}")
-                    traceback.print_exc()
-                res["cases"].append(row)
-                if timed and c.name.startswith("static_") and c.transposed and "byocc" in row:
-                    static_rate[c.lhs[0]] = row["byocc"]
+        print(f"built {label} in {dt:.0f} s", flush=True)
+        groups = ["split", "rest"] + ([] if args.no_compile_baseline else ["compile"])
+        for group in (groups if label == "sm90+sm80" else ["all"]):
+            left = args.budget - (time.perf_counter() - t0)
+            if left < 8:
+                res["build"][f"{label}_{group}"] = "skipped (out of time)"
+                continue
+            cmd = [sys.executable, __file__, "--out", str(out), "--group", group, "--lib", str(bd)]
+            if label != "sm90+sm80":
+                cmd.append("--untimed")
+            if args.no_compile_baseline:
+                cmd.append("--no-compile-baseline")
+            try:
+                g = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+                res["build"][f"{label}_{group}_rc"] = g.returncode
+                if g.returncode:
+                    res["build"][f"{label}_{group}_stderr"] = g.stderr[-2000:]
+            except subprocess.TimeoutExpired:
+                res["build"][f"{label}_{group}"] = "timeout"
+            (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    rows = []
+    compiled = {}
+    for f in sorted(out.glob("rows_*.json")):
+        build = "sm80" if f.stem.endswith("_sm80") else "sm90+sm80"
+        for r in json.loads(f.read_text()):
+            if r.get("compile_only"):
+                compiled[r["case"]] = r.get("compile", r.get("compile_error", r.get("error")))
+            else:
+                rows.append(dict(r, build=build))
+    for r in rows:
+        if r["build"] == "sm90+sm80" and r["m"] is None and isinstance(compiled.get(r["case"]), float):
+            r["compile"] = compiled[r["case"]]
+    res["cases"] = rows
     (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    static_rate = {r["static_m"]: r["byocc"] for r in rows
+                   if r["build"] == "sm90+sm80" and r["case"].startswith("static_") and not r["case"].endswith("_N")
+                   and "byocc" in r}
     write_table(res, static_rate, out)
     return 0
 
@@ -205,7 +275,7 @@ def write_table(res: dict, static_rate: dict, out: Path) -> None:
         if "byocc" not in r:
             continue
         best = max(r.get("addmm", 0), r.get("compile", 0))
-        m = r["m"] if r["m"] is not None else ""
+        m = r["m"] if r["m"] is not None else r.get("static_m", "")
         vs_static = f"{r['byocc'] / static_rate[r['m']]:.2f}" if r["m"] in static_rate else ""
         lines.append(f"| {r['case']} | {m} | {r['byocc']:.1f} | {r['addmm']:.1f} | {r.get('compile', float('nan')):.1f} | "
                      f"{r['byocc'] / r['addmm']:.2f} | {r['byocc'] / best:.2f} | {vs_static} |")
