@@ -48,10 +48,11 @@ int splitk_f32_f16_run(const void* parts, int64_t splits, int64_t slice, const E
 int pad_f16_run(const void* src, void* dst, int64_t batches, int64_t rows, int64_t cols, int64_t rows_p, int64_t cols_p, int sm_count, cudaStream_t stream);
 }
 }
+#define PROBE_API __attribute__((visibility("default")))
 extern "C" {
-const char* probe_error() { return byocc_last_error(); }
+PROBE_API const char* probe_error() { return byocc_last_error(); }
 // which: index into the units; fused units take bias and write f16 D directly (L = 1)
-int probe_gemm(int which, int64_t M, int64_t N, int64_t K, int64_t S, const void* A, const void* B,
+PROBE_API int probe_gemm(int which, int64_t M, int64_t N, int64_t K, int64_t S, const void* A, const void* B,
                const void* bias, void* D, void* ws, uint64_t ws_bytes, cudaStream_t stream) {
   byocc::GemmArgs g{};
   g.M = M; g.N = N; g.K = K / S; g.L = S;
@@ -65,7 +66,7 @@ int probe_gemm(int which, int64_t M, int64_t N, int64_t K, int64_t S, const void
   }
   return -1;
 }
-int probe_reduce(const void* parts, int64_t S, int64_t M, int64_t N, const void* bias, void* out, cudaStream_t stream) {
+PROBE_API int probe_reduce(const void* parts, int64_t S, int64_t M, int64_t N, const void* bias, void* out, cudaStream_t stream) {
   byocc::generic::Epilogue e{};
   e.rank = 2; e.shape[0] = M; e.shape[1] = N; e.act = 1;
   const int64_t bs[1] = {N};
@@ -73,7 +74,7 @@ int probe_reduce(const void* parts, int64_t S, int64_t M, int64_t N, const void*
   byocc::generic::absent_operand(&e.residual);
   return byocc::generic::splitk_f32_f16_run(parts, S, M * N, e, out, 132, stream);
 }
-int probe_pad(const void* src, void* dst, int64_t rows, int64_t cols, int64_t cols_p, cudaStream_t stream) {
+PROBE_API int probe_pad(const void* src, void* dst, int64_t rows, int64_t cols, int64_t cols_p, cudaStream_t stream) {
   return byocc::generic::pad_f16_run(src, dst, 1, rows, cols, rows, cols_p, 132, stream);
 }
 }
@@ -206,7 +207,7 @@ def main(argv=None) -> int:
         flop = 2.0 * m * n * k
         t_addmm = time_graph(lambda: torch.relu(torch.addmm(b, x, w.t())))
         rows.append({"m": m, "variant": "relu(addmm)", "ms": t_addmm, "tflops": flop / t_addmm / 1e9})
-        for idx, (name, _cfg, fused, splits_list) in enumerate(ok):
+        for idx, (name, _cfg, fused, splits_list, *_rest) in enumerate(ok):
             for s in splits_list:
                 o = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
 
