@@ -58,6 +58,7 @@ def cases() -> list[Case]:
     for m in M_LIST:
         add(f"static_{m}x{N}x{K}", m, N, K)
     add("static_16x4096x4096_N", 16, 4096, 4096, False)
+    add("static_64x4096x4096", 64, 4096, 4096)  # the C8 side of the decode rule
     for t in (True, False):
         tag = "T" if t else "N"
         add(f"unaligned_2000x3000x1500_{tag}", 2000, 3000, 1500, t)
@@ -112,8 +113,8 @@ def timings(lib, c: Case, state, compile_baseline: bool) -> dict:
 GROUPS = {
     # the split-K tiers (decode shapes, the symbolic-M function) run in a process of their
     # own, so that a failure there cannot take the other cases' CUDA context with it
-    "split": lambda c: c.name.startswith(("static_1x", "static_16x")) or bool(c.dims),
-    "rest": lambda c: not (c.name.startswith(("static_1x", "static_16x")) or c.dims),
+    "split": lambda c: c.name.startswith(("static_1x", "static_16x", "static_64x")) or bool(c.dims),
+    "rest": lambda c: not (c.name.startswith(("static_1x", "static_16x", "static_64x")) or c.dims),
     # torch.compile of the target shapes, last (its compile time is the slowest part)
     "compile": lambda c: c.name in COMPILED,
     "all": lambda c: True,

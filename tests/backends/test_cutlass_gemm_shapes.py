@@ -16,10 +16,12 @@ from test_cutlass_codegen import wrapper_of
 
 from byocc.backends.cutlass.tiles import H200_SM_COUNT
 from byocc.backends.cutlass.tiles import select_sm90
+from byocc.backends.cutlass.tiles import select_sm90_decode
 from byocc.backends.cutlass.tiles import select_sm90_split
 from byocc.backends.cutlass.tiles import sm90_buckets
 
 C7 = ((64, 128, 64), (1, 1, 1), "pingpong")
+C8 = ((64, 64, 64), (1, 1, 1), "pingpong")
 
 
 # --------------------------------------------------------------------------- split-K rule
@@ -67,16 +69,32 @@ def test_split_k_only_for_16_bit_inputs():
     assert select_sm90_split(16, 4096, 4096, 1, "int8") is None
 
 
+@pytest.mark.parametrize("m,expected", [
+    (1, ("split", *C7, 4)), (16, ("split", *C7, 4)), (32, ("split", *C7, 4)),
+    # a full 64-row tile: one fused C8 kernel (64 CTAs) beat split-K on the H200 (13.3 -> 10.9 us)
+    (33, ("tile", *C8, False, 1)), (64, ("tile", *C8, False, 1)),
+    (65, None),
+])
+def test_decode_rule(m, expected):
+    assert select_sm90_decode(m, 4096, 4096, 1, "float16") == expected
+
+
+def test_decode_rule_splits_when_c8_leaves_the_machine_idle():
+    # N = 1024: 16 C8 tiles would use 16 SMs; split-K gives 8 x 16 = 128 CTAs
+    assert select_sm90_decode(64, 1024, 4096, 1, "float16") == ("split", *C7, 16)
+
+
 # --------------------------------------------------------------------------- M buckets
 def test_buckets_for_4096_square():
     buckets = sm90_buckets(4096, 4096, 1, "float16")
-    assert [(lo, hi) for lo, hi, _ in buckets] == [(1, 64), (65, 128), (129, 512), (513, 1024), (1025, None)]
-    assert buckets[0][2] == ("split", *C7, 4)
+    assert [(lo, hi) for lo, hi, _ in buckets] == [(1, 32), (33, 64), (65, 128), (129, 512), (513, 1024),
+                                                   (1025, None)]
+    assert buckets[0][2] == ("split", *C7, 4) and buckets[1][2] == ("tile", *C8, False, 1)
     # every probe M runs exactly what a static shape of that M gets
-    for m in (1, 16, 128, 256, 1024, 4096, 16384, 65536):
+    for m in (1, 16, 64, 128, 256, 1024, 4096, 16384, 65536):
         (choice,) = [c for lo, hi, c in buckets if lo <= m and (hi is None or m <= hi)]
-        split = select_sm90_split(m, 4096, 4096, 1, "float16")
-        assert choice == (("split", *split) if split else ("tile", *select_sm90(m, 4096, 4096, 1, "float16")))
+        decode = select_sm90_decode(m, 4096, 4096, 1, "float16")
+        assert choice == (decode or ("tile", *select_sm90(m, 4096, 4096, 1, "float16")))
 
 
 def test_buckets_are_contiguous_and_cover_every_m():
@@ -100,20 +118,22 @@ def _conditions(text: str) -> list[str]:
 def test_symbolic_m_wrapper_dispatches_by_bucket():
     gm, entry = gen(xs=("m", 4096), ws=(4096, 4096), trans=True, bias=(4096,), act="relu")
     text = wrapper_of(gm, entry)
-    assert _conditions(text) == ["dev.major == 9 && gm <= 64", "dev.major == 9 && gm >= 65 && gm <= 128",
+    assert _conditions(text) == ["dev.major == 9 && gm <= 32", "dev.major == 9 && gm >= 33 && gm <= 64",
+                                 "dev.major == 9 && gm >= 65 && gm <= 128",
                                  "dev.major == 9 && gm >= 129 && gm <= 512",
                                  "dev.major == 9 && gm >= 513 && gm <= 1024", "dev.major == 9 && gm >= 1025"]
     # the sm_80 tier and the generic GEMM stay unconditional fallbacks after the buckets
     sm80 = text.index("#ifndef BYOCC_NO_SM80\n      if (!done && true)")
     assert text.index("gm >= 1025") < sm80 < text.index("byocc generic SIMT GEMM")
     sm90 = [v for v in entry.variants if v.arch == "sm_90a"]
-    assert [dict(v.params)["m_bucket"] for v in sm90] == [[1, 64], [65, 128], [129, 512], [513, 1024], [1025, None]]
+    assert [dict(v.params)["m_bucket"] for v in sm90] == [[1, 32], [33, 64], [65, 128], [129, 512], [513, 1024],
+                                                         [1025, None]]
     assert dict(sm90[0].params)["split_k"] == 4 and dict(sm90[0].params)["epilogue"] == "split-K reduction"
-    # the split-K partials are sized for the bucket's largest M: 4 slices x 64 x 4096 fp32
-    assert entry.scratch_bytes == 4 * 64 * 4096 * 4
+    # the split-K partials are sized for the bucket's largest M: 4 slices x 32 x 4096 fp32
+    assert entry.scratch_bytes == 4 * 32 * 4096 * 4
     (step,) = entry.steps
     assert [(b["m_min"], b["m_max"], b["split_k"]) for b in step["m_buckets"]] == [
-        (1, 64, 4), (65, 128, 1), (129, 512, 1), (513, 1024, 1), (1025, None, 1)]
+        (1, 32, 4), (33, 64, 1), (65, 128, 1), (129, 512, 1), (513, 1024, 1), (1025, None, 1)]
     assert [b["kernel"] for b in step["m_buckets"]] == [dict(v.params)["kernel"] for v in sm90]
 
 
@@ -178,6 +198,6 @@ def test_manifest_lists_the_buckets(tmp_path):
     assert '"m_buckets"' in text
     steps = [s for f in manifest["functions"] for s in f.get("steps", []) if "m_buckets" in s]
     assert len(steps) == 1
-    assert [b["m_max"] for b in steps[0]["m_buckets"]] == [64, 128, 512, 1024, None]
+    assert [b["m_max"] for b in steps[0]["m_buckets"]] == [32, 64, 128, 512, 1024, None]
     for b in steps[0]["m_buckets"]:
         assert (out / b["kernel"]).exists()

@@ -455,7 +455,7 @@ def _pad_k(plan: GemmPlan) -> int | None:
 
 def _sm90_tiers(plan: GemmPlan, dims: tuple, a_dt: str, best) -> list:
     """The sm_90a tiers: one per run-time M bucket when M is symbolic and N, K, L static
-    (tiles.sm90_buckets), else one; split-K tiers for decode shapes (tiles.select_sm90_split);
+    (tiles.sm90_buckets), else one; split-K or C8 tiers for decode shapes (tiles.select_sm90_decode);
     a K-padded tier when only K breaks the 16-byte alignment (:func:`_pad_k`)."""
     m, n, k, l = dims
     pad_k = _pad_k(plan)
@@ -463,8 +463,8 @@ def _sm90_tiers(plan: GemmPlan, dims: tuple, a_dt: str, best) -> list:
     if m is None and n is not None and k is not None and l is not None and plan.case == "flatten":
         buckets = [(lo, hi, choice) for lo, hi, choice in tiles.sm90_buckets(n, k_eff, l, a_dt)]
     else:
-        split = tiles.select_sm90_split(m, n, k_eff, l, a_dt) if m is not None else None
-        choice = ("split", *split) if split else ("tile", *tiles.select_sm90(m, n, k_eff, l, a_dt))
+        decode = tiles.select_sm90_decode(m, n, k_eff, l, a_dt) if m is not None else None
+        choice = decode or ("tile", *tiles.select_sm90(m, n, k_eff, l, a_dt))
         buckets = [(None, None, choice)]
     split_ok = (plan.case == "flatten" and not plan.grows and plan.out_dtype in ("float16", "bfloat16")
                 and plan.materialize_axes is None and not plan.cutlass_transpose_b)
