@@ -32,12 +32,10 @@ from byocc.ir.prim import dim_text
 from byocc.ir.prim import dims_equal
 
 from ..codegen import CodegenError
-from ..codegen import Variant
 from ..cuda.step import Size
 from ..cuda.step import round_up
 from ..cuda.step import tensor_bytes
 from ..cuda.wrapper import WrapperContext
-from ..cuda.wrapper import shape_text
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
 from ..dtypes import itemsize
@@ -49,6 +47,9 @@ from . import tiles
 from .backend import OPTIONS
 from .config import EpilogueSpec
 from .config import GemmKernelConfig
+from .gemm_records import epilogue_header
+from .gemm_records import impl_name
+from .gemm_records import variant
 
 #: Most SMs of a compute-capability-9.0 device (H100 SXM / H200 / GH200): bounds stream-K workspace.
 MAX_SM90_SMS = 132
@@ -515,43 +516,7 @@ def _stream_k_bound(cfg, plan: GemmPlan) -> int | None:
     return reduction + barrier + 256
 
 
-# --------------------------------------------------------------------------- manifest records, scratch
-def impl_name(tier: Tier) -> str:
-    """The implementation name of a tier in the manifest and the wrapper's comments."""
-    if tier.arch == "sm90":
-        return f"cutlass3x_tma_ws_{tier.cfg.schedule}"
-    if tier.arch == "sm80":
-        return "cutlass2x_tensorop"
-    return "generic_simt"
-
-
-def variant(tier: Tier) -> Variant:
-    """The manifest record of one tier."""
-    if tier.arch == "generic":
-        return Variant("sm_80", "generic_simt", {"align": 1, "epilogue": "generic (fused)"})
-    cfg = tier.cfg
-    params: dict[str, Any] = {"tile": list(cfg.tile), "align": min(cfg.align_a, cfg.align_b, cfg.align_d),
-                              "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d},
-                              "kernel": cfg.path}
-    if tier.arch == "sm90":
-        params["cluster"] = list(cfg.cluster)
-        if cfg.stream_k:
-            params["stream_k"] = True
-        if cfg.swizzle != 1:
-            params["swizzle"] = cfg.swizzle
-        if tier.splits > 1:
-            params["split_k"] = tier.splits
-        if tier.pad_k is not None:
-            params["pad_k"] = tier.pad_k
-        if tier.m_range is not None:
-            params["m_bucket"] = list(tier.m_range)
-    else:
-        params["stages"] = cfg.stages
-    params["epilogue"] = ("fused" if tier.fused else
-                          "split-K reduction" if tier.splits > 1 else "generic kernel")
-    return Variant("sm_90a" if tier.arch == "sm90" else "sm_80", impl_name(tier), params)
-
-
+# --------------------------------------------------------------------------- scratch
 def scratch_regions(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size, Size]:
     """(materialised B, accumulator, CUTLASS workspace) regions of the step."""
     b_size = Size.zero()
@@ -608,33 +573,7 @@ def step_scratch(plan: GemmPlan, ctx: WrapperContext) -> Size:
     return b + acc + (Size.constant(split) if split else Size.zero()) + pad_a + pad_b + ws
 
 
-def epilogue_header(st, plan, generic: str, tier_text) -> list[str]:
-    """The header comment lines a GEMM or conv step shares: its bias and residual with their
-    operand classes, then one line per tier in run-time order (``generic`` names the generic
-    kernel's line, ``tier_text(tier)`` writes a CUTLASS tier's)."""
-    lines = []
-    if st.bias is not None:
-        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
-    if st.residual is not None:
-        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
-    for tier in plan.tiers:
-        if tier.arch == "generic":
-            lines.append(f"variant {generic} (fp32/int32 accumulation, generic epilogue fused)")
-        else:
-            splits = getattr(tier, "splits", 1)  # conv tiers have none of the three
-            pad_k, m_range = getattr(tier, "pad_k", None), getattr(tier, "m_range", None)
-            extra = ("" if tier.fused else
-                     f" + split-K reduction ({splits} slices)" if splits > 1 else " + generic epilogue")
-            if pad_k is not None:
-                extra += f", K padded to {pad_k} in scratch"
-            if m_range is not None:
-                lo, hi = m_range
-                extra += f", for M in [{lo}, {'inf' if hi is None else hi}]"
-            lines.append(tier_text(tier) + extra)
-    return lines
-
-
 __all__ = [
-    "GemmPlan", "MAX_SM90_SMS", "Size", "Tier", "classify", "impl_name", "pad_regions", "plan_gemm",
+    "GemmPlan", "MAX_SM90_SMS", "Size", "Tier", "classify", "epilogue_header", "impl_name", "pad_regions", "plan_gemm",
     "round_up", "scratch_regions", "shape_text_of", "split_k_bytes", "step_scratch", "variant",
 ]
