@@ -139,9 +139,23 @@ def test_aligned_shape_compiles_sm90_sm80_and_generic():
     assert entry.scratch_bytes == 0
 
 
-def test_k6_gets_alignment_2_and_no_tma_unit():
+def test_k6_gets_a_k_padded_tma_tier_and_alignment_2():
     gm, entry = gen(xs=(32, 6), ws=(6, 16))
-    assert impls(entry) == [("sm_80", "cutlass2x_tensorop", 2, "fused"), ("sm_80", "generic_simt", 1, "generic (fused)")]
+    assert impls(entry) == [("sm_90a", "cutlass3x_tma_ws_pingpong", 8, "fused"),
+                            ("sm_80", "cutlass2x_tensorop", 2, "fused"), ("sm_80", "generic_simt", 1, "generic (fused)")]
+    assert dict(entry.variants[0].params)["pad_k"] == 8
+    # A (32 x 8) and B (8 x 16) zero-padded into scratch, each region rounded to 256 bytes
+    assert entry.scratch_bytes == 512 + 256
+    text = wrapper_of(gm, entry)
+    assert "pad_f16_run(byocc::data_of(args[0]), ws_base + off_pad_a, 1, int64_t(32), gk, int64_t(32), gkp" in text
+    assert "pad_f16_run(byocc::data_of(args[1]), ws_base + off_pad_b, int64_t(1), gk, gn, gkp, gn" in text
+    assert any(s.path == "src/byocc_gemm_aux.cuh" for s in gm.sources)
+
+
+def test_unaligned_n_has_no_tma_tier():
+    # N * 2 bytes not 16-byte aligned: D cannot be padded in place; the sm_80 tiers take it
+    gm, entry = gen(xs=(32, 16), ws=(16, 6))
+    assert [v.arch for v in entry.variants] == ["sm_80", "sm_80"]
     assert not any(s.unit == "sm90" for s in gm.sources)
 
 
@@ -314,11 +328,12 @@ def test_output_bytes_are_deterministic():
 
 
 def test_stream_k_reserves_a_workspace_bound():
-    # 8 tiles of 64x128 are too few for any wave: C2 with the stream-K scheduler
-    _, e = gen(xs=(64, 4096), ws=(4096, 1024), bias=(1024,), act="gelu")
+    # 8 tiles of 64x128 are too few for any wave, and M > 64 (no split-K): C2 with the
+    # stream-K scheduler
+    _, e = gen(xs=(128, 4096), ws=(4096, 512), bias=(512,), act="gelu")
     v = e.variants[0]
     assert v.impl == "cutlass3x_tma_ws_cooperative" and dict(v.params)["stream_k"] is True
-    # 132 (H200 SMs) >= 8 tiles of 128x128 fp32 partials + barriers, each rounded to 256 B
+    # 132 (H200 SMs) >= 4 tiles of 128x128 fp32 partials + barriers, each rounded to 256 B
     assert e.scratch_bytes == 132 * 128 * 128 * 4 + 1280 + 256
 
 
@@ -491,6 +506,15 @@ HOST_CASES = [
     dict(xs=(64, 32), ws=(32, 64), bias=(64,), res=(64,), res_op="multiply", post="relu"),
     dict(xs=(64, 32), ws=(32, 64), bias=(64, 1), act="relu", res=(64, 64), res_op="multiply"),
     dict(xs=(2, 16, 32), ws=(32, 64), bias=(64,), res=(2, 16, 64), res_op="multiply"),
+    # split-K (docs/codegen.md#split-k): 4 slices tn, 2 slices nn, and a symbolic-M bucket
+    dict(xs=(16, 1024), ws=(256, 1024), trans=True, bias=(256,), act="relu"),
+    dict(xs=(8, 512), ws=(512, 64), bias=(64,), res=(8, 64)),
+    dict(xs=("a", 512), ws=(512, 64), bias=(64,), act="gelu"),
+    # K zero-padded for the TMA tier (docs/codegen.md#unaligned-k): nn, tn, batched, bucketed
+    dict(xs=(32, 12), ws=(12, 16), bias=(16,), act="relu"),
+    dict(xs=(32, 20), ws=(24, 20), trans=True, bias=(24,)),
+    dict(xs=(2, 16, 12), ws=(2, 12, 16), bias=(16,)),
+    dict(xs=("a", 3, 20), ws=(20, 8), bias=(8,), act="relu"),
 ]
 
 
@@ -567,6 +591,22 @@ def test_wrappers_on_the_host_match_the_interpreter(tmp_path):
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const GemmArgs& g, "
                          f"int64_t sbk, int64_t sbn, const Epilogue& e, cudaStream_t) {{ "
                          f"return host_gemm<{t[a]}, {t[b]}, {t[d]}>(g, sbk, sbn, e); }} }} }}")
+        elif name.startswith("generic_splitk_"):
+            d = {row.short: row.ctype for row in DTYPES.values()}[name.split("_")[-1]]
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const void* parts, "
+                         "int64_t splits, int64_t slice, const Epilogue& e, void* out, int, cudaStream_t) { "
+                         "for (int64_t i = 0; i < slice; ++i) { float acc = 0; for (int64_t s = 0; s < splits; ++s) "
+                         "acc += static_cast<const float*>(parts)[s * slice + i]; "
+                         f"epilogue_store<{d}>(acc, i, e, static_cast<{d}*>(out)); }} return BYOCC_OK; }} }} }}")
+        elif name.startswith("generic_pad_"):
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run(const void* src, "
+                         "void* dst, int64_t batches, int64_t rows, int64_t cols, int64_t rows_p, int64_t cols_p, int, "
+                         "cudaStream_t) { const uint16_t* s = static_cast<const uint16_t*>(src); "
+                         "uint16_t* d = static_cast<uint16_t*>(dst); "
+                         "for (int64_t b = 0; b < batches; ++b) for (int64_t r = 0; r < rows_p; ++r) "
+                         "for (int64_t c = 0; c < cols_p; ++c) d[(b * rows_p + r) * cols_p + c] = "
+                         "(r < rows && c < cols) ? s[(b * rows + r) * cols + c] : uint16_t(0); "
+                         "return BYOCC_OK; } } }")
         elif name.startswith("generic_epilogue_"):
             _, _, s, d = name.split("_")
             t = {row.short: row.ctype for row in DTYPES.values()}

@@ -122,7 +122,8 @@ def test_sm90_supports():
     assert not sm90_supports(sm90(tile=(128, 256, 32)))  # k-tile 64 for 16-bit
     assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1)))  # C3 is ping-pong
     assert sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1), schedule="pingpong"))
-    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1), schedule="pingpong"))
+    assert sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 1, 1), schedule="pingpong"))  # C7 (split-K)
+    assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(1, 2, 1), schedule="pingpong"))
     assert not sm90_supports(sm90(tile=(64, 128, 64), cluster=(2, 1, 1), schedule="pingpong",
                                   stream_k=True))
     assert sm90_supports(sm90(swizzle=8))

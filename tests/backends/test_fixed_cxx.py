@@ -57,13 +57,23 @@ FIXED = sorted(f"{pkg}/{p.name}" for pkg in PACKAGES for p in _csrc(pkg).iterdir
 def test_the_fixed_files_are_what_every_library_gets():
     """Every fixed file reaches a library (the common files always, the others when used),
     byte for byte."""
-    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), norm.header_source(),
+    files = {s.path: s.text for s in (*common_sources(), generic.header_source(), generic.aux_header_source(),
+                                       norm.header_source(),
                                        *generic.conv_header_sources(), *runtime_sources(),
                                        *attention_headers(fused=True), elementwise_map.header_source())}
     assert sorted(Path(p).name for p in files) == sorted(name.split("/")[1] for name in FIXED)
     for path, text in files.items():
         package = "cublas" if "cublaslt" in path else "cuda"
         assert (_csrc(package) / Path(path).name).read_text(encoding="utf-8") == text, path
+
+
+def test_the_gemm_aux_header_comes_with_a_split_k_or_padding_unit_only():
+    from byocc.backends.codegen import SourceFile
+
+    for unit in (generic.splitk_unit("float16"), generic.pad_unit("bfloat16")):
+        assert generic.uses_aux([unit.path]) and unit.unit == "light"
+        assert '#include "byocc_gemm_aux.cuh"' in unit.text
+    assert not generic.uses_aux([generic.header_source().path, SourceFile("src/kernels/generic_gemm_f16_f16_f16.cu", "", "light").path])
 
 
 def test_the_norm_header_comes_with_a_norm_unit_only():

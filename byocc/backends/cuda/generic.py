@@ -107,6 +107,51 @@ def epilogue_unit(dtype_src: str, dtype_d: str) -> SourceFile:
     return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
 
 
+# --------------------------------------------------------------------------- sm_90a GEMM helpers
+#: The split-K reduction and zero-padding kernels (docs/codegen.md#split-k, #unaligned-k): in a
+#: library only when a GEMM step has a split-K or K-padded tier.
+AUX_HEADER_PATH = "src/byocc_gemm_aux.cuh"
+
+
+def aux_header_source() -> SourceFile:
+    return SourceFile(AUX_HEADER_PATH, fixed_source("cuda/byocc_gemm_aux.cuh"), "header")
+
+
+def splitk_name(dtype_d: str) -> str:
+    return f"splitk_f32_{short(dtype_d)}"
+
+
+def splitk_declaration(dtype_d: str) -> str:
+    return declaration("splitk", splitk_name(dtype_d))
+
+
+def splitk_unit(dtype_d: str) -> SourceFile:
+    """``src/kernels/generic_splitk_f32_<d>.cu``: the split-K reduction into ``dtype_d``."""
+    name = splitk_name(dtype_d)
+    text = render("cuda/gemm_aux.cu.j2", kind="splitk", name=name, dtype_d=dtype_d, d_type=ctype(dtype_d))
+    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+
+
+def pad_name(dtype: str) -> str:
+    return f"pad_{short(dtype)}"
+
+
+def pad_declaration(dtype: str) -> str:
+    return declaration("pad", pad_name(dtype))
+
+
+def pad_unit(dtype: str) -> SourceFile:
+    """``src/kernels/generic_pad_<t>.cu``: the zero padding of 16-bit ``dtype`` matrices."""
+    name = pad_name(dtype)
+    text = render("cuda/gemm_aux.cu.j2", kind="pad", name=name, dtype_d=dtype, d_type=ctype(dtype))
+    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+
+
+def uses_aux(paths) -> bool:
+    """Whether a library's units include a split-K or padding unit (then it needs the header)."""
+    return any(p.startswith(("src/kernels/generic_splitk_", "src/kernels/generic_pad_")) for p in paths)
+
+
 # --------------------------------------------------------------------------- conv units
 #: The conv problem header (``ConvArgs``) and the direct convolution's templates: in a library
 #: only when a function has a conv2d step.
@@ -141,8 +186,10 @@ def conv_unit(dtype_a: str, dtype_b: str, dtype_d: str) -> SourceFile:
 
 
 __all__ = [
-    "ACT_CODES", "BIN_CODES", "CONV_HEADER_PATHS", "HEADER_PATH", "MAX_EW_INPUTS", "MAX_RANK",
-    "POST_CODES", "conv_declaration", "conv_header_sources", "conv_pad_declaration", "conv_name", "conv_unit", "ctype",
+    "ACT_CODES", "AUX_HEADER_PATH", "BIN_CODES", "CONV_HEADER_PATHS", "HEADER_PATH", "MAX_EW_INPUTS",
+    "MAX_RANK", "POST_CODES", "conv_declaration", "conv_header_sources", "conv_name", "conv_pad_declaration",
+    "conv_unit", "ctype",
     "declaration", "epilogue_declaration", "epilogue_name", "epilogue_unit",
-    "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "short",
+    "aux_header_source", "gemm_declaration", "gemm_name", "gemm_unit", "header_source", "pad_declaration",
+    "pad_name", "pad_unit", "short", "splitk_declaration", "splitk_name", "splitk_unit", "uses_aux",
 ]

@@ -129,6 +129,11 @@ def _gemm_step(plan: GemmPlan, ctx: WrapperContext) -> Step:
               "batch": plan.case, "b_layout": plan.layout,
               "bias_class": plan.bias_class, "residual_class": plan.residual_class,
               "accumulator": plan.acc_dtype, "variants": [v.to_json() for v in variants]}
+    buckets = [t for t in plan.tiers if t.m_range is not None]
+    if buckets:
+        # docs/codegen.md#m-buckets: the run-time M bounds -> the sm_90a variant they run
+        record["m_buckets"] = [{"m_min": t.m_range[0], "m_max": t.m_range[1], "kernel": t.cfg.path,
+                                "tile": list(t.cfg.tile), "split_k": t.splits} for t in buckets]
     attrs = {"activation": st.act, "transposed_rhs": st.transposed, "accumulator": plan.acc_dtype,
              "gelu": "erf" if st.act == "gelu" else None, "residual_op": st.residual_op, "post": st.post}
     kernels = step_kernels(plan)
@@ -186,6 +191,8 @@ def codegen(functions, options, constant_names) -> list[GeneratedModule]:
     units[generic.HEADER_PATH] = generic.header_source()
     if elementwise_map.uses_map(units):
         units[elementwise_map.HEADER_PATH] = elementwise_map.header_source()
+    if generic.uses_aux(units):
+        units[generic.AUX_HEADER_PATH] = generic.aux_header_source()
     if norm.uses_norm(units.values()):
         units[norm.HEADER_PATH] = norm.header_source()
     if any(e.steps and any(s.get("kind") == "conv2d" for s in e.steps) for e in entries):

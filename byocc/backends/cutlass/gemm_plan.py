@@ -32,12 +32,10 @@ from byocc.ir.prim import dim_text
 from byocc.ir.prim import dims_equal
 
 from ..codegen import CodegenError
-from ..codegen import Variant
 from ..cuda.step import Size
 from ..cuda.step import round_up
 from ..cuda.step import tensor_bytes
 from ..cuda.wrapper import WrapperContext
-from ..cuda.wrapper import shape_text
 from ..dtypes import DTYPES
 from ..dtypes import GEMM_INPUT_DTYPES
 from ..dtypes import itemsize
@@ -49,6 +47,9 @@ from . import tiles
 from .backend import OPTIONS
 from .config import EpilogueSpec
 from .config import GemmKernelConfig
+from .gemm_records import epilogue_header
+from .gemm_records import impl_name
+from .gemm_records import variant
 
 #: Most SMs of a compute-capability-9.0 device (H100 SXM / H200 / GH200): bounds stream-K workspace.
 MAX_SM90_SMS = 132
@@ -110,6 +111,14 @@ class Tier:
     cfg: GemmKernelConfig | None = None  # CUTLASS tiers
     fused: bool = True  # False: GEMM into the accumulator, then the generic epilogue
     width: int = 16  # alignment tier in bytes (CUTLASS tiers)
+    splits: int = 1  # > 1: split-K into fp32 partials in scratch, then the split-K reduction
+    pad_k: int | None = None  # K padded with zeros to this (A and B copied into scratch first)
+    m_range: tuple[int, int | None] | None = None  # run-time M bucket [lo, hi] (hi None: open)
+
+    @property
+    def reads_acc(self) -> bool:
+        """The tier writes the GEMM into the accumulator region (then the generic epilogue)."""
+        return self.arch != "generic" and not self.fused and self.splits == 1
 
 
 @dataclass
@@ -150,7 +159,7 @@ class GemmPlan:
             return True
         if self.out_dtype == self.acc_dtype:
             return False
-        return any(not t.fused for t in self.tiers if t.arch != "generic")
+        return any(t.reads_acc for t in self.tiers)
 
 
 def _matmul_sinfo(comp: Function) -> TensorStructInfo:
@@ -417,9 +426,7 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
         return []
 
     if want90:
-        tile, cluster, schedule, stream_k, swizzle = tiles.select_sm90(*dims, a_dt)
-        out.extend(best("sm90", (16,), tile=tile, cluster=cluster, schedule=schedule, stages=None,
-                        stream_k=stream_k, swizzle=swizzle))
+        out.extend(_sm90_tiers(plan, dims, a_dt, best))
     if want80:
         lds = _ld_static(plan)
         same_dtypes = plan.step.lhs_sinfo.dtype == plan.step.rhs_sinfo.dtype
@@ -429,6 +436,65 @@ def _cutlass_tiers(plan: GemmPlan, options: dict) -> list:
             tile, stages = tiles.sm80_tile(*dims, a_dt)
             out.extend(best("sm80", (16, 8, 4), tile=tile, cluster=(1, 1, 1), schedule=None, stages=stages,
                             stream_k=False))
+    return out
+
+
+def _pad_k(plan: GemmPlan) -> int | None:
+    """K rounded up to 8 when only K breaks the 16-byte tier of a 16-bit GEMM (static K not
+    a multiple of 8, static N a multiple of 8, B read as stored): the sm_90a tier then copies
+    A and B into scratch with K zero-padded (docs/codegen.md#unaligned-k). None otherwise."""
+    k, n = _static(plan.K), _static(plan.N)
+    if k is None or n is None or k % 8 == 0 or n % 8:
+        return None
+    if plan.materialize_axes is not None or plan.cutlass_transpose_b or plan.grows:
+        return None
+    st = plan.step
+    if st.lhs_sinfo.dtype not in ("float16", "bfloat16") or st.rhs_sinfo.dtype != st.lhs_sinfo.dtype:
+        return None
+    return (k + 7) // 8 * 8
+
+
+def _sm90_tiers(plan: GemmPlan, dims: tuple, a_dt: str, best) -> list:
+    """The sm_90a tiers: one per run-time M bucket when M is symbolic and N, K, L static
+    (tiles.sm90_buckets), else one; split-K or C8 tiers for decode shapes (tiles.select_sm90_decode);
+    a K-padded tier when only K breaks the 16-byte alignment (:func:`_pad_k`)."""
+    m, n, k, l = dims
+    pad_k = _pad_k(plan)
+    k_eff = pad_k if pad_k is not None else k
+    if m is None and n is not None and k is not None and l is not None and plan.case == "flatten":
+        buckets = [(lo, hi, choice) for lo, hi, choice in tiles.sm90_buckets(n, k_eff, l, a_dt)]
+    else:
+        decode = tiles.select_sm90_decode(m, n, k_eff, l, a_dt) if m is not None else None
+        choice = decode or ("tile", *tiles.select_sm90(m, n, k_eff, l, a_dt))
+        buckets = [(None, None, choice)]
+    split_ok = (plan.case == "flatten" and not plan.grows and plan.out_dtype in ("float16", "bfloat16")
+                and plan.materialize_axes is None and not plan.cutlass_transpose_b)
+    out: list = []
+    for lo, hi, choice in buckets:
+        m_range = None if lo is None else (lo, hi)
+        if choice[0] == "split" and split_ok and (pad_k is not None or _width_holds(plan, 16, "float32")):
+            _, tile, cluster, schedule, splits = choice
+            cfg = _config(plan, "sm90", 16, None, False, tile, cluster, schedule, None, False)
+            if cfg is None:
+                continue
+            out.append(Tier("sm90", cfg, False, 16, splits=splits, pad_k=pad_k, m_range=m_range))
+            continue
+        if choice[0] == "split":
+            tile, cluster, schedule, stream_k, swizzle = tiles.select_sm90(m, n, k_eff, l, a_dt)
+        else:
+            _, tile, cluster, schedule, stream_k, swizzle = choice
+        shape = dict(tile=tile, cluster=cluster, schedule=schedule, stages=None, stream_k=stream_k,
+                     swizzle=swizzle)
+        if pad_k is None:
+            found = best("sm90", (16,), **shape)
+        else:
+            spec = _epilogue_spec(plan)
+            fused = spec is not None
+            cfg = _config(plan, "sm90", 16, spec, fused, **shape)
+            found = [] if cfg is None else [Tier("sm90", cfg, fused, 16)]
+        for tier in found:
+            tier.pad_k, tier.m_range = pad_k, m_range
+        out.extend(found)
     return out
 
 
@@ -450,36 +516,7 @@ def _stream_k_bound(cfg, plan: GemmPlan) -> int | None:
     return reduction + barrier + 256
 
 
-# --------------------------------------------------------------------------- manifest records, scratch
-def impl_name(tier: Tier) -> str:
-    """The implementation name of a tier in the manifest and the wrapper's comments."""
-    if tier.arch == "sm90":
-        return f"cutlass3x_tma_ws_{tier.cfg.schedule}"
-    if tier.arch == "sm80":
-        return "cutlass2x_tensorop"
-    return "generic_simt"
-
-
-def variant(tier: Tier) -> Variant:
-    """The manifest record of one tier."""
-    if tier.arch == "generic":
-        return Variant("sm_80", "generic_simt", {"align": 1, "epilogue": "generic (fused)"})
-    cfg = tier.cfg
-    params: dict[str, Any] = {"tile": list(cfg.tile), "align": min(cfg.align_a, cfg.align_b, cfg.align_d),
-                              "alignments": {"a": cfg.align_a, "b": cfg.align_b, "d": cfg.align_d},
-                              "kernel": cfg.path}
-    if tier.arch == "sm90":
-        params["cluster"] = list(cfg.cluster)
-        if cfg.stream_k:
-            params["stream_k"] = True
-        if cfg.swizzle != 1:
-            params["swizzle"] = cfg.swizzle
-    else:
-        params["stages"] = cfg.stages
-    params["epilogue"] = "fused" if tier.fused else "generic kernel"
-    return Variant("sm_90a" if tier.arch == "sm90" else "sm_80", impl_name(tier), params)
-
-
+# --------------------------------------------------------------------------- scratch
 def scratch_regions(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size, Size]:
     """(materialised B, accumulator, CUTLASS workspace) regions of the step."""
     b_size = Size.zero()
@@ -503,30 +540,40 @@ def scratch_regions(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size, Si
     return b_size, acc_size, ws_size
 
 
-def step_scratch(plan: GemmPlan, ctx: WrapperContext) -> Size:
-    """The step's scratch need: the sum of its :func:`scratch_regions`."""
-    b, acc, ws = scratch_regions(plan, ctx)
-    return b + acc + ws
-
-
-def epilogue_header(st, plan, generic: str, tier_text) -> list[str]:
-    """The header comment lines a GEMM or conv step shares: its bias and residual with their
-    operand classes, then one line per tier in run-time order (``generic`` names the generic
-    kernel's line, ``tier_text(tier)`` writes a CUTLASS tier's)."""
-    lines = []
-    if st.bias is not None:
-        lines.append(f"bias {shape_text(st.bias_sinfo)}: {plan.bias_class}")
-    if st.residual is not None:
-        lines.append(f"residual {shape_text(st.residual_sinfo)}: {plan.residual_class}")
+def split_k_bytes(plan: GemmPlan) -> int:
+    """The fp32 partials of the step's split-K tiers: ``splits x M x N x 4`` bytes, M bounded
+    by the tier's bucket (at most 64), the largest over the tiers; 0 without split-K."""
+    n = _static(plan.N)
+    need = 0
     for tier in plan.tiers:
-        if tier.arch == "generic":
-            lines.append(f"variant {generic} (fp32/int32 accumulation, generic epilogue fused)")
-        else:
-            lines.append(tier_text(tier) + ("" if tier.fused else " + generic epilogue"))
-    return lines
+        if tier.splits > 1 and n is not None:
+            m = tier.m_range[1] if tier.m_range else static_numel(tuple(plan.lhs_batch) + (plan.M,))
+            need = max(need, round_up(tier.splits * int(m) * n * 4))
+    return need
+
+
+def pad_regions(plan: GemmPlan, ctx: WrapperContext) -> tuple[Size, Size]:
+    """(padded A, padded B) of a K-padded tier (:func:`_pad_k`): A as ``(..., M, Kp)``, B as
+    stored with K padded (``(..., N, Kp)`` "tn", ``(..., Kp, N)`` "nn"); zero without one."""
+    pad_k = next((t.pad_k for t in plan.tiers if t.pad_k), None)
+    if pad_k is None:
+        return Size.zero(), Size.zero()
+    a = tensor_bytes(tuple(plan.lhs_shape[:-1]) + (pad_k,), itemsize(plan.step.lhs_sinfo.dtype), ctx)
+    stored = tuple(plan.stored_rhs_shape)
+    b_shape = stored[:-1] + (pad_k,) if plan.layout == "tn" else stored[:-2] + (pad_k, stored[-1])
+    return a, tensor_bytes(b_shape, itemsize(plan.step.rhs_sinfo.dtype), ctx)
+
+
+def step_scratch(plan: GemmPlan, ctx: WrapperContext) -> Size:
+    """The step's scratch need: the sum of its :func:`scratch_regions`, the split-K partials
+    and the padded operands."""
+    b, acc, ws = scratch_regions(plan, ctx)
+    split = split_k_bytes(plan)
+    pad_a, pad_b = pad_regions(plan, ctx)
+    return b + acc + (Size.constant(split) if split else Size.zero()) + pad_a + pad_b + ws
 
 
 __all__ = [
-    "GemmPlan", "MAX_SM90_SMS", "Size", "Tier", "classify", "impl_name", "plan_gemm", "round_up",
-    "scratch_regions", "shape_text_of", "step_scratch", "variant",
+    "GemmPlan", "MAX_SM90_SMS", "Size", "Tier", "classify", "epilogue_header", "impl_name", "pad_regions", "plan_gemm",
+    "round_up", "scratch_regions", "shape_text_of", "split_k_bytes", "step_scratch", "variant",
 ]

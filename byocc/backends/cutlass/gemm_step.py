@@ -27,7 +27,9 @@ from . import kernels
 from .gemm_plan import GemmPlan
 from .gemm_plan import Tier
 from .gemm_plan import impl_name
+from .gemm_plan import pad_regions
 from .gemm_plan import scratch_regions
+from .gemm_plan import split_k_bytes
 
 #: The build macro that leaves a tier's unit out (``byocc build`` without that arch).
 GUARDS = {"sm90": "BYOCC_NO_SM90", "sm80": "BYOCC_NO_SM80"}
@@ -67,11 +69,44 @@ def _operand(ref: ValueRef, sinfo, operand_class: str | None, ctx: WrapperContex
             "batched": operand_class == "batched_row"}
 
 
-def _tier(tier: Tier) -> dict:
+def _condition(tier: Tier) -> str:
+    """The tier's run-time condition: its arch's, and the M bucket's bounds when it has one."""
+    text = CONDITIONS[tier.arch]
+    if tier.m_range is not None:
+        lo, hi = tier.m_range
+        if lo > 1:
+            text += f" && gm >= {lo}"
+        if hi is not None:
+            text += f" && gm <= {hi}"
+    return text
+
+
+def _tier(tier: Tier, problem: dict | None = None) -> dict:
     cfg = tier.cfg
-    return {"arch": tier.arch, "cfg": cfg, "fused": tier.fused, "guard": GUARDS[tier.arch],
-            "condition": CONDITIONS[tier.arch], "impl": impl_name(tier),
-            "d_bytes": itemsize(cfg.dtype_d)}
+    out = {"arch": tier.arch, "cfg": cfg, "fused": tier.fused, "guard": GUARDS[tier.arch],
+           "condition": _condition(tier), "impl": impl_name(tier),
+           "d_bytes": itemsize(cfg.dtype_d), "splits": tier.splits, "pad_k": tier.pad_k}
+    if problem is not None and (tier.splits > 1 or tier.pad_k):
+        padded = tier.pad_k is not None
+        out.update(a="ws_base + off_pad_a" if padded else problem["a_ptr"],
+                   b="ws_base + off_pad_b" if padded else problem["b_src"],
+                   k="gkp" if padded else "gk",
+                   bsa=problem["bsa"].replace("gk", "gkp"), bsb=problem["bsb"].replace("gk", "gkp"))
+    return out
+
+
+def _aux(plan: GemmPlan, ctx: WrapperContext) -> dict | None:
+    """The split-K and padding regions and kernels of the step (None without such tiers)."""
+    if not any(t.splits > 1 or t.pad_k for t in plan.tiers):
+        return None
+    split = split_k_bytes(plan)
+    pad_a, pad_b = pad_regions(plan, ctx)
+    a_dt = plan.step.lhs_sinfo.dtype
+    stored = plan.stored_rhs_shape
+    return {"split_region": f"uint64_t({split})", "pad_a_region": pad_a.c, "pad_b_region": pad_b.c,
+            "splitk_kernel": generic.splitk_name(plan.out_dtype), "pad_kernel": generic.pad_name(a_dt),
+            "a_rows": ctx.numel(tuple(plan.lhs_shape[:-1])), "b_rows": ctx.numel(tuple(stored[:-1])),
+            "b_batches": ctx.numel(tuple(stored[:-2]))}
 
 
 def _problem(plan: GemmPlan, ctx: WrapperContext) -> dict:
@@ -122,7 +157,7 @@ def _context(plan: GemmPlan, ctx: WrapperContext) -> dict:
                  else _operand(resolve(call, st.bias), st.bias_sinfo, plan.bias_class, ctx)),
         "residual": (None if st.residual is None
                      else _operand(resolve(call, st.residual), st.residual_sinfo, plan.residual_class, ctx)),
-        "tiers": [_tier(t) for t in plan.tiers if t.arch != "generic"],
+        "aux": _aux(plan, ctx),
         "a_bytes": itemsize(a_dt), "b_bytes": itemsize(b_dt),
         "epilogue_kernel": generic.epilogue_name(plan.acc_dtype, plan.out_dtype),
         "generic_gemm": generic.gemm_name(a_dt, b_dt, plan.acc_dtype if plan.grows else plan.out_dtype),
@@ -131,7 +166,9 @@ def _context(plan: GemmPlan, ctx: WrapperContext) -> dict:
 
 def step_code(plan: GemmPlan, ctx: WrapperContext) -> str:
     """The wrapper code of one GEMM step: problem, tiers in order, generic fallback."""
-    return render("cutlass/gemm_step.cu.j2", **_context(plan, ctx)).removesuffix("\n")
+    context = _context(plan, ctx)
+    context["tiers"] = [_tier(t, context) for t in plan.tiers if t.arch != "generic"]
+    return render("cutlass/gemm_step.cu.j2", **context).removesuffix("\n")
 
 
 def step_kernels(plan: GemmPlan) -> list[StepKernel]:
@@ -147,6 +184,10 @@ def step_kernels(plan: GemmPlan) -> list[StepKernel]:
                                generic.epilogue_declaration(plan.acc_dtype, plan.out_dtype)))
     if plan.materialize_axes is not None or plan.has_transposed_b:
         used.append(StepKernel(generic.epilogue_unit(b_dt, b_dt), generic.epilogue_declaration(b_dt, b_dt)))
+    if any(t.splits > 1 for t in plan.tiers):
+        used.append(StepKernel(generic.splitk_unit(plan.out_dtype), generic.splitk_declaration(plan.out_dtype)))
+    if any(t.pad_k for t in plan.tiers):
+        used.append(StepKernel(generic.pad_unit(a_dt), generic.pad_declaration(a_dt)))
     return used
 
 

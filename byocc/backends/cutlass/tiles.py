@@ -30,7 +30,20 @@ SM90_CANDIDATES: dict[str, tuple[Tile, Tile, Schedule]] = {
     "C4": ((64, 256, 64), (1, 1, 1), "pingpong"),
     "C5": ((64, 64, 64), (2, 1, 1), "pingpong"),
     "C6": ((128, 128, 64), (2, 1, 1), "pingpong"),
+    "C7": ((64, 128, 64), (1, 1, 1), "pingpong"),
+    "C8": ((64, 64, 64), (1, 1, 1), "pingpong"),
 }
+
+#: The split-K candidate for decode shapes (M <= 64, :func:`select_sm90_split`).
+SPLIT_K_CANDIDATE = "C7"
+#: Largest M the split-K rule takes (one 64-row tile).
+SPLIT_K_MAX_M = 64
+#: Above this M (up to 64) a full-width C8 grid beats split-K (:func:`select_sm90_decode`).
+DECODE_FUSED_MIN_M = 33
+#: Fewest K elements one split keeps (shorter slices spend more on the partials than they save).
+SPLIT_K_MIN_SLICE = 256
+#: Probe points of :func:`sm90_buckets` (powers of two up to 2^16).
+BUCKET_PROBES = tuple(2 ** i for i in range(17))
 
 #: Tile-scheduler swizzle sizes an sm_90a unit may set (CUTLASS's max_swizzle_size).
 SM90_SWIZZLES = (1, 2, 4, 8)
@@ -132,6 +145,93 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
     return scale_k(tile, dtype), cluster, schedule, stream_k, swizzle
 
 
+def select_sm90_split(m: int | None, n: int | None, k: int | None, l: int | None,
+                      dtype: str) -> tuple[Tile, Tile, Schedule, int] | None:
+    """``(tile, cluster, schedule, splits)`` of a split-K sm_90a GEMM for a decode shape, or
+    None when the shape has enough output tiles without it (docs/codegen.md#split-k).
+
+    Taken when M <= 64, L == 1, 16-bit inputs, and C7 (64x128 ping-pong, 1x1 cluster) has at
+    most 66 output tiles (half of the 132 SMs): the K extent is cut into ``splits`` slices
+    (the largest power of two with ``tiles * splits <= 132``, each slice a multiple of 64
+    elements and at least :data:`SPLIT_K_MIN_SLICE`), computed as a batch of ``splits`` GEMMs
+    into fp32 partials in scratch, then summed with the fused epilogue. ``m`` None (a
+    symbolic M bounded by 64 in a bucket of :func:`sm90_buckets`) is taken as 64.
+
+    Why: 16x4096x4096 has 32 C7 tiles, so 32 of 132 SMs stream the 32 MB weight; the batch
+    of 4 slices gives 128 CTAs (bench/gpu/NOTES.md, small-M section). Cost O(log K).
+    """
+    if n is None or k is None or l != 1 or dtype_bits(dtype) != 16:
+        return None
+    if m is not None and m > SPLIT_K_MAX_M:
+        return None
+    tile, cluster, schedule = SM90_CANDIDATES[SPLIT_K_CANDIDATE]
+    tiles = _tiles(SPLIT_K_MAX_M if m is None else m, n, 1, tile)
+    if tiles * 2 > H200_SM_COUNT:
+        return None
+    splits = 1
+    while (tiles * splits * 2 <= H200_SM_COUNT and k % (splits * 2 * tile[2]) == 0
+           and k // (splits * 2) >= SPLIT_K_MIN_SLICE):
+        splits *= 2
+    if splits < 2:
+        return None
+    return scale_k(tile, dtype), cluster, schedule, splits
+
+
+def select_sm90_decode(m: int | None, n: int | None, k: int | None, l: int | None,
+                       dtype: str) -> tuple | None:
+    """The decode-shape choice (M <= 64, few output tiles), before :func:`select_sm90`:
+    ``("tile", tile, cluster, schedule, stream_k, swizzle)`` for C8 (64x64 ping-pong, 1x1,
+    epilogue fused, no split) when 33 <= M <= 64 and C8 has at least 64 tiles;
+    ``("split", tile, cluster, schedule, splits)`` from :func:`select_sm90_split` otherwise;
+    None when neither applies (docs/codegen.md#split-k).
+
+    Why (bench/gpu/splitk_probe.py, H200, f16 x 4096 x 4096 bias+ReLU "tn", graph replay, us
+    per call; relu(addmm) 11.5 / 10.9 / 11.9 at M = 1 / 16 / 64):
+
+    * M = 1: C7 split 4 14.4 (8: 14.3, 2: 18.1), 64x64 fused 1x1 20.8, 64x32 fused 21.5;
+    * M = 16: C7 split 4 15.1 (GEMM 10.8 + reduction 4.0; 8: 15.8, 2: 17.4), 64x64 fused 18.4;
+    * M = 64: 64x64 fused 1x1 10.9 and 64x32 fused 10.8 (1.09-1.10x addmm), C7 split 4 13.3.
+
+    Every variant loses 2-4 us when M < 64 (the 64-row tile partly outside A and D), which
+    split-K hides with 4x the CTAs; at M = 64 the single fused kernel wins. The crossover
+    (33) is between the measured 16 and 64. Cost O(log K).
+    """
+    split = select_sm90_split(m, n, k, l, dtype)
+    if split is None:
+        return None
+    tile, cluster, schedule = SM90_CANDIDATES["C8"]
+    if m is not None and m >= DECODE_FUSED_MIN_M and _tiles(m, n or 0, 1, tile) >= 64:
+        return ("tile", scale_k(tile, dtype), cluster, schedule, False, 1)
+    return ("split", *split)
+
+
+def sm90_buckets(n: int | None, k: int | None, l: int | None,
+                 dtype: str) -> list[tuple[int, int | None, tuple]]:
+    """Run-time M buckets of an sm_90a GEMM whose M is symbolic and N, K, L static
+    (docs/codegen.md#m-buckets): ``[(lo, hi, choice), ...]`` in increasing M, ``hi`` None for
+    the last (unbounded) one; ``choice`` is ``("split", tile, cluster, schedule, splits)`` or
+    ``("tile", tile, cluster, schedule, stream_k, swizzle)``.
+
+    The static rule (:func:`select_sm90_decode`, then :func:`select_sm90`) is evaluated at
+    M = 1, 2, 4, ..., 65536; consecutive probes with the same choice form one bucket, whose
+    bounds are the probes' midpoints ``(p, 2p]``. So a power-of-two M runs exactly the kernel a
+    static shape of that M gets. Empty when N, K or L is symbolic (one C2 variant then).
+    Cost O(17).
+    """
+    if n is None or k is None or l is None:
+        return []
+    out: list[tuple[int, int | None, tuple]] = []
+    for p in BUCKET_PROBES:
+        choice = select_sm90_decode(p, n, k, l, dtype) or ("tile", *select_sm90(p, n, k, l, dtype))
+        if out and out[-1][2] == choice:
+            out[-1] = (out[-1][0], p, choice)
+        else:
+            out.append((1 if not out else out[-1][1] + 1, p, choice))
+    lo, _, choice = out[-1]
+    out[-1] = (lo, None, choice)
+    return out
+
+
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
               dtype: str) -> tuple[Tile, int]:
     """``(tile, stages)`` for a 2.x sm_80 GEMM from the docs/codegen.md#ampere-units menu.
@@ -205,7 +305,9 @@ def select_conv_sm90(m: int | None, n: int, k: int, c: int) -> tuple[Tile, Tile,
     return (tm, tn, tk), cluster, stages
 
 __all__ = [
-    "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES", "dtype_bits", "scale_k", "select_conv_sm90",
-    "select_sm90",
+    "BUCKET_PROBES", "DECODE_FUSED_MIN_M", "H200_SM_COUNT", "SM80_MENU", "SM90_CANDIDATES", "SM90_SWIZZLES",
+    "SPLIT_K_CANDIDATE", "SPLIT_K_MAX_M", "SPLIT_K_MIN_SLICE", "dtype_bits", "scale_k", "select_conv_sm90",
+    "select_sm90", "select_sm90_decode", "select_sm90_split",
     "sm80_tile",
+    "sm90_buckets",
 ]
