@@ -350,13 +350,13 @@ class Interpreter:
 
     def _standard_tir(self, name: str | None):
         """The shape, dtype and epsilon of member ``name`` when it is a standard-form rms_norm
-        prim_func (:func:`byocc.transform.rms_norm_tir.standard_rms_norm`), else None."""
+        prim_func (:func:`byocc.ir.rms_norm_tir.standard_rms_norm`), else None."""
         from byocc.ir.tir import PrimFunc
 
         func = self.mod[name] if name is not None and name in self.mod else None
         if not isinstance(func, PrimFunc):
             return None
-        from byocc.transform.rms_norm_tir import standard_rms_norm
+        from byocc.ir.rms_norm_tir import standard_rms_norm
 
         return standard_rms_norm(func)
 

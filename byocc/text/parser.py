@@ -242,7 +242,7 @@ def _own_prim_funcs(text: str) -> tuple[str, list[TirDef]]:
     standard-form rms_norm (what ``byocc partition --recompose`` writes for cutlass,
     :mod:`byocc.transform.rms_norm_tir`), so byocc reads back what it wrote; else the text
     unchanged (other TIR stays refused: "TIR functions ... are not supported")."""
-    from byocc.transform.rms_norm_tir import standard_rms_norm
+    from byocc.ir.rms_norm_tir import standard_rms_norm
 
     cut, tir = cut_prim_funcs(normalize_source(text))
     if tir and all(standard_rms_norm(PrimFunc(t.source)) is not None for t in tir):
