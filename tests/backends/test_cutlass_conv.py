@@ -641,23 +641,19 @@ def test_generic_direct_convolution_compiles_for_the_device(tmp_path):
         assert proc.returncode == 0, f"{rel}:\n{proc.stderr[-4000:]}"
 
 
-# --------------------------------------------------------------------------- one real compile
-@needs_cutlass_library
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_90a conv compile test needs the CUDA toolkit")
-def test_sm90_conv_unit_compiles(tmp_path: Path):
-    """Compiles the sm_90a unit of samples/conv2d_nhwc_fp16.relax (CUTLASS 3.x implicit GEMM,
-    bias + relu) with the build's sm_90a flags (~90 s)."""
+def _compile_conv_unit(tmp_path: Path, gm, unit_kind: str) -> None:
+    """Writes ``gm``'s sources, compiles its one conv unit of ``unit_kind`` with the build's
+    flags for that arch, and checks the object defines the unit's entry point."""
     from byocc.backends.toolchain import NVCC_ARCH_FLAGS
     from byocc.backends.toolchain import NVCC_COMMON_FLAGS
     from byocc.backends.toolchain import cutlass_include_dirs
 
-    gm = generate((SAMPLES / "conv2d_nhwc_fp16.relax").read_text())
     for src in list(common_sources()) + list(gm.sources):
         p = tmp_path / src.path
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(src.text)
-    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm90"]
-    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm90"], *(f"-I{d}" for d in cutlass_include_dirs()),
+    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == unit_kind]
+    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS[unit_kind], *(f"-I{d}" for d in cutlass_include_dirs()),
            f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
     lock = "/tmp/byocc_nvcc_heavy.lock"
     if shutil.which("flock") and os.access("/tmp", os.W_OK):
@@ -668,6 +664,16 @@ def test_sm90_conv_unit_compiles(tmp_path: Path):
     if symbols.returncode == 0:
         prefix = Path(unit.path).stem
         assert f"byocc::{prefix}_run(byocc::ConvArgs const&" in symbols.stdout
+
+
+# --------------------------------------------------------------------------- one real compile
+@needs_cutlass_library
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found: the sm_90a conv compile test needs the CUDA toolkit")
+def test_sm90_conv_unit_compiles(tmp_path: Path):
+    """Compiles the sm_90a unit of samples/conv2d_nhwc_fp16.relax (CUTLASS 3.x implicit GEMM,
+    bias + relu) with the build's sm_90a flags (~90 s)."""
+    gm = generate((SAMPLES / "conv2d_nhwc_fp16.relax").read_text())
+    _compile_conv_unit(tmp_path, gm, "sm90")
 
 
 @needs_cutlass_library
@@ -675,25 +681,6 @@ def test_sm90_conv_unit_compiles(tmp_path: Path):
 def test_sm80_conv_unit_compiles(tmp_path: Path):
     """Compiles the residual conv unit of the ResNet bottleneck (f16, bias + add + relu,
     DefaultConv2dFpropWithBroadcast) with the build's sm_80 flags (~1 min)."""
-    from byocc.backends.toolchain import NVCC_ARCH_FLAGS
-    from byocc.backends.toolchain import NVCC_COMMON_FLAGS
-    from byocc.backends.toolchain import cutlass_include_dirs
-
     gm, _ = gen(xs=(1, 14, 14, 64), ws=(64, 3, 3, 64), padding=PAD1, bias=(64,), res=(1, 14, 14, 64),
                 post="relu")
-    for src in list(common_sources()) + list(gm.sources):
-        p = tmp_path / src.path
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(src.text)
-    (unit,) = [s for s in gm.sources if s.path.startswith("src/kernels/conv_") and s.unit == "sm80"]
-    cmd = [NVCC, *NVCC_COMMON_FLAGS, *NVCC_ARCH_FLAGS["sm80"], *(f"-I{d}" for d in cutlass_include_dirs()),
-           f"-I{tmp_path / 'src'}", "-c", str(tmp_path / unit.path), "-o", str(tmp_path / "k.o")]
-    lock = "/tmp/byocc_nvcc_heavy.lock"
-    if shutil.which("flock") and os.access("/tmp", os.W_OK):
-        cmd = ["flock", lock, *cmd]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    symbols = subprocess.run(["nm", "-C", str(tmp_path / "k.o")], capture_output=True, text=True)
-    if symbols.returncode == 0:
-        prefix = Path(unit.path).stem
-        assert f"byocc::{prefix}_run(byocc::ConvArgs const&" in symbols.stdout
+    _compile_conv_unit(tmp_path, gm, "sm80")
