@@ -257,7 +257,12 @@ def lowering_passes(backends, recompose: bool | None, mixed_dtype: str | None) -
     prim_func has the norm's final dtype."""
     if recompose is None:
         recompose = mixed_dtype is not None
-    if not recompose or "cutlass" not in (backends or ()):
+    if not recompose or not backends:
+        return []
+    from byocc.backends.registry import get_pattern
+
+    # only for a backend whose table matches rms_norm in the call_tir form (cutlass's)
+    if not any(get_pattern(f"{b}.rms_norm") is not None for b in backends):
         return []
     from byocc.transform.rms_norm_tir import RmsNormToCallTIR
 

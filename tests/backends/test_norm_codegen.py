@@ -273,7 +273,8 @@ def test_a_norm_merged_with_gemms_runs_on_scratch():
     gm = generate(rms_norm_module(matmul=True), path="merge")
     e = only_entry(gm)
     assert e.composites == ("cutlass.rms_norm", "cutlass.matmul")
-    assert e.scratch_bytes == 64 * 768 * 2  # the normalised (64, 768) f16 intermediate
+    # the normalised (64, 768) f16 intermediate, and the decode GEMM's split-K partials beside it
+    assert e.scratch_bytes >= 64 * 768 * 2
     assert "src/kernels/norm_f16.cu" in e.kernel_sources and gm.needs_cutlass
     text = wrapper_of(gm, e)
     assert ("byocc_rms_norm_f16(byocc::data_of(args[0]), byocc::data_of(args[1]), "
