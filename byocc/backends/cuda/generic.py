@@ -117,6 +117,12 @@ def aux_header_source() -> SourceFile:
     return SourceFile(AUX_HEADER_PATH, fixed_source("cuda/byocc_gemm_aux.cuh"), "header")
 
 
+def _aux_unit(kind: str, name: str, dtype: str) -> SourceFile:
+    """``src/kernels/generic_<name>.cu``: one of byocc_gemm_aux.cuh's kernels for ``dtype``."""
+    text = render("cuda/gemm_aux.cu.j2", kind=kind, name=name, dtype_d=dtype, d_type=ctype(dtype))
+    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+
+
 def splitk_name(dtype_d: str) -> str:
     return f"splitk_f32_{short(dtype_d)}"
 
@@ -127,9 +133,7 @@ def splitk_declaration(dtype_d: str) -> str:
 
 def splitk_unit(dtype_d: str) -> SourceFile:
     """``src/kernels/generic_splitk_f32_<d>.cu``: the split-K reduction into ``dtype_d``."""
-    name = splitk_name(dtype_d)
-    text = render("cuda/gemm_aux.cu.j2", kind="splitk", name=name, dtype_d=dtype_d, d_type=ctype(dtype_d))
-    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+    return _aux_unit("splitk", splitk_name(dtype_d), dtype_d)
 
 
 def pad_name(dtype: str) -> str:
@@ -142,9 +146,7 @@ def pad_declaration(dtype: str) -> str:
 
 def pad_unit(dtype: str) -> SourceFile:
     """``src/kernels/generic_pad_<t>.cu``: the zero padding of 16-bit ``dtype`` matrices."""
-    name = pad_name(dtype)
-    text = render("cuda/gemm_aux.cu.j2", kind="pad", name=name, dtype_d=dtype, d_type=ctype(dtype))
-    return SourceFile(f"src/kernels/generic_{name}.cu", text, "light")
+    return _aux_unit("pad", pad_name(dtype), dtype)
 
 
 def uses_aux(paths) -> bool:

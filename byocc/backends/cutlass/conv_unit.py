@@ -53,8 +53,26 @@ _ITERATORS = {"optimized": ("kOptimized", "Optimized"), "analytic": ("kAnalytic"
               "fixed_channels": ("kFixedChannels", "FixedChannels")}
 
 
+class _ConvUnitName:
+    """The unit's name from its ``canonical_text``: ``conv_<hash>``, in ``src/kernels/``."""
+
+    canonical_text: str  # a property of each config
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.canonical_text)
+
+    @property
+    def path(self) -> str:
+        return f"src/kernels/conv_{self.hash}.cu"
+
+    @property
+    def prefix(self) -> str:
+        return f"conv_{self.hash}"
+
+
 @dataclass(frozen=True)
-class ConvKernelConfig:
+class ConvKernelConfig(_ConvUnitName):
     """Everything one conv unit is keyed by; the problem (N, H, W, C, K, R, S, P, Q, padding,
     stride, dilation), pointers and channel strides are run-time arguments. Alignments are
     in elements: A and B along C, C/D along K."""
@@ -86,18 +104,6 @@ class ConvKernelConfig:
     def canonical_text(self) -> str:
         """``kind=conv2d_fprop`` then ``field=value`` lines: what :attr:`hash` digests."""
         return canonical_text(self, ("kind=conv2d_fprop",))
-
-    @property
-    def hash(self) -> str:
-        return config_hash(self.canonical_text)
-
-    @property
-    def path(self) -> str:
-        return f"src/kernels/conv_{self.hash}.cu"
-
-    @property
-    def prefix(self) -> str:
-        return f"conv_{self.hash}"
 
     @property
     def sm75_path(self) -> bool:
@@ -210,7 +216,7 @@ CONV_SM90_TILES = tuple((m, n, k) for m in (128, 64) for n in (128, 64) for k in
 
 
 @dataclass(frozen=True)
-class ConvSm90Config:
+class ConvSm90Config(_ConvUnitName):
     """One sm_90a conv unit. A, B, C and D are 16-byte aligned along their channels (the
     TMA's requirement); the problem, pointers and channel strides are run-time arguments, as
     for :class:`ConvKernelConfig`."""
@@ -240,18 +246,6 @@ class ConvSm90Config:
     @property
     def canonical_text(self) -> str:
         return canonical_text(self, ("kind=conv2d_fprop_sm90",))
-
-    @property
-    def hash(self) -> str:
-        return config_hash(self.canonical_text)
-
-    @property
-    def path(self) -> str:
-        return f"src/kernels/conv_{self.hash}.cu"
-
-    @property
-    def prefix(self) -> str:
-        return f"conv_{self.hash}"
 
 
 def conv_sm90_supports(cfg: ConvSm90Config) -> bool:
