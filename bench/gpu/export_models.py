@@ -92,7 +92,7 @@ def bert_base(layers: int = 12, hidden: int = 768, heads: int = 12, ffn: int = 3
             self.layers = nn.ModuleList(Layer() for _ in range(layers))
 
         def forward(self, ids):
-            pos = torch.arange(ids.shape[1]).unsqueeze(0)
+            pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
             x = self.ln(self.tok(ids) + self.pos(pos))
             for layer in self.layers:
                 x = layer(x)

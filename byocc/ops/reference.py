@@ -72,13 +72,25 @@ def is_float_dtype(dt) -> bool:
 
 
 def _f64(x):
-    """``x`` as float64 when it is floating point (ints and bools stay as they are)."""
+    """``x`` in the dtype float math is done in when it is floating point (ints and bools
+    stay as they are): float64, except on a device namespace that sets ``half_work``
+    (``float32``), where float16/bfloat16/float8 inputs compute in that dtype, as the GPU
+    kernels do (docs/runtime.md#tolerances)."""
     xp = array_module()
 
     x = xp.asarray(x)
     if is_float_dtype(x.dtype):
-        return x.astype(xp.float64)
+        return x.astype(work_dtype(x.dtype))
     return x
+
+
+def work_dtype(dt) -> Any:
+    """The dtype float math on values of float dtype ``dt`` is done in (:func:`_f64`)."""
+    xp = array_module()
+    half = getattr(xp, "half_work", None)
+    if half is not None and xp.dtype(dt).itemsize <= 2:
+        return xp.dtype(half)
+    return xp.float64
 
 
 def _cast(x, dt):
@@ -195,7 +207,8 @@ def _unary_float(fn: str | Callable) -> Callable:
 
         x = xp.asarray(x)
         with xp.errstate(all="ignore"):
-            return _cast(_fn(xp, fn)(x.astype(xp.float64)), x.dtype)
+            return _cast(_fn(xp, fn)(x.astype(work_dtype(x.dtype) if is_float_dtype(x.dtype) else xp.float64)),
+                         x.dtype)
 
     return ref
 
@@ -220,9 +233,12 @@ def _unary_bool(fn: str | Callable) -> Callable:
 
 
 def _sigmoid(x):
+    """``1 / (1 + exp(-x))``: accurate to the last bits in both tails (the ``tanh`` form loses
+    them to cancellation where x is very negative; exp's overflow there gives exactly 0)."""
     xp = array_module()
 
-    return 0.5 * (xp.tanh(0.5 * x) + 1.0)
+    with xp.errstate(over="ignore"):
+        return 1.0 / (1.0 + xp.exp(-x))
 
 
 def _rsqrt(x):

@@ -46,7 +46,8 @@ def _silu(x):
     xp = array_module()
     x = xp.asarray(x)
     v = _f64(x)
-    return _cast(v * (0.5 * (xp.tanh(0.5 * v) + 1.0)), x.dtype)
+    with xp.errstate(over="ignore"):  # exp(-v) overflows to inf where v is very negative: silu is -0.0 there
+        return _cast(v / (1.0 + xp.exp(-v)), x.dtype)
 
 
 def _selu(x):
@@ -359,6 +360,26 @@ def _pool(kind: str) -> Callable:
                 n_out = max(n_out, n_ceil)
             extra.append(max((n_out - 1) * st[i] + ext - size, 0))
         full = [(p[0], p[1] + e) for p, e in zip(pads, extra)]
+        if kind == "max" and is_float_dtype(x.dtype):
+            # max is exact in the input's dtype: a running maximum over the kernel offsets,
+            # one strided view each (no float64 copy, no window tensor; on a GPU a few
+            # elementwise launches instead of a reduction over a 5-d view), in the input's
+            # own layout (NHWC stays NHWC: no transposed copy for the next kernel to undo)
+            np_ = numpy_module()
+            axes = [layout.index(c) for c in xl[2:]]  # the spatial axes, in canonical order
+            pairs = [(0, 0)] * x.ndim
+            for i, ax in enumerate(axes):
+                pairs[ax] = full[i]
+            padded = xp.pad(x, pairs, constant_values=np_.asarray(-np_.inf, dtype=x.dtype).item())
+            out = None
+            for offsets in np_.ndindex(*ks):
+                index = [slice(None)] * x.ndim
+                for i, (ax, o) in enumerate(zip(axes, offsets)):
+                    n_out = (padded.shape[ax] - ((ks[i] - 1) * dl[i] + 1)) // st[i] + 1
+                    index[ax] = slice(o * dl[i], o * dl[i] + (n_out - 1) * st[i] + 1, st[i])
+                view = padded[tuple(index)]
+                out = view.copy() if out is None else xp.maximum(out, view, out=out)
+            return out if not out_layout or out_layout == layout else xp.transpose(out, _perm(layout, out_layout))
         v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(xp.float64)
         if kind == "max":
             padded = xp.pad(v, [(0, 0), (0, 0)] + full, constant_values=-float("inf"))

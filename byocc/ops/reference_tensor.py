@@ -15,6 +15,7 @@ from .reference import _f64
 from .reference import _fn
 from .reference import np_dtype
 from .xp import array_module
+from .xp import numpy_module
 
 
 # --------------------------------------------------------------------------- reductions
@@ -156,20 +157,28 @@ def _take(x, indices, axis=None, mode="fast"):
     elif mode == "clip":
         indices = xp.clip(indices, 0, dim - 1)
     else:
-        indices = xp.where(indices < 0, indices + dim, indices)
-        if indices.size and (indices.min() < 0 or indices.max() >= dim):
-            raise IndexError(f"take: an index is out of range for an axis of size {dim}")
+        indices = _checked_range(xp.where(indices < 0, indices + dim, indices), dim, "take")
     return xp.take(x, indices, axis=axis)
+
+
+def _checked_range(indices, dim: int, what: str):
+    """``indices`` (already non-negative where valid) checked to lie in ``[0, dim)``: an
+    IndexError on the host; on a device the check would read the indices back (a sync that
+    also breaks CUDA-graph capture), so there they are clipped into range instead, keeping
+    every read in bounds (docs/runtime.md: TVM's ``fast`` mode leaves them undefined)."""
+    xp = array_module()
+    if xp is not numpy_module():
+        return xp.clip(indices, 0, dim - 1)
+    if indices.size and (indices.min() < 0 or indices.max() >= dim):
+        raise IndexError(f"{what}: an index is out of range for an axis of size {dim}")
+    return indices
 
 
 def _normalised_indices(indices, dim: int, what: str):
     xp = array_module()
 
     indices = xp.asarray(indices).astype(xp.int64)
-    indices = xp.where(indices < 0, indices + dim, indices)
-    if indices.size and (indices.min() < 0 or indices.max() >= dim):
-        raise IndexError(f"{what}: an index is out of range for an axis of size {dim}")
-    return indices
+    return _checked_range(xp.where(indices < 0, indices + dim, indices), dim, what)
 
 
 def _gather_elements(data, indices, axis=0):

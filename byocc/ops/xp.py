@@ -100,11 +100,15 @@ class DeviceNamespace:
     """A numpy-compatible device module (CuPy) as the references' array namespace.
 
     ``h2d_bytes``/``h2d_copies`` count the host arrays ``asarray``/``array`` copied to the
-    device; ``module`` is the wrapped module; ``ndarray`` its array type.
+    device; ``module`` is the wrapped module; ``ndarray`` its array type. ``half_work``: the
+    dtype float16/bfloat16/float8 operands compute in (float32, as the GPU kernels do; None:
+    float64, the host's numerics); float32 and float64 operands compute in float64 either way.
     """
 
-    def __init__(self, module: Any, special: Any = None, name: str | None = None):
+    def __init__(self, module: Any, special: Any = None, name: str | None = None,
+                 half_work: str | None = "float32"):
         self.module = module
+        self.half_work = half_work
         self.name = name or getattr(module, "__name__", "device")
         self.ndarray = module.ndarray
         self.errstate = _NoErrstate

@@ -189,7 +189,32 @@ def _random_value(si, chosen: dict, rng, np, np_dtype, name: str):
     raise InterpretError(f"cannot make a random value for {name!r} of this type; give --inputs")
 
 
-def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_atol: bool = False) -> list[dict]:
+def compute_dtype(module: Any) -> str | None:
+    """The least precise floating dtype any tensor of ``module``'s Relax functions has (a
+    parameter, a binding or a call's result), or None when it has none: a model converted to
+    float16 (``partition --dtype``) computes in float16 even where its outputs are float32, so
+    its outputs are judged with float16's tolerance (docs/runtime.md#tolerances)."""
+    from byocc.ir import Function
+    from byocc.ir import TensorStructInfo
+    from byocc.ir.analysis import post_order_visit
+
+    seen: set[str] = set()
+
+    def visit(expr: Any) -> None:
+        si = getattr(expr, "struct_info", None)
+        if isinstance(si, TensorStructInfo) and si.dtype and si.dtype.startswith(("float", "bfloat")):
+            seen.add(si.dtype)
+
+    for _, func in module.functions_items():
+        if isinstance(func, Function):
+            post_order_visit(func, visit)
+    if not seen:
+        return None
+    return max(sorted(seen), key=lambda dt: tolerance(dt, DEVICE_TOLERANCES)[0])
+
+
+def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_atol: bool = False,
+            floor: str | None = None) -> list[dict]:
     """Compare two results leaf by leaf. Returns one record per output: ``index``,
     ``shape``, ``dtype``, ``max_abs``, ``max_rel``, ``rtol``, ``atol``, ``ok`` and, for
     arrays, ``compared`` (the elements not NaN on both sides) and, when some differ,
@@ -197,7 +222,11 @@ def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_at
 
     ``scale_atol``: the absolute tolerance is ``atol`` times the output's largest finite
     magnitude (at least 1), so an element that cancels to near zero is judged at the scale
-    of the output, not of itself (``verify --device``: other rounding, same math)."""
+    of the output, not of itself (``verify --device``: other rounding, same math).
+
+    ``floor``: a floating dtype whose tolerance is the least a floating output gets (the
+    dtype the model computes in, :func:`compute_dtype`); the record's ``tol_dtype`` names the
+    dtype whose tolerance applied."""
     import numpy as np
 
     from .values import flatten_outputs
@@ -217,7 +246,13 @@ def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_at
 
         dt = dtype_name(e.dtype)
         rtol, atol = tolerance(dt, tolerances)
-        rec = {"index": i, "shape": tuple(e.shape), "dtype": dt, "rtol": rtol, "atol": atol, "note": ""}
+        tol_dtype = dt
+        if floor is not None and dt.startswith(("float", "bfloat")):
+            frtol, fatol = tolerance(floor, tolerances)
+            if frtol > rtol:
+                rtol, atol, tol_dtype = frtol, fatol, floor
+        rec = {"index": i, "shape": tuple(e.shape), "dtype": dt, "rtol": rtol, "atol": atol, "note": "",
+               "tol_dtype": tol_dtype}
         if e.shape != a.shape or e.dtype != a.dtype:
             rec.update(max_abs=float("inf"), max_rel=float("inf"), ok=False,
                        note=f"expected {describe(e)}, got {describe(a)}")
@@ -251,6 +286,6 @@ def compare(expected: Any, actual: Any, tolerances: dict | None = None, scale_at
 
 
 __all__ = [
-    "DEVICE_TOLERANCES", "TOLERANCES", "available_memory", "bind_arguments", "check_memory", "compare", "format_bytes",
+    "DEVICE_TOLERANCES", "TOLERANCES", "available_memory", "bind_arguments", "check_memory", "compare", "compute_dtype", "format_bytes",
     "random_arguments", "tolerance",
 ]

@@ -470,3 +470,79 @@ def test_generated_attention_units_compile(tmp_path, gencode):
                                f"-I{out / 'src'}", f"-gencode={gencode}", "-c", str(unit), "-o",
                                str(tmp_path / (unit.stem + ".o"))], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+# -- a constant causal bias (the additive mask exporters write) ----------------------------------
+def _bias_module(plane, shape=(1, 1, 128, 128), seq_kv=128):
+    import numpy as np
+
+    from byocc.script import ir as I
+    from byocc.script import relax as R
+
+    bias = np.broadcast_to(np.asarray(plane, np.float16), shape).copy()
+
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(q: R.Tensor((1, 128, 4, 64), "float16"), k: R.Tensor((1, seq_kv, 4, 64), "float16"),
+                 v: R.Tensor((1, seq_kv, 4, 64), "float16")):
+            with R.dataflow():
+                y = R.nn.attention(q, k, v, R.const(bias))
+                R.output(y)
+            return y
+
+    return Mod
+
+
+def _bias_step(mod):
+    out = partition(mod, get_patterns_with_prefix("cutlass"), path="annotate", run_codegen=True,
+                    codegens={"cutlass": codegen})
+    (gm,) = out.attrs["external_mods"]
+    (e,) = gm.entries
+    (step,) = e.steps
+    return gm, e, step
+
+
+def test_a_constant_causal_bias_runs_as_the_causal_mask_on_the_fused_kernel():
+    """The Llama export adds a constant triu(-inf) mask to the scores: attention_bias kept it
+    on the SIMT kernel (4.5 ms on the H200 for 1x2048x32x128). Read as the mask it spells, the
+    call takes the fused causal kernel and the bias is never read."""
+    import numpy as np
+
+    seq = 128
+    causal = np.triu(np.full((seq, seq), -np.inf), 1)
+    gm, e, step = _bias_step(_bias_module(causal))
+    assert step["causal_mask"] == "TopLeft" and "causal mask" in step["bias"]
+    assert step["kernel"] == "sm90_fmha_then_simt"
+    assert any("attention_sm90_f16_h64_top_left" in p for p in e.kernel_sources)
+    text = wrapper(gm, e)
+    assert "run as the TopLeft mask" in text and field(text, "mask") == "byocc::attention::kTopLeft"
+    # float16's lowest value instead of -inf, and one bias per head alike: the same mask
+    lowest = np.where(causal == 0, 0.0, np.finfo(np.float16).min)
+    _, _, step = _bias_step(_bias_module(lowest, shape=(1, 4, seq, seq)))
+    assert step["causal_mask"] == "TopLeft"
+    # keys beyond the queries: the bottom-right diagonal
+    br = np.where(np.arange(192)[None, :] <= np.arange(seq)[:, None] + 64, 0.0, -np.inf)
+    _, _, step = _bias_step(_bias_module(br, shape=(1, 1, seq, 192), seq_kv=192))
+    assert step["causal_mask"] == "BottomRight"
+
+
+@pytest.mark.parametrize("change", ["one_seen_key_biased", "mask_too_mild", "upper_left", "heads_differ"])
+def test_a_constant_bias_that_is_not_exactly_causal_stays_a_bias(change):
+    import numpy as np
+
+    seq = 128
+    plane = np.triu(np.full((seq, seq), -np.inf), 1)
+    shape = (1, 1, seq, seq)
+    if change == "one_seen_key_biased":
+        plane[5, 2] = 0.5
+    elif change == "mask_too_mild":
+        plane[plane == -np.inf] = -1000.0  # exp(-1000) is 0 in float32, but scores of 1000 exist
+    elif change == "upper_left":
+        plane = plane.T.copy()
+    else:
+        plane = np.stack([plane, plane, plane, np.zeros_like(plane)])[None]
+        shape = (1, 4, seq, seq)
+    _, _, step = _bias_step(_bias_module(plane, shape=shape))
+    assert step["causal_mask"] is None and step["bias"] == "broadcast_strides"
+    assert "a bias" in step["fused_refused"]

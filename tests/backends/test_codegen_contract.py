@@ -141,7 +141,7 @@ def test_wrapper_checks_every_argument_and_symbolic_dim():
     # n is bound from x (axis 0) and checked on the output
     assert text.count('"n", &d.s0') == 2
     # the temporary between the two GEMMs lives in scratch: (n, 128) float16
-    assert "off.temp0 = at;  // float16 (n, 128)" in text
+    assert "off.temp0 = uint64_t(0);  // float16 (n, 128), round_up(n * 128 * 2) bytes" in text
     assert f"BYOCC_EXPORT int32_t {sym}(" in text
     assert f"BYOCC_EXPORT uint64_t byocc_scratch_bytes_{sym}(" in text
 

