@@ -245,9 +245,23 @@ def recompose_passes(backends, recompose: bool | None, mixed_dtype: str | None, 
             # then the grouped-query K/V repeats RecomposeOps wrote are dropped again where
             # the rewrites made an attention of them (exact: attention groups the heads)
             passes.append(RewriteFunctions((*rewrites, group_kv_heads)))
-    # no FoldConstant here: a folded constant attention bias is bound into the composite,
-    # which the cutlass attention codegen refuses ("the attention bias must be a 4-D parameter")
+    # FoldConstant runs after ToMixedPrecision instead (fold_passes): the casts of constants
+    # that pass writes are folded too
     return passes
+
+
+def fold_passes(recompose: bool | None, mixed_dtype: str | None) -> list:
+    """With ``--recompose`` (on by default with ``--dtype``), after ToMixedPrecision:
+    FoldConstant, so what exporters compute from constants at run time (the reshapes and the
+    cast of an additive attention mask, transposed weights) is a constant the backends see:
+    the cutlass attention reads a constant causal mask as the mask (docs/codegen.md#attention)."""
+    if recompose is None:
+        recompose = mixed_dtype is not None
+    if not recompose:
+        return []
+    from byocc.transform.fold_constant import FoldConstant
+
+    return [FoldConstant()]
 
 
 def lowering_passes(backends, recompose: bool | None, mixed_dtype: str | None) -> list:
@@ -285,7 +299,8 @@ def apply_frontend(mod, backends, prepare: tuple, recompose: bool | None, mixed_
     for p in recompose_passes(backends, recompose, mixed_dtype, prepare):
         mod = p(mod)
     mod = apply_prepare(mod, backends, *prepare)
-    for p in mixed_precision_passes(mixed_dtype, accumulate) + lowering_passes(backends, recompose, mixed_dtype):
+    for p in (mixed_precision_passes(mixed_dtype, accumulate) + fold_passes(recompose, mixed_dtype)
+              + lowering_passes(backends, recompose, mixed_dtype)):
         mod = p(mod)
     return mod
 

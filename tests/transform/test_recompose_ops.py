@@ -27,12 +27,14 @@ def const(name: str, value) -> onnx.NodeProto:
     return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(value, dtype="float32"), name))
 
 
-def model(nodes, inputs, out_shape, inits=(), opset=17):
+def model(nodes, inputs, out_shape, inits=(), opset=17, as_onnx=False):
+    """The imported module of an fp32 graph (``as_onnx``: the ONNX model itself)."""
     ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)
     graph = helper.make_graph(nodes, "g", ins, [out],
                               initializer=[numpy_helper.from_array(np.asarray(v, dtype="float32"), k) for k, v in inits])
-    return from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return proto if as_onnx else from_onnx(proto)
 
 
 def ops(mod) -> list[str]:
@@ -267,7 +269,7 @@ def test_attention_softmax_over_another_axis_stays():
     assert recompose_ops(mod) is mod
 
 
-def gqa_attention(b=1, s=6, n=4, kv=2, h=8, cast: bool = True):
+def gqa_attention(b=1, s=6, n=4, kv=2, h=8, cast: bool = True, as_onnx: bool = False):
     """The Llama-style chain: K/V of ``kv`` heads repeated by Unsqueeze + Expand + Reshape,
     a causal mask, and the no-op fp32 casts torch writes around the softmax."""
     i64 = lambda name, v: helper.make_node(  # noqa: E731
@@ -293,7 +295,7 @@ def gqa_attention(b=1, s=6, n=4, kv=2, h=8, cast: bool = True):
               helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), helper.make_node("Reshape", ["ot", "os"], ["y"])]
     mask = np.triu(np.full((s, s), -1e9), 1).reshape(1, 1, s, s)
     return model(nodes, [("q", [b, s, n * h]), ("k", [b, s, kv * h]), ("v", [b, s, kv * h])], [b, s, n * h],
-                 [("mask", mask)])
+                 [("mask", mask)], as_onnx=as_onnx)
 
 
 def test_grouped_query_attention_with_casts_becomes_attention_with_repeated_heads():
@@ -415,3 +417,32 @@ def test_the_dtype_pipeline_for_cutlass_offloads_grouped_attention_without_host_
     args = [RNG.standard_normal(s).astype("float32") for s in ((1, 6, 64), (1, 6, 16), (1, 6, 16))]
     np.testing.assert_allclose(np.asarray(run_module(part, args)), np.asarray(run_module(mod, args)),
                                rtol=1e-2, atol=1e-2)
+
+
+def test_an_exported_causal_mask_reaches_the_fused_kernel_as_the_mask(tmp_path):
+    """The Llama export adds its mask buffer through Reshape (and, with --dtype float16, a
+    cast): FoldConstant after ToMixedPrecision makes it a constant, which the cutlass attention
+    reads as the causal mask; the partitioned module still computes what the model does."""
+    import json
+
+    import onnx
+    from conftest import run_cli
+
+    proto = gqa_attention(b=1, s=16, n=4, kv=2, h=64, as_onnx=True)
+    path = tmp_path / "gqa.onnx"
+    onnx.save(proto, path)
+    out = tmp_path / "out"
+    res = run_cli("partition", path, "--dtype", "float16", "--backend", "cutlass", "--path", "merge", "-o", out)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    (step,) = [s for f in manifest["functions"] for s in f["steps"] if s.get("kind") == "attention"]
+    assert step["causal_mask"] == "TopLeft" and step["kernel"] == "sm90_fmha_then_simt"
+    assert "causal mask" in step["bias"]
+    text = (out / "gqa.partitioned.relax").read_text()
+    assert "R.astype(lv4" not in text and text.count("R.reshape(metadata") == 0  # folded at compile time
+    args = [RNG.standard_normal(s).astype("float32") for s in ((1, 16, 256), (1, 16, 128), (1, 16, 128))]
+    from byocc.cli.device_run import partitioned_module
+
+    got = np.asarray(run_module(partitioned_module(str(out)), args))
+    want = np.asarray(run_module(from_onnx(proto), args))
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
