@@ -340,7 +340,9 @@ def cmd_table(work: str, out: str, names: list[str]) -> int:
         def mb(v):
             return f"{v / 2**20:.0f}" if isinstance(v, (int, float)) else "-"
 
-        peak_b = run.get("peak_bytes") or (be or {}).get("peak_bytes")
+        # allocated at most at once (as torch.cuda.max_memory_allocated), else what the pool held
+        peak_b = run.get("peak_allocated_bytes") or run.get("peak_bytes") or (be or {}).get("peak_bytes")
+        pool_b = run.get("peak_bytes")
         h2d = run.get("h2d_run")
         if h2d is None and be:
             h2d = be.get("h2d_per_call")
@@ -349,10 +351,10 @@ def cmd_table(work: str, out: str, names: list[str]) -> int:
         failed = [k for k, r in stages.items() if r["rc"] != 0 and not (k == "run" and stages.get("run_eager", {}).get("rc") == 0)]
         ortc = "ok" if cmpj.get("ok") else ("MISMATCH" if "ok" in cmpj else "-")
         rows.append([n, ms(be), ms(bg), ms(te), ms(cl), ms(teg), ms(tcomp), ratio(ref_eager, best), ratio(teg, best),
-                     ratio(tcomp, best), mb(peak_b), mb(torch_peak), str(h2d if h2d is not None else "-"),
+                     ratio(tcomp, best), mb(peak_b), mb(pool_b), mb(torch_peak), str(h2d if h2d is not None else "-"),
                      ver, ortc, _fmt(cmpj.get("rel_to_max")), _fmt(tj.get("eager_fp16_vs_ort_rel")), ",".join(failed)])
     head = ["model", "byocc eager", "byocc graph", "torch eager", "t. ch-last", "t. graph", "t. compile",
-            "eager/byocc", "graph/byocc", "compile/byocc", "peak MB byocc", "peak MB torch", "H2D run B",
+            "eager/byocc", "graph/byocc", "compile/byocc", "peak MB byocc", "pool MB byocc", "peak MB torch", "H2D run B",
             "verify", "vs ORT", "byocc-ORT", "torch-ORT", "failed stages"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
@@ -360,7 +362,9 @@ def cmd_table(work: str, out: str, names: list[str]) -> int:
     text = "\n".join(lines)
     print("\n(ms: median per batch; ratios: torch ms / byocc's best (graph, else eager) ms; t. graph: torch "
           "eager (channels-last for ResNet) replayed as one CUDA graph; t. compile: torch.compile default "
-          "(channels-last for ResNet); peak MB torch: byocc bench's torch eager; H2D run B: bytes host->device "
+          "(channels-last for ResNet); peak MB byocc: the most allocated at once during byocc run (as "
+          "torch.cuda.max_memory_allocated counts); pool MB byocc: what the CuPy pool held; peak MB torch: "
+          "byocc bench's torch eager; H2D run B: bytes host->device "
           "during the run, after the inputs; vs ORT: byocc's output against onnxruntime (CPU, fp32), float16 "
           "tolerance, byocc-ORT / torch-ORT: max |diff| / max |ORT|)")
     print(text)

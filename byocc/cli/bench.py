@@ -189,7 +189,8 @@ def _bench_byocc(runner, dev_args, warmup, iters, batch) -> dict:
     h2d0 = dev.counted_h2d()
     runner.run(dev_args, timed=False)
     moved = dev.counted_h2d() - h2d0
-    return _stats("byocc", "eager", wall, device, batch, peak_bytes=dev.memory_bytes()[1], h2d_per_call=moved)
+    return _stats("byocc", "eager", wall, device, batch, peak_bytes=_peak(dev), pool_bytes=dev.memory_bytes()[1],
+                  h2d_per_call=moved)
 
 
 def _bench_byocc_graph(runner, dev_args, warmup, iters, batch) -> dict:
@@ -206,7 +207,13 @@ def _bench_byocc_graph(runner, dev_args, warmup, iters, batch) -> dict:
 
     ev = _Ev(dev)
     wall, device = _loop(call, dev.synchronize, ev.pair, warmup, iters, "byocc graph")
-    return _stats("byocc", "cuda graph", wall, device, batch, peak_bytes=dev.memory_bytes()[1])
+    return _stats("byocc", "cuda graph", wall, device, batch, peak_bytes=_peak(dev), pool_bytes=dev.memory_bytes()[1])
+
+
+def _peak(dev) -> int:
+    """Peak device memory as torch reports it (the most allocated at once), else the bytes
+    the pool holds (an upper bound)."""
+    return dev.peak_allocated() or dev.memory_bytes()[1]
 
 
 def _bench_onnx(path: str, func, args, warmup, iters, batch) -> dict:

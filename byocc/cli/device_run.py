@@ -150,6 +150,7 @@ def graph_run(runner, dev_args, eager_summary):
     summary.h2d_run += dev.counted_h2d() - h2d0
     summary.d2h_run += dev.d2h_bytes - d2h0
     summary.peak_used_bytes, summary.peak_bytes = dev.memory_bytes()
+    summary.peak_allocated_bytes = dev.peak_allocated() or 0
     return result, summary
 
 
@@ -170,8 +171,10 @@ def render_summary(summary, stderr: bool = True) -> None:
         f"host->device: inputs {format_bytes(summary.h2d_inputs)}, setup (constants, weights) "
         f"{format_bytes(summary.h2d_setup)}, during the run {format_bytes(summary.h2d_run)}; "
         f"device->host: during the run {format_bytes(summary.d2h_run)}, outputs {format_bytes(summary.d2h_outputs)}",
-        f"peak device memory: {format_bytes(summary.peak_bytes)} held by the pool "
-        f"({format_bytes(summary.peak_used_bytes)} in use at the end)",
+        (f"peak device memory: {format_bytes(summary.peak_allocated_bytes)} allocated at most at once; "
+         if summary.peak_allocated_bytes else "peak device memory: ")
+        + f"{format_bytes(summary.peak_bytes)} held by the pool ({format_bytes(summary.peak_used_bytes)} in use "
+          "at the end)",
         f"allocation plan: {plan.get('buffers', 0)} native outputs in one arena of "
         f"{format_bytes(plan.get('arena_bytes', 0))} (without reuse {format_bytes(plan.get('unplanned_bytes', 0))}; "
         f"most alive at once {format_bytes(plan.get('live_peak_bytes', 0))})",

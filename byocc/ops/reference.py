@@ -241,6 +241,15 @@ def _sigmoid(x):
         return 1.0 / (1.0 + xp.exp(-x))
 
 
+def _sigmoid_op(x):
+    """relax.sigmoid: one float16 kernel on a device namespace that has one
+    (``DeviceNamespace.half_unary``), else float math as every unary op."""
+    xp = array_module()
+    fast = getattr(xp, "half_unary", None)
+    out = None if fast is None else fast("sigmoid", xp.asarray(x))
+    return _unary_float(_sigmoid)(x) if out is None else out
+
+
 def _rsqrt(x):
     xp = array_module()
 
@@ -317,7 +326,7 @@ def _table() -> dict[str, Callable[..., Any]]:
         "tanh": _unary_float("tanh"), "asin": _unary_float("arcsin"), "acos": _unary_float("arccos"),
         "atan": _unary_float("arctan"), "asinh": _unary_float("arcsinh"),
         "acosh": _unary_float("arccosh"), "atanh": _unary_float("arctanh"),
-        "sigmoid": _unary_float(_sigmoid), "erf": _unary_float(erf),
+        "sigmoid": _sigmoid_op, "erf": _unary_float(erf),
         "floor": _unary_same("floor"), "ceil": _unary_same("ceil"), "round": _unary_same("rint"),
         "trunc": _unary_same("trunc"), "sign": _unary_same("sign"), "square": _unary_same("square"),
         "isnan": _unary_bool("isnan"), "isinf": _unary_bool("isinf"),

@@ -27,9 +27,19 @@ def _relu(x):
     return xp.maximum(x, xp.zeros((), x.dtype))
 
 
+def _half_unary(xp, name: str, x):
+    """The device namespace's one-kernel float16 form of ``name`` (``DeviceNamespace.half_unary``),
+    or None (numpy, another dtype): then the reference computes as usual."""
+    fn = getattr(xp, "half_unary", None)
+    return None if fn is None else fn(name, x)
+
+
 def _gelu(x):
     xp = array_module()
     x = xp.asarray(x)
+    fast = _half_unary(xp, "gelu", x)
+    if fast is not None:
+        return fast
     v = _f64(x)
     return _cast(0.5 * v * (1.0 + erf(v / xp.sqrt(2.0))), x.dtype)
 
@@ -37,6 +47,9 @@ def _gelu(x):
 def _gelu_tanh(x):
     xp = array_module()
     x = xp.asarray(x)
+    fast = _half_unary(xp, "gelu_tanh", x)
+    if fast is not None:
+        return fast
     v = _f64(x)
     inner = xp.sqrt(2.0 / xp.pi) * (v + 0.044715 * v ** 3)
     return _cast(0.5 * v * (1.0 + xp.tanh(inner)), x.dtype)
@@ -45,6 +58,9 @@ def _gelu_tanh(x):
 def _silu(x):
     xp = array_module()
     x = xp.asarray(x)
+    fast = _half_unary(xp, "silu", x)
+    if fast is not None:
+        return fast
     v = _f64(x)
     with xp.errstate(over="ignore"):  # exp(-v) overflows to inf where v is very negative: silu is -0.0 there
         return _cast(v / (1.0 + xp.exp(-v)), x.dtype)
@@ -367,18 +383,26 @@ def _pool(kind: str) -> Callable:
             # own layout (NHWC stays NHWC: no transposed copy for the next kernel to undo)
             np_ = numpy_module()
             axes = [layout.index(c) for c in xl[2:]]  # the spatial axes, in canonical order
-            pairs = [(0, 0)] * x.ndim
-            for i, ax in enumerate(axes):
-                pairs[ax] = full[i]
-            padded = xp.pad(x, pairs, constant_values=np_.asarray(-np_.inf, dtype=x.dtype).item())
-            out = None
+            n_outs = [(x.shape[ax] + full[i][0] + full[i][1] - ((ks[i] - 1) * dl[i] + 1)) // st[i] + 1
+                      for i, ax in enumerate(axes)]
+            shape = list(x.shape)
+            for ax, n in zip(axes, n_outs):
+                shape[ax] = n
+            # no padded copy: each kernel offset updates the outputs whose input lies inside
+            out = xp.full(tuple(shape), np_.asarray(-np_.inf, dtype=x.dtype).item(), dtype=x.dtype)
             for offsets in np_.ndindex(*ks):
-                index = [slice(None)] * x.ndim
+                src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+                empty = False
                 for i, (ax, o) in enumerate(zip(axes, offsets)):
-                    n_out = (padded.shape[ax] - ((ks[i] - 1) * dl[i] + 1)) // st[i] + 1
-                    index[ax] = slice(o * dl[i], o * dl[i] + (n_out - 1) * st[i] + 1, st[i])
-                view = padded[tuple(index)]
-                out = view.copy() if out is None else xp.maximum(out, view, out=out)
+                    shift = o * dl[i] - full[i][0]  # output p reads input p * stride + shift
+                    lo = max(0, -(shift // st[i]))  # the first p whose input is >= 0
+                    hi = min(n_outs[i] - 1, (x.shape[ax] - 1 - shift) // st[i])
+                    empty = empty or hi < lo
+                    dst[ax] = slice(lo, hi + 1)
+                    src[ax] = slice(lo * st[i] + shift, hi * st[i] + shift + 1, st[i])
+                if not empty:
+                    view = out[tuple(dst)]
+                    xp.maximum(view, x[tuple(src)], out=view)
             return out if not out_layout or out_layout == layout else xp.transpose(out, _perm(layout, out_layout))
         v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(xp.float64)
         if kind == "max":

@@ -106,6 +106,11 @@ class Device:
         """(bytes in use now, bytes held: the high-water of the allocator's pool)."""
         return 0, 0
 
+    def peak_allocated(self) -> int | None:
+        """The most bytes allocated at once since the device was opened (what
+        ``torch.cuda.max_memory_allocated`` reports for PyTorch), None when unknown."""
+        return None
+
     def counted_h2d(self) -> int:
         """H2D bytes so far, the references' own uploads (through ``xp``) included."""
         return self.h2d_bytes + int(getattr(self.xp, "h2d_bytes", 0))
@@ -179,6 +184,7 @@ class CupyDevice(Device):
         self._device.use()
         self.xp = DeviceNamespace(cupy, special, name="cupy")
         self.pool = cupy.get_default_memory_pool()
+        self._peak = _peak_hook(cupy)
         self._stream = cupy.cuda.Stream(non_blocking=True)
         props = cupy.cuda.runtime.getDeviceProperties(device_id)
         raw = props.get("name", b"CUDA device")
@@ -226,6 +232,9 @@ class CupyDevice(Device):
     def memory_bytes(self):
         return int(self.pool.used_bytes()), int(self.pool.total_bytes())
 
+    def peak_allocated(self):
+        return None if self._peak is None else int(self._peak.peak)
+
     @contextlib.contextmanager
     def capture(self):
         """Capture what runs on the stream inside into a graph (``graph[0]`` afterwards).
@@ -267,12 +276,43 @@ def open_device(kind: str) -> Device:
     raise InputError(f"unknown device {kind!r} (cpu, cuda, cuda:N)")
 
 
+def _peak_hook(cupy):
+    """A CuPy memory hook counting the bytes the pool has handed out and not taken back, and
+    their high-water mark (``.peak``), entered for the rest of the thread's life; None where
+    this CuPy has no memory hooks. Its counts start when the device opens, before any array
+    of the run exists."""
+    base = getattr(getattr(cupy.cuda, "memory_hook", None), "MemoryHook", None)
+    if base is None:
+        return None
+
+    class PeakHook(base):  # type: ignore[misc, valid-type]
+        name = "byocc_peak"
+
+        def __init__(self):
+            super().__init__()
+            self.live = 0
+            self.peak = 0
+
+        def malloc_postprocess(self, **kw):
+            self.live += int(kw.get("mem_size", 0))
+            self.peak = max(self.peak, self.live)
+
+        def free_postprocess(self, **kw):
+            self.live -= int(kw.get("mem_size", 0))
+
+    hook = PeakHook()
+    hook.__enter__()
+    return hook
+
+
 # --------------------------------------------------------------------------- the summary
 @dataclass
 class RunSummary:
     """What one device run did: ``functions`` rows ``{name, kind, calls, ms}``, the bytes
     moved between host and device (``h2d_run``/``d2h_run``: during the run itself),
-    ``peak_bytes`` (the device pool's high-water mark over setup and run), the plan."""
+    ``peak_bytes`` (the device pool's high-water mark over setup and run: what it holds,
+    freed blocks kept for reuse included), ``peak_allocated_bytes`` (the most bytes allocated
+    at once: what ``torch.cuda.max_memory_allocated`` counts; 0 where unknown), the plan."""
 
     device: str
     functions: list = field(default_factory=list)
@@ -285,6 +325,7 @@ class RunSummary:
     d2h_outputs: int = 0
     peak_bytes: int = 0
     peak_used_bytes: int = 0
+    peak_allocated_bytes: int = 0
     plan: dict = field(default_factory=dict)
     cuda_graph: bool = False
     notes: list = field(default_factory=list)
@@ -478,9 +519,12 @@ class DeviceRunner:
         summary.h2d_run = dev.counted_h2d() - h2d0
         summary.d2h_run = dev.d2h_bytes - d2h0
         summary.peak_used_bytes, summary.peak_bytes = dev.memory_bytes()
+        summary.peak_allocated_bytes = dev.peak_allocated() or 0
         if self.no_code:
             summary.notes.append(f"{len(self.no_code)} offloaded function(s) without code ran their "
                                  f"partitioned body on the device: {', '.join(self.no_code)}")
+        for failure in getattr(dev.xp, "kernel_failures", ()):
+            summary.notes.append(f"a float16 one-kernel operator fell back to the generic path: {failure}")
         return result, summary
 
     def capture(self, dev_args: list):

@@ -85,3 +85,40 @@ def test_constants_do_not_need_numpy_at_registry_import():
     # the registry builds R.const-like scalars lazily, with TVM's default dtypes
     c = make_call("relax.multiply", [Var("x", tensor((2,), "float32")), 2.0]).args[1]
     assert isinstance(c, Constant) and c.data.dtype == np.float32
+
+
+def test_max_pool_matches_a_brute_force_window_maximum():
+    """max_pool computes a running maximum over strided views of the unpadded input, in its
+    own dtype and layout; every window (padding, dilation, ceil mode, NaN) against a loop."""
+    from byocc.ops.reference_nn import _pool
+
+    ref = _pool("max")
+    rng = np.random.default_rng(1)
+    checked = 0
+    for _ in range(150):
+        layout = str(rng.choice(["NCHW", "NHWC"]))
+        n, c, h, w = (int(v) for v in (rng.integers(1, 3), rng.integers(1, 4), rng.integers(2, 10), rng.integers(2, 10)))
+        dt = [np.float32, np.float16][int(rng.integers(2))]
+        x = rng.standard_normal((n, c, h, w)).astype(dt)
+        if rng.random() < 0.2:
+            x[0, 0, 1, 1] = np.nan
+        ks = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        st, dl = (int(rng.integers(1, 4)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pad = [min(int(rng.integers(0, 3)), k // 2) for k in ks * 2]
+        ceil = bool(rng.random() < 0.5)
+        if (ks[0] - 1) * dl[0] + 1 > h + pad[0] + pad[2] or (ks[1] - 1) * dl[1] + 1 > w + pad[1] + pad[3]:
+            continue
+        got = ref(x if layout == "NCHW" else x.transpose(0, 2, 3, 1).copy(), ks, st, dl, pad, ceil, False, layout)
+        got = got if layout == "NCHW" else got.transpose(0, 3, 1, 2)
+        assert got.dtype == x.dtype
+        want = np.full(got.shape, -np.inf)
+        for i in range(got.shape[2]):
+            for j in range(got.shape[3]):
+                cells = [x[:, :, i * st[0] + a * dl[0] - pad[0], j * st[1] + b * dl[1] - pad[1]].astype(np.float64)
+                         for a in range(ks[0]) for b in range(ks[1])
+                         if 0 <= i * st[0] + a * dl[0] - pad[0] < h and 0 <= j * st[1] + b * dl[1] - pad[1] < w]
+                if cells:
+                    want[:, :, i, j] = np.max(np.stack(cells), axis=0)
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(dt).astype(np.float64))
+        checked += 1
+    assert checked > 100

@@ -632,3 +632,78 @@ def test_half_precision_operators_compute_in_float32_on_a_device():
     assert dev.dtype == np.float16
     ulp = np.spacing(np.abs(host).astype(np.float16)).astype(np.float64)
     assert np.all(np.abs(dev.astype(np.float64) - host.astype(np.float64)) <= ulp)
+
+
+class _KernelModule(_FakeDeviceModule):
+    """A device module with CuPy's ``ElementwiseKernel``: the kernel's CUDA expression is
+    evaluated in numpy float32 (expf -> exp, ...), so the formulas themselves are checked."""
+
+    made: list = []
+
+    def ElementwiseKernel(self, in_params, out_params, body, name):  # noqa: N802 - CuPy's name
+        import re
+
+        import scipy.special
+
+        assert in_params == "float16 x" and out_params == "float16 y" and name.startswith("byocc_half_")
+        expr = re.search(r"y = static_cast<float16>\((.*)\);$", body)[1]
+        py = re.sub(r"(\d\.\d*)f\b", r"\1", expr)
+        py = py.replace("expf", "np.exp").replace("erfcf", "erfc")
+        self.made.append(name)
+
+        def kernel(x):
+            v = np.asarray(x).astype(np.float32)
+            with np.errstate(over="ignore"):
+                out = eval(py, {"np": np, "erfc": lambda a: scipy.special.erfc(a).astype(np.float32), "v": v})  # noqa: S307
+            return np.asarray(out, np.float32).astype(np.float16).view(_DeviceArray)
+
+        return kernel
+
+
+@pytest.mark.parametrize("op", ["nn.silu", "sigmoid", "nn.gelu", "nn.gelu_tanh"])
+def test_half_activations_run_as_one_kernel_and_compute_what_the_reference_does(op):
+    """On the GPU a float16 SiLU/GELU/sigmoid is one kernel (read, float32 math, write); its
+    CUDA formula gives the host reference's result within one float16 rounding."""
+    text = ('@I.ir_module\nclass Module:\n    @R.function\n    def main(x: R.Tensor((64, 300), dtype="float16")) '
+            '-> R.Tensor((64, 300), dtype="float16"):\n        with R.dataflow():\n'
+            f'            y: R.Tensor((64, 300), dtype="float16") = R.{op}(x)\n            R.output(y)\n        return y\n')
+    fn = bound_reference(_call(text))
+    x = (np.random.default_rng(4).standard_normal((64, 300)) * 6).astype(np.float16)
+    host = fn(x).astype(np.float64)
+    module = _KernelModule()
+    module.made.clear()
+    ns = DeviceNamespace(module, special=__import__("scipy.special").special)
+    with use_array_module(ns):
+        dev = fn(ns.asarray(x))
+        again = fn(ns.asarray(x))
+    assert len(module.made) == 1  # one kernel, built once
+    assert dev.dtype == np.float16 and np.array_equal(np.asarray(dev), np.asarray(again))
+    ulp = np.spacing(np.abs(host).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(np.asarray(dev).astype(np.float64) - host) <= ulp)
+    host32 = fn(x.astype(np.float32))
+    with use_array_module(ns):
+        dev32 = fn(ns.asarray(x.astype(np.float32)))  # float32: the usual path, float64 math
+    np.testing.assert_array_equal(np.asarray(dev32), host32)
+    assert len(module.made) == 1
+
+
+def test_a_half_kernel_that_fails_to_build_falls_back_to_the_generic_path():
+    class Broken(_FakeDeviceModule):
+        def ElementwiseKernel(self, *args):  # noqa: N802 - CuPy's name
+            def kernel(x):
+                raise RuntimeError("nvrtc: error: identifier erfcf is undefined")
+            return kernel
+
+    text = ('@I.ir_module\nclass Module:\n    @R.function\n    def main(x: R.Tensor((8, 8), dtype="float16")) '
+            '-> R.Tensor((8, 8), dtype="float16"):\n        with R.dataflow():\n'
+            '            y: R.Tensor((8, 8), dtype="float16") = R.nn.gelu(x)\n            R.output(y)\n        return y\n')
+    fn = bound_reference(_call(text))
+    x = np.linspace(-4, 4, 64, dtype=np.float16).reshape(8, 8)
+    ns = DeviceNamespace(Broken(), special=__import__("scipy.special").special)
+    with use_array_module(ns):
+        first = np.asarray(fn(ns.asarray(x)))
+        second = np.asarray(fn(ns.asarray(x)))
+    assert len(ns.kernel_failures) == 1 and "erfcf" in ns.kernel_failures[0]
+    ulp = np.spacing(np.abs(fn(x)).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(first.astype(np.float64) - fn(x).astype(np.float64)) <= ulp)
+    np.testing.assert_array_equal(first, second)
