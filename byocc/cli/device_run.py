@@ -175,7 +175,8 @@ def render_summary(summary, stderr: bool = True) -> None:
          if summary.peak_allocated_bytes else "peak device memory: ")
         + f"{format_bytes(summary.peak_bytes)} held by the pool ({format_bytes(summary.peak_used_bytes)} in use "
           "at the end)",
-        f"allocation plan: {plan.get('buffers', 0)} native outputs in one arena of "
+        f"allocation plan: {plan.get('buffers', 0)} native outputs and {plan.get('scratch_buffers', 0)} "
+        f"scratch regions in one arena of "
         f"{format_bytes(plan.get('arena_bytes', 0))} (without reuse {format_bytes(plan.get('unplanned_bytes', 0))}; "
         f"most alive at once {format_bytes(plan.get('live_peak_bytes', 0))})",
     ]

@@ -416,7 +416,10 @@ class DeviceRunner:
         self.no_code = sorted(offloaded)
         self.entry = entry or "main"
         self.func = self.mod[self.entry]
-        self.plan = plan_function(self.func)
+        # the static scratch of each built function is planned in the arena with the outputs
+        scratch = {str(f["symbol"]): int(f["scratch_bytes"]) for f in self.manifest.get("functions", ())
+                   if not f.get("status") and isinstance(f.get("scratch_bytes"), int) and f["scratch_bytes"] > 0}
+        self.plan = plan_function(self.func, scratch_bytes=scratch)
         self._arena = None
         self._event_pool: list = []
         self._interp = _DeviceInterpreter(self, self.mod, offloaded, check)
@@ -468,9 +471,22 @@ class DeviceRunner:
                     a = xp.ascontiguousarray(a)  # a view a host op returned: the kernels take compact tensors
                 fixed.append(a)
             out = runner._planned_outputs()
-            return runner.lib[symbol](*fixed, out=out)
+            scratch = runner._planned_scratch()
+            if scratch is None:
+                return runner.lib[symbol](*fixed, out=out)
+            return runner.lib[symbol](*fixed, out=out, scratch=scratch)
 
         return call
+
+    def _planned_scratch(self):
+        """The arena bytes planned as the current native call's scratch, or None."""
+        binding = self._interp.current
+        if binding is None or self._arena is None:
+            return None
+        slot = self.plan.slot((binding.var, "scratch"))
+        if slot is None:
+            return None
+        return self._arena[slot[0]:slot[0] + slot[1]]
 
     def _planned_outputs(self):
         binding = self._interp.current

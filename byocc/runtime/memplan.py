@@ -76,7 +76,9 @@ class MemoryPlan:
         return self.offsets.get(key)
 
     def as_dict(self) -> dict:
-        return {"buffers": len(self.offsets), "arena_bytes": self.arena_bytes, "live_peak_bytes": self.live_peak,
+        scratch = sum(1 for k in self.offsets if isinstance(k, tuple) and len(k) == 2 and k[1] == "scratch")
+        return {"buffers": len(self.offsets) - scratch, "scratch_buffers": scratch,
+                "arena_bytes": self.arena_bytes, "live_peak_bytes": self.live_peak,
                 "unplanned_bytes": self.unplanned_bytes, "reuse_saves_bytes": self.unplanned_bytes - self.arena_bytes}
 
 
@@ -180,10 +182,14 @@ def output_sizes(sinfo) -> list[int] | None:
     return None if n is None else [n]
 
 
-def plan_function(func, cache: dict | None = None) -> MemoryPlan:
+def plan_function(func, cache: dict | None = None, scratch_bytes: dict | None = None) -> MemoryPlan:
     """The plan of ``func``'s top-level bindings: one buffer per output of each
     ``R.call_dps_packed`` with a static type, keyed ``(var, field)``. Host operators extend
-    the lifetime of the buffers they may alias (see :data:`FRESH_OPS`)."""
+    the lifetime of the buffers they may alias (see :data:`FRESH_OPS`). ``scratch_bytes``
+    (callee symbol -> the manifest's static ``scratch_bytes``): each such call's scratch is
+    a buffer too, keyed ``(var, "scratch")``, alive during that call only, so it reuses the
+    space of values already dead (a ResNet-50's stem output under the next function's
+    scratch)."""
     from byocc.ir import Call
     from byocc.ir import Op
 
@@ -206,6 +212,7 @@ def plan_function(func, cache: dict | None = None) -> MemoryPlan:
 
     last: dict = {}
     native: list = []  # (var, index, sizes)
+    scratch: list = []  # Interval of each native call's scratch
     aliased = 0
     for i, b in enumerate(bindings):
         value = b.value
@@ -217,6 +224,10 @@ def plan_function(func, cache: dict | None = None) -> MemoryPlan:
                 sizes = output_sizes(b.var.struct_info)
                 if sizes is not None:
                     native.append((b.var, i, sizes))
+                sym = getattr(value.args[0], "global_symbol", None) if value.args else None
+                need = (scratch_bytes or {}).get(sym)
+                if need:
+                    scratch.append(Interval((b.var, "scratch"), int(need), i, i))
                 continue
             if value.op.name in FRESH_OPS:
                 continue
@@ -236,7 +247,7 @@ def plan_function(func, cache: dict | None = None) -> MemoryPlan:
         stop = max(group_last.get(find(var), i), last.get(var, i), i)
         for k, n in enumerate(sizes):
             intervals.append(Interval((var, k), n, i, stop))
-    result = plan_buffers(intervals)
+    result = plan_buffers(sorted(intervals + scratch, key=lambda iv: iv.first))
     result.aliases = aliased
     return result
 

@@ -148,7 +148,7 @@ class Function:
         return tuple(fw.empty(first, shape, dtype)
                      for shape, (dtype, _) in zip(self.output_shapes(*tensors), self._outputs))
 
-    def _prepare(self, tensors: Sequence[Any], out: Any, stream: Any):
+    def _prepare(self, tensors: Sequence[Any], out: Any, stream: Any, given_scratch: Any = None):
         if len(tensors) != self.num_inputs:
             raise ByoccRuntimeError(1, f"expected {self.num_inputs} input tensors, got {len(tensors)}",
                                     self.symbol)
@@ -179,11 +179,22 @@ class Function:
         nbytes = 0
         if self._static_scratch != 0:
             nbytes = int(self._scratch_fn(slots.pointers_address, self.num_args))
-        scratch = self.lib._scratch(fw, first, device, handle, nbytes) if nbytes else 0
+        scratch = 0
+        if nbytes and given_scratch is not None and int(given_scratch.nbytes) >= nbytes:
+            scratch = _data_pointer(given_scratch)
+            if scratch % 256:  # the wrappers take 256-byte aligned scratch
+                scratch = 0
+            else:
+                nbytes = int(given_scratch.nbytes)
+        if nbytes and not scratch:
+            scratch = self.lib._scratch(fw, first, device, handle, nbytes)
         return slots, keep, outs, scratch, nbytes, handle
 
-    def __call__(self, *tensors: Any, out: Any = None, stream: Any = None) -> Any:
-        slots, keep, outs, scratch, nbytes, handle = self._prepare(tensors, out, stream)
+    def __call__(self, *tensors: Any, out: Any = None, stream: Any = None, scratch: Any = None) -> Any:
+        """Run the function on ``tensors`` (outputs allocated unless ``out`` is given) on
+        ``stream``. ``scratch``: device bytes (an array of the tensors' framework, 256-byte
+        aligned) to use as scratch when large enough, instead of the library's own buffer."""
+        slots, keep, outs, scratch, nbytes, handle = self._prepare(tensors, out, stream, scratch)
         rc = self._fn(slots.pointers_address, self.num_args, scratch, nbytes, handle)
         del keep  # capsules may be released only after the call returned
         if rc != 0:

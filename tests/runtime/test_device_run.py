@@ -107,6 +107,36 @@ def test_plan_keeps_a_buffer_while_a_view_of_it_lives():
     assert plan.aliases >= 2
 
 
+SCRATCH_MODULE = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((64, 64), dtype="float16")) -> R.Tensor((64, 64), dtype="float16"):
+        with R.dataflow():
+            big = R.call_dps_packed("stem", (x,), out_ty=R.Tensor((256, 256), dtype="float16"))
+            p: R.Tensor((256, 256), dtype="float16") = R.nn.relu(big)
+            y = R.call_dps_packed("body", (p,), out_ty=R.Tensor((64, 64), dtype="float16"))
+            R.output(y)
+        return y
+"""
+
+
+def test_plan_puts_each_static_scratch_in_the_arena_for_its_own_call():
+    """ResNet-50's merged function needs 128 MB of scratch after the stem's 51 MB output is
+    dead: planned in the arena for its call only, the scratch reuses that space."""
+    func = parse(SCRATCH_MODULE)["main"]
+    plan = plan_function(func, scratch_bytes={"stem": 4096, "body": 131072})
+    by = {(k[0].name_hint, k[1]): v for k, v in plan.offsets.items()}
+    (big, _), (body_s, n_body), (stem_s, n_stem), (y, _) = (by[("big", 0)], by[("y", "scratch")],
+                                                            by[("big", "scratch")], by[("y", 0)])
+    assert (n_body, n_stem) == (131072, 4096)
+    assert body_s == big  # big (128 KiB) is dead once relu read it: the body's scratch lies over it
+    assert not (stem_s < big + 131072 and big < stem_s + 4096)  # the stem's scratch is beside its output
+    assert not (body_s < y + 8192 and y < body_s + n_body)  # a call's scratch never overlaps its output
+    assert plan.as_dict()["buffers"] == 2 and plan.as_dict()["scratch_buffers"] == 2
+    assert plan.arena_bytes < 131072 + 4096 + 131072 + 8192  # less than everything apart
+
+
 TUPLE_MODULE = """
 @I.ir_module
 class Module:
@@ -278,11 +308,20 @@ class FakeLibrary:
         self._funcs = {f.attrs.get("global_symbol", n): f for n, f in part.items()
                        if hasattr(f, "attrs") and f.attrs.get("Codegen")}
         self.calls: list = []
+        self.scratch_calls: list = []
 
     def __getitem__(self, symbol):
-        def call(*args, out=None):
+        def call(*args, out=None, scratch=None):
             for a in args:
                 assert a.flags.c_contiguous, f"{symbol} got a strided argument"
+            if scratch is not None:  # planned in the arena: it overlaps no operand and no output
+                need = self.functions[symbol].get("scratch_bytes")
+                assert scratch.nbytes == need, (scratch.nbytes, need)
+                lo = scratch.__array_interface__["data"][0]
+                for t in [*args, *([] if out is None else (out if isinstance(out, (list, tuple)) else [out]))]:
+                    a = t.__array_interface__["data"][0]
+                    assert a + t.nbytes <= lo or lo + scratch.nbytes <= a, f"{symbol}: scratch overlaps a tensor"
+                self.scratch_calls.append(symbol)
             host = [np.asarray(a).view(np.ndarray) for a in args]
             with use_array_module(np):  # what the CUDA code does, computed on the host
                 value = self._interp.call(Closure(self._funcs[symbol], symbol), host)
@@ -312,9 +351,12 @@ def test_runner_matches_the_interpreter_with_outputs_in_the_planned_arena(tmp_pa
     assert lib.calls and all(out is not None for _, out in lib.calls)
     arena = runner._arena
     base = arena.__array_interface__["data"][0]
-    planned = sorted(off for off, _ in runner.plan.offsets.values())
+    planned = sorted(off for key, (off, _) in runner.plan.offsets.items() if key[1] != "scratch")
     used = sorted(out.__array_interface__["data"][0] - base for _, out in lib.calls)
     assert used == planned and all(np.shares_memory(out, arena) for _, out in lib.calls)
+    # and each static scratch too (the fake checks it overlaps none of the call's tensors)
+    with_scratch = {f["symbol"] for f in lib.functions.values() if (f.get("scratch_bytes") or 0) > 0}
+    assert sorted(lib.scratch_calls) == sorted(s for s, _ in lib.calls if s in with_scratch)
     # the summary: one row per native function and host operator, nothing moved in the run
     natives = {s for s, _ in lib.calls}
     assert natives <= {r["name"] for r in summary.functions if r["kind"] == "native"}
@@ -419,8 +461,8 @@ def stand_in(monkeypatch):
         def __getitem__(self, symbol):
             inner = super().__getitem__(symbol)
 
-            def call(*args, out=None):
-                value = inner(*args, out=out)
+            def call(*args, out=None, scratch=None):
+                value = inner(*args, out=out, scratch=scratch)
                 if state.get("perturb") == symbol:
                     value.reshape(-1)[-1] += 100
                 return value
@@ -530,7 +572,7 @@ def test_a_capture_failure_names_the_binding(tmp_path):
 
     class Refusing(FakeLibrary):
         def __getitem__(self, symbol):
-            def call(*args, out=None):
+            def call(*args, out=None, scratch=None):
                 raise RuntimeError("the current stream is capturing, so H2D transfers are disallowed")
 
             return call
