@@ -13,7 +13,7 @@
 #   bench      byocc bench W/M --reference bench/gpu/references.py:REF --json (GPU lock)
 #   torch      PyTorch fp16 eager / channels-last / torch.compile, eager and CUDA graph
 #              (bench/gpu/e2e_models.py torch; compiles while the builds run, times after them)
-#   verify     byocc verify W/M --device cuda --trials 1
+#   verify     byocc verify W/M --device cuda --trials 1 --against W/M.onnx (the fp32 export)
 #   table      one table, W/e2e_models.json copied to OUT
 #
 # Each stage logs to OUT/M.STAGE.log under its own timeout (and the overall budget
@@ -169,7 +169,8 @@ say "torch done"
 if [ "$DEVICE" != cpu ] && [ "${E2E_VERIFY:-1}" != 0 ]; then
     for m in $MODELS; do
         [ -f "$W/$m/lib/libbyocc_$m.so" ] || continue
-        stage "$m" verify 200 $B verify "$W/$m" --device "$DEVICE" --trials 1 &
+        # against the fp32 ONNX export itself (the float16 build at float16's tolerance)
+        stage "$m" verify 200 $B verify "$W/$m" --device "$DEVICE" --trials 1 --against "$W/$m.onnx" &
     done
     wait
 fi

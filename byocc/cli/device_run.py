@@ -189,10 +189,31 @@ __all__ = ["check_folder", "codegen_module", "download", "graph_run", "host_inpu
 
 
 # --------------------------------------------------------------------------- verify --device
-def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str | None, dims) -> None:
-    """The folder's partitioned module on numpy (the reference) against its built library on
-    the device, on ``trials`` random input sets; exit 1 at a mismatch, naming the first
-    mismatching output and its first differing element."""
+def _check_same_inputs(func, ref_func, path: str) -> None:
+    """The reference model's entry takes what the built folder's does (count, dtypes, static
+    shapes), else an InputError naming the first difference."""
+    from byocc.ir import InputError
+    from byocc.ir import TensorStructInfo
+
+    if len(func.params) != len(ref_func.params):
+        raise InputError(f"{path}: its entry takes {len(ref_func.params)} inputs, the built folder's "
+                         f"{len(func.params)}")
+    for p, q in zip(func.params, ref_func.params):
+        a, b = p.struct_info, q.struct_info
+        if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo):
+            shapes_differ = a.shape is not None and b.shape is not None and (
+                len(a.shape) != len(b.shape)
+                or any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a.shape, b.shape)))
+            if a.dtype != b.dtype or shapes_differ:
+                raise InputError(f"{path}: input {q.name_hint!r} is {b.dtype} {tuple(b.shape or ())}, the built "
+                                 f"folder's {p.name_hint!r} {a.dtype} {tuple(a.shape or ())}")
+
+def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str | None, dims,
+                     against: str | None = None) -> None:
+    """The folder's partitioned module on numpy (the reference; ``against``: that model file
+    instead, e.g. the fp32 original) against its built library on the device, on ``trials``
+    random input sets; exit 1 at a mismatch, naming the first mismatching output and its first
+    differing element."""
     from byocc.runtime import Interpreter
     from byocc.runtime import bind_arguments
     from byocc.runtime import compare
@@ -207,10 +228,20 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
 
     runner, entry, func = open_runner(model, device, entry)
     module = partitioned_module(model)
-    reference = Interpreter(module)
     floor = compute_dtype(module)
+    what = "the partitioned module"
+    ref_entry = entry
+    if against is not None:
+        from .model import load_model
+        from .run import entry_function
+
+        original = load_model(against)
+        ref_entry, ref_func = entry_function(original, entry if entry in original.functions else None)
+        _check_same_inputs(func, ref_func, against)
+        module, what = original, f"{against}"
+    reference = Interpreter(module)
     check_dims(func, dims)
-    click.echo(f"{model}: the partitioned module on the CPU (numpy, float64 math) against the built library on "
+    click.echo(f"{model}: {what} on the CPU (numpy, float64 math) against the built library on "
                f"{runner.device.describe()}, {trials} trial{'s' if trials != 1 else ''}"
                + (f"; the model computes in {floor}, so every floating output gets at least {floor}'s tolerance"
                   if floor else ""), err=True)
@@ -219,7 +250,7 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
     with quiet_numpy():
         for t in range(trials):
             args = bind_arguments(func, random_arguments(func, seed + t, dict(dims)))
-            expected = reference.run(args, entry)
+            expected = reference.run(args, ref_entry)
             result, _ = runner.run(runner.upload(args), timed=False)
             leaves = tuple(flatten_outputs(expected))
             for rec in compare(leaves, tuple(download(runner, result)), DEVICE_TOLERANCES, scale_atol=True,

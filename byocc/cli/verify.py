@@ -54,9 +54,14 @@ VERIFIED = ("the partitioned module computes what the original does (on the inte
               help="cpu: compare on the interpreter (MODEL a model file). cuda / cuda:N: MODEL is a folder "
                    "`partition -o` wrote and `byocc build` compiled; its partitioned module on the CPU "
                    "(numpy, float64 math) against the built library on the GPU (docs/runtime.md#tolerances).")
+@click.option("--against", metavar="MODEL_FILE", type=click.Path(dir_okay=False),
+              help="With --device cuda: the reference is this model (.relax or .onnx: the one `partition` "
+                   "read, e.g. the fp32 export of a --dtype float16 partition) on the CPU instead of the "
+                   "folder's partitioned module; its entry takes the same inputs.")
 def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str | None,
            bind_constants: bool, trials: int, seed: int, entry: str | None, dims: tuple[tuple[str, int], ...],
-           prepare: bool, layout: str | None, fold_bn: bool | None, backend_steps: bool, device: str) -> None:
+           prepare: bool, layout: str | None, fold_bn: bool | None, backend_steps: bool, device: str,
+           against: str | None) -> None:
     """Check, on the interpreter, that partitioning MODEL keeps what it computes.
 
     Runs the original and the partitioned module (and, when RunCodegen succeeds, the
@@ -73,12 +78,15 @@ def verify(model: str, path_: str, backends: tuple[str, ...], patterns_file: str
       byocc verify samples/seed.relax --patterns samples/seed_patterns.py --path merge --trials 5
       byocc verify cnn.relax --backend cutlass --path merge --layout NHWC --fold-batch-norm
       byocc verify out/ --device cuda --trials 3
+      byocc verify out/ --device cuda --against model.onnx
     """
     device = device.strip().lower()
     if device != "cpu":
         from .device_run import verify_on_device
 
-        return verify_on_device(model, device, trials, seed, entry, dims)
+        return verify_on_device(model, device, trials, seed, entry, dims, against)
+    if against is not None:
+        raise click.UsageError("--against compares a built folder on the GPU: give --device cuda")
     if not backends and not patterns_file:
         raise click.UsageError("give a pattern table: --backend NAME and/or --patterns FILE.py")
     from byocc import transform

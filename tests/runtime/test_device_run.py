@@ -506,6 +506,25 @@ def test_verify_on_the_stand_in_passes_and_names_the_first_differing_element(tmp
     assert re.search(r"MISMATCH \(seed [01], 1 elements\)", bad.output)
 
 
+def test_verify_against_the_fp32_original_of_a_float16_partition(tmp_path, stand_in):
+    """``--against MODEL``: the model `partition --dtype float16` read, in fp32 on the CPU, is
+    the reference; the built float16 code passes at float16's tolerance, a wrong function
+    fails, a model of other inputs is refused with one located error."""
+    folder = _partition(tmp_path, "small_cnn.onnx", "--layout", "NHWC", "--fold-batch-norm", "--dtype", "float16")
+    onnx_model = SAMPLES / "small_cnn.onnx"
+    ok = run_cli("verify", folder, "--device", "cuda", "--trials", "1", "--against", onnx_model)
+    assert ok.exit_code == 0, ok.output
+    assert f"{onnx_model} on the CPU" in ok.output and "computes in float16" in ok.output
+    stand_in["perturb"] = "fused_relax_matmul_relax_add_cutlass"
+    bad = run_cli("verify", folder, "--device", "cuda", "--trials", "1", "--against", onnx_model)
+    assert bad.exit_code == 1 and "error: output_0 differs" in bad.output, bad.output
+    stand_in.clear()
+    other = run_cli("verify", folder, "--device", "cuda", "--against", SAMPLES / "mlp_fp16.relax")
+    assert other.exit_code != 0 and other.output.count("error:") == 1 and "input" in other.output, other.output
+    cpu = run_cli("verify", SAMPLES / "mlp_fp16.relax", "--backend", "cutlass", "--against", onnx_model)
+    assert cpu.exit_code == 2 and "--against" in cpu.output
+
+
 def test_bench_on_the_stand_in_prints_json(tmp_path, stand_in):
     folder = _partition(tmp_path, "mlp_fp16.relax")
     res = run_cli("bench", folder, "--warmup", "1", "--iters", "3", "--no-cuda-graph", "--json")
