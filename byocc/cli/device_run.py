@@ -277,6 +277,6 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
         click.echo(f"error: output_{first_bad['index']} differs beyond rtol/atol "
                    f"{first_bad['rtol']:g}/{first_bad['atol']:.4g} (seed {first_bad['seed']});{detail}", err=True)
         click.get_current_context().exit(1)
-    click.echo(f"ok: the built library on {device} computes what the partitioned module does on the CPU "
+    click.echo(f"ok: the built library on {device} computes what {what} does on the CPU "
                "(per-dtype tolerances of docs/runtime.md#tolerances; atol scaled by each output's largest "
                "magnitude)", err=True)
