@@ -19,6 +19,7 @@ from byocc.backends.cutlass.tiles import select_sm90
 from byocc.backends.cutlass.tiles import select_sm90_decode
 from byocc.backends.cutlass.tiles import select_sm90_split
 from byocc.backends.cutlass.tiles import sm90_buckets
+from byocc.backends.cutlass.tiles import sm90_dim_buckets
 
 C7 = ((64, 128, 64), (1, 1, 1), "pingpong")
 C8 = ((64, 64, 64), (1, 1, 1), "pingpong")
@@ -105,7 +106,7 @@ def test_buckets_are_contiguous_and_cover_every_m():
             assert lo == hi + 1 and a != b
 
 
-def test_no_buckets_when_n_or_k_is_symbolic():
+def test_no_m_buckets_when_n_or_k_is_symbolic():
     assert sm90_buckets(None, 4096, 1, "float16") == []
     assert sm90_buckets(4096, None, 1, "float16") == []
 
@@ -135,6 +136,42 @@ def test_symbolic_m_wrapper_dispatches_by_bucket():
     assert [(b["m_min"], b["m_max"], b["split_k"]) for b in step["m_buckets"]] == [
         (1, 32, 4), (33, 64, 1), (65, 128, 1), (129, 512, 1), (513, 1024, 1), (1025, None, 1)]
     assert [b["kernel"] for b in step["m_buckets"]] == [dict(v.params)["kernel"] for v in sm90]
+
+
+def test_n_and_k_buckets_follow_the_static_rule():
+    """With M static and N (or K) the one symbolic dim, the buckets of that dim: contiguous,
+    covering every value, and each bucket's choice is what the static rule picks for a
+    power of two inside it."""
+    for dim, m, n, k in (("n", 4096, None, 4096), ("n", 16, None, 4096), ("k", 4096, 4096, None),
+                         ("k", 2048, 512, None)):
+        buckets = sm90_dim_buckets(dim, m, n, k, 1, "float16")
+        assert buckets[0][0] == 1 and buckets[-1][1] is None and len(buckets) >= 1
+        for (_, hi, _), (lo, _, _) in zip(buckets, buckets[1:]):
+            assert lo == hi + 1
+        for v in (1, 100, 1024, 3000, 70000):
+            (choice,) = [c for lo, hi, c in buckets if lo <= v and (hi is None or v <= hi)]
+            p = min(q for q in (2 ** i for i in range(17)) if q >= v) if v <= 65536 else 65536
+            probe = {"n": (m, p, k), "k": (m, n, p)}[dim]
+            assert choice == ("tile", *select_sm90(*probe, 1, "float16"))
+    assert sm90_dim_buckets("n", None, None, 4096, 1, "float16") == []  # M symbolic too: none
+    assert sm90_dim_buckets("k", 4096, 4096, 4096, 1, "float16") == []  # nothing symbolic
+
+
+def test_symbolic_n_wrapper_dispatches_by_the_actual_n():
+    gm, entry = gen(xs=(4096, 4096), ws=("n", 4096), trans=True, bias=None, act="relu")
+    text = wrapper_of(gm, entry)
+    buckets = sm90_dim_buckets("n", 4096, None, 4096, 1, "float16")
+    want = []
+    for lo, hi, _ in buckets:
+        cond = "dev.major == 9" + (f" && gn >= {lo}" if lo > 1 else "") + (f" && gn <= {hi}" if hi is not None else "")
+        want.append(cond)
+    assert _conditions(text) == want and len(want) > 1
+    sm90 = [v for v in entry.variants if v.arch == "sm_90a"]
+    assert [dict(v.params)["n_bucket"] for v in sm90] == [[lo, hi] for lo, hi, _ in buckets]
+    (step,) = entry.steps
+    assert [(b["n_min"], b["n_max"]) for b in step["n_buckets"]] == [(lo, hi) for lo, hi, _ in buckets]
+    assert "m_buckets" not in step
+    assert "for N in [1, " in text  # the header names the dim the buckets bound
 
 
 def test_static_decode_shape_is_split_k():

@@ -131,9 +131,11 @@ def _gemm_step(plan: GemmPlan, ctx: WrapperContext) -> Step:
               "accumulator": plan.acc_dtype, "variants": [v.to_json() for v in variants]}
     buckets = [t for t in plan.tiers if t.m_range is not None]
     if buckets:
-        # docs/codegen.md#m-buckets: the run-time M bounds -> the sm_90a variant they run
-        record["m_buckets"] = [{"m_min": t.m_range[0], "m_max": t.m_range[1], "kernel": t.cfg.path,
-                                "tile": list(t.cfg.tile), "split_k": t.splits} for t in buckets]
+        # docs/codegen.md#m-buckets: the run-time bounds of the symbolic M (or N, K) -> the
+        # sm_90a variant they run
+        d = buckets[0].bucket_dim
+        record[f"{d}_buckets"] = [{f"{d}_min": t.m_range[0], f"{d}_max": t.m_range[1], "kernel": t.cfg.path,
+                                   "tile": list(t.cfg.tile), "split_k": t.splits} for t in buckets]
     attrs = {"activation": st.act, "transposed_rhs": st.transposed, "accumulator": plan.acc_dtype,
              "gelu": "erf" if st.act == "gelu" else None, "residual_op": st.residual_op, "post": st.post}
     kernels = step_kernels(plan)

@@ -113,7 +113,8 @@ class Tier:
     width: int = 16  # alignment tier in bytes (CUTLASS tiers)
     splits: int = 1  # > 1: split-K into fp32 partials in scratch, then the split-K reduction
     pad_k: int | None = None  # K padded with zeros to this (A and B copied into scratch first)
-    m_range: tuple[int, int | None] | None = None  # run-time M bucket [lo, hi] (hi None: open)
+    m_range: tuple[int, int | None] | None = None  # run-time bucket [lo, hi] of bucket_dim (hi None: open)
+    bucket_dim: str = "m"  # the symbolic dim the bucket bounds: "m", or "n"/"k" when M is static
 
     @property
     def reads_acc(self) -> bool:
@@ -461,8 +462,13 @@ def _sm90_tiers(plan: GemmPlan, dims: tuple, a_dt: str, best) -> list:
     m, n, k, l = dims
     pad_k = _pad_k(plan)
     k_eff = pad_k if pad_k is not None else k
+    bucket_dim = "m"
     if m is None and n is not None and k is not None and l is not None and plan.case == "flatten":
         buckets = [(lo, hi, choice) for lo, hi, choice in tiles.sm90_buckets(n, k_eff, l, a_dt)]
+    elif m is not None and l is not None and (n is None) != (k is None):
+        # the one symbolic dim is N or K: buckets of it (docs/codegen.md#m-buckets)
+        bucket_dim = "n" if n is None else "k"
+        buckets = tiles.sm90_dim_buckets(bucket_dim, m, n, k_eff, l, a_dt)
     else:
         decode = tiles.select_sm90_decode(m, n, k_eff, l, a_dt) if m is not None else None
         choice = decode or ("tile", *tiles.select_sm90(m, n, k_eff, l, a_dt))
@@ -493,7 +499,7 @@ def _sm90_tiers(plan: GemmPlan, dims: tuple, a_dt: str, best) -> list:
             cfg = _config(plan, "sm90", 16, spec, fused, **shape)
             found = [] if cfg is None else [Tier("sm90", cfg, fused, 16)]
         for tier in found:
-            tier.pad_k, tier.m_range = pad_k, m_range
+            tier.pad_k, tier.m_range, tier.bucket_dim = pad_k, m_range, bucket_dim
         out.extend(found)
     return out
 
@@ -547,7 +553,8 @@ def split_k_bytes(plan: GemmPlan) -> int:
     need = 0
     for tier in plan.tiers:
         if tier.splits > 1 and n is not None:
-            m = tier.m_range[1] if tier.m_range else static_numel(tuple(plan.lhs_batch) + (plan.M,))
+            m = (tier.m_range[1] if tier.m_range and tier.bucket_dim == "m"
+                 else static_numel(tuple(plan.lhs_batch) + (plan.M,)))
             need = max(need, round_up(tier.splits * int(m) * n * 4))
     return need
 

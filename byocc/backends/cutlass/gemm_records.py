@@ -41,7 +41,7 @@ def variant(tier) -> Variant:
         if tier.pad_k is not None:
             params["pad_k"] = tier.pad_k
         if tier.m_range is not None:
-            params["m_bucket"] = list(tier.m_range)
+            params[f"{tier.bucket_dim}_bucket"] = list(tier.m_range)
     else:
         params["stages"] = cfg.stages
     params["epilogue"] = ("fused" if tier.fused else
@@ -70,7 +70,7 @@ def epilogue_header(st, plan, generic: str, tier_text) -> list[str]:
                 extra += f", K padded to {pad_k} in scratch"
             if m_range is not None:
                 lo, hi = m_range
-                extra += f", for M in [{lo}, {'inf' if hi is None else hi}]"
+                extra += f", for {getattr(tier, 'bucket_dim', 'm').upper()} in [{lo}, {'inf' if hi is None else hi}]"
             lines.append(tier_text(tier) + extra)
     return lines
 

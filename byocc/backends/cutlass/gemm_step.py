@@ -70,14 +70,16 @@ def _operand(ref: ValueRef, sinfo, operand_class: str | None, ctx: WrapperContex
 
 
 def _condition(tier: Tier) -> str:
-    """The tier's run-time condition: its arch's, and the M bucket's bounds when it has one."""
+    """The tier's run-time condition: its arch's, and its bucket's bounds on the actual M (or
+    N, K: ``gm``/``gn``/``gk``) when it has one."""
     text = CONDITIONS[tier.arch]
     if tier.m_range is not None:
         lo, hi = tier.m_range
+        var = f"g{tier.bucket_dim}"
         if lo > 1:
-            text += f" && gm >= {lo}"
+            text += f" && {var} >= {lo}"
         if hi is not None:
-            text += f" && gm <= {hi}"
+            text += f" && {var} <= {hi}"
     return text
 
 

@@ -232,6 +232,30 @@ def sm90_buckets(n: int | None, k: int | None, l: int | None,
     return out
 
 
+def sm90_dim_buckets(dim: str, m: int | None, n: int | None, k: int | None, l: int | None,
+                     dtype: str) -> list[tuple[int, int | None, tuple]]:
+    """Run-time buckets of an sm_90a GEMM whose N or K (``dim``: "n" or "k") is the one
+    symbolic dim (M, L and the other static), as :func:`sm90_buckets` does for M: the static
+    rule :func:`select_sm90` evaluated at the probes 1, 2, 4, ..., 65536 of that dim,
+    consecutive probes with one choice merged into a bucket ``(p, 2p]``, the last one open.
+    Only ``("tile", ...)`` choices: split-K sizes its fp32 partials by a static N, and the
+    decode tiles need one. Empty unless exactly ``dim`` is symbolic. Cost O(17)."""
+    dims = {"m": m, "n": n, "k": k, "l": l}
+    if dim not in ("n", "k") or dims[dim] is not None or any(v is None for d, v in dims.items() if d != dim):
+        return []
+    out: list[tuple[int, int | None, tuple]] = []
+    for p in BUCKET_PROBES:
+        probe = dict(dims, **{dim: p})
+        choice = ("tile", *select_sm90(probe["m"], probe["n"], probe["k"], probe["l"], dtype))
+        if out and out[-1][2] == choice:
+            out[-1] = (out[-1][0], p, choice)
+        else:
+            out.append((1 if not out else out[-1][1] + 1, p, choice))
+    lo, _, choice = out[-1]
+    out[-1] = (lo, None, choice)
+    return out
+
+
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
               dtype: str) -> tuple[Tile, int]:
     """``(tile, stages)`` for a 2.x sm_80 GEMM from the docs/codegen.md#ampere-units menu.
@@ -309,5 +333,5 @@ __all__ = [
     "SPLIT_K_CANDIDATE", "SPLIT_K_MAX_M", "SPLIT_K_MIN_SLICE", "dtype_bits", "scale_k", "select_conv_sm90",
     "select_sm90", "select_sm90_decode", "select_sm90_split",
     "sm80_tile",
-    "sm90_buckets",
+    "sm90_buckets", "sm90_dim_buckets",
 ]
