@@ -62,12 +62,29 @@ def build(directory: str, archs: tuple[str, ...], jobs: int | None, use_cache: b
         n = result.cache_rejected
         click.echo(f"warning: {n} cached object{'s' if n != 1 else ''} failed {'their' if n != 1 else 'its'} "
                    "check (a damaged cache entry) and compiled again", err=True)
+    _warn_generic_only(directory, result.archs)
     how = "ninja" if result.used_ninja else "process pool"
     cached = f", {result.cache_hits} from the cache" if result.cache_hits else ""
     skipped = f", skipped {'/'.join(result.skipped_kinds)} units" if result.skipped_kinds else ""
     click.echo(f"built {result.library} ({result.units} units{cached}{skipped}; {how}, "
                f"heavy {result.heavy_depth}, jobs {result.jobs}; {result.seconds:.1f} s)", err=True)
     click.echo(str(result.library))
+
+
+def _warn_generic_only(directory: str, archs) -> None:
+    """One warning when the archs built leave steps with only their generic kernel on Hopper."""
+    from byocc.backends.manifest import load_manifest
+    from byocc.runtime.build import steps_left_generic
+
+    left = steps_left_generic(load_manifest(directory), archs)
+    if left:
+        names = ", ".join(f"{sym} ({comp})" for sym, comp in left[:4]) + (f", ... ({len(left)} in all)"
+                                                                          if len(left) > 4 else "")
+        click.echo(f"warning: without the sm_80 units, {len(left)} step{'s' if len(left) != 1 else ''} "
+                   f"ha{'ve' if len(left) != 1 else 's'} no CUTLASS kernel on Hopper either and run "
+                   f"{'their' if len(left) != 1 else 'its'} generic kernel: {names}; the sm_80 units run "
+                   "natively on the H100/H200 too: build them as well (no --arch, or --arch sm_80 "
+                   "beside sm_90a)", err=True)
 
 
 class _PlainReporter:

@@ -125,6 +125,26 @@ def build(directory: str | Path, *, archs: Sequence[str] = (), jobs: int | None 
                        arch_defines(wanted), events.count("rejected"), wanted)
 
 
+def steps_left_generic(manifest: dict, archs: Sequence[str]) -> list[tuple[str, str]]:
+    """``(function symbol, composite)`` of every step a build for ``archs`` leaves with no
+    CUTLASS/cuBLAS kernel on a Hopper GPU: the step has sm_80 variants but no sm_90a one
+    (a C = 3 stem, an unaligned N, ...), and ``archs`` leave the sm_80 units out, so on the
+    H100/H200 too only its generic kernel runs (the sm_80 units carry sm_90 SASS: they are
+    those steps' fast path there)."""
+    wanted = _archs(archs)
+    if "sm_80" in wanted:
+        return []
+    out = []
+    for f in manifest.get("functions", ()):
+        for step in f.get("steps") or ():
+            arches = [v.get("arch") for v in step.get("variants") or ()]
+            fast80 = any(v.get("arch") == "sm_80" and not str(v.get("impl", "")).startswith("generic")
+                         for v in step.get("variants") or ())
+            if fast80 and "sm_90a" not in arches:
+                out.append((str(f.get("symbol") or f.get("global_symbol")), str(step.get("composite"))))
+    return out
+
+
 def _archs(archs: Sequence[str]) -> tuple[str, ...]:
     wanted = tuple(dict.fromkeys(archs)) or ARCHS
     for a in wanted:
@@ -310,4 +330,5 @@ def _run_pool(steps, root: Path, heavy_depth: int, jobs: int, env: dict, log,
     return None, len(compiles)
 
 
-__all__ = ["ARCHS", "BuildResult", "Progress", "build", "check_files", "write_build_files"]
+__all__ = [
+    "ARCHS", "BuildResult", "Progress", "build", "check_files", "steps_left_generic", "write_build_files"]
