@@ -220,9 +220,15 @@ def sm90_buckets(n: int | None, k: int | None, l: int | None,
     """
     if n is None or k is None or l is None:
         return []
+    return _probe_buckets(lambda p: select_sm90_decode(p, n, k, l, dtype) or ("tile", *select_sm90(p, n, k, l, dtype)))
+
+
+def _probe_buckets(choice_at) -> list[tuple[int, int | None, tuple]]:
+    """``choice_at(p)`` at every :data:`BUCKET_PROBES` value, consecutive probes with one
+    choice merged into a bucket ``[lo, hi]`` (``(previous probe, p]``), the last one open."""
     out: list[tuple[int, int | None, tuple]] = []
     for p in BUCKET_PROBES:
-        choice = select_sm90_decode(p, n, k, l, dtype) or ("tile", *select_sm90(p, n, k, l, dtype))
+        choice = choice_at(p)
         if out and out[-1][2] == choice:
             out[-1] = (out[-1][0], p, choice)
         else:
@@ -243,17 +249,12 @@ def sm90_dim_buckets(dim: str, m: int | None, n: int | None, k: int | None, l: i
     dims = {"m": m, "n": n, "k": k, "l": l}
     if dim not in ("n", "k") or dims[dim] is not None or any(v is None for d, v in dims.items() if d != dim):
         return []
-    out: list[tuple[int, int | None, tuple]] = []
-    for p in BUCKET_PROBES:
+
+    def choice_at(p: int) -> tuple:
         probe = dict(dims, **{dim: p})
-        choice = ("tile", *select_sm90(probe["m"], probe["n"], probe["k"], probe["l"], dtype))
-        if out and out[-1][2] == choice:
-            out[-1] = (out[-1][0], p, choice)
-        else:
-            out.append((1 if not out else out[-1][1] + 1, p, choice))
-    lo, _, choice = out[-1]
-    out[-1] = (lo, None, choice)
-    return out
+        return ("tile", *select_sm90(probe["m"], probe["n"], probe["k"], probe["l"], dtype))
+
+    return _probe_buckets(choice_at)
 
 
 def sm80_tile(m: int | None, n: int | None, k: int | None, l: int | None,
