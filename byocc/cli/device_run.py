@@ -208,6 +208,7 @@ def _check_same_inputs(func, ref_func, path: str) -> None:
                 raise InputError(f"{path}: input {q.name_hint!r} is {b.dtype} {tuple(b.shape or ())}, the built "
                                  f"folder's {p.name_hint!r} {a.dtype} {tuple(a.shape or ())}")
 
+
 def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str | None, dims,
                      against: str | None = None) -> None:
     """The folder's partitioned module on numpy (the reference; ``against``: that model file
@@ -238,7 +239,7 @@ def verify_on_device(model: str, device: str, trials: int, seed: int, entry: str
         original = load_model(against)
         ref_entry, ref_func = entry_function(original, entry if entry in original.functions else None)
         _check_same_inputs(func, ref_func, against)
-        module, what = original, f"{against}"
+        module, what = original, against
     reference = Interpreter(module)
     check_dims(func, dims)
     click.echo(f"{model}: {what} on the CPU (numpy, float64 math) against the built library on "

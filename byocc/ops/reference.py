@@ -207,8 +207,8 @@ def _unary_float(fn: str | Callable) -> Callable:
 
         x = xp.asarray(x)
         with xp.errstate(all="ignore"):
-            return _cast(_fn(xp, fn)(x.astype(work_dtype(x.dtype) if is_float_dtype(x.dtype) else xp.float64)),
-                         x.dtype)
+            v = _f64(x) if is_float_dtype(x.dtype) else x.astype(xp.float64)
+            return _cast(_fn(xp, fn)(v), x.dtype)
 
     return ref
 
@@ -241,13 +241,18 @@ def _sigmoid(x):
         return 1.0 / (1.0 + xp.exp(-x))
 
 
-def _sigmoid_op(x):
-    """relax.sigmoid: one float16 kernel on a device namespace that has one
-    (``DeviceNamespace.half_unary``), else float math as every unary op."""
-    xp = array_module()
-    fast = getattr(xp, "half_unary", None)
-    out = None if fast is None else fast("sigmoid", xp.asarray(x))
-    return _unary_float(_sigmoid)(x) if out is None else out
+def half_kernel_first(name: str, ref: Callable) -> Callable:
+    """``ref``, preceded by the array namespace's one-kernel float16 form of ``name`` where it
+    has one (``DeviceNamespace.half_unary``: CuPy, float16 operands); numpy and every other
+    case compute as ``ref`` does."""
+
+    def first(x):
+        xp = array_module()
+        fast = getattr(xp, "half_unary", None)
+        out = None if fast is None else fast(name, xp.asarray(x))
+        return ref(x) if out is None else out
+
+    return first
 
 
 def _rsqrt(x):
@@ -326,7 +331,7 @@ def _table() -> dict[str, Callable[..., Any]]:
         "tanh": _unary_float("tanh"), "asin": _unary_float("arcsin"), "acos": _unary_float("arccos"),
         "atan": _unary_float("arctan"), "asinh": _unary_float("arcsinh"),
         "acosh": _unary_float("arccosh"), "atanh": _unary_float("arctanh"),
-        "sigmoid": _sigmoid_op, "erf": _unary_float(erf),
+        "sigmoid": half_kernel_first("sigmoid", _unary_float(_sigmoid)), "erf": _unary_float(erf),
         "floor": _unary_same("floor"), "ceil": _unary_same("ceil"), "round": _unary_same("rint"),
         "trunc": _unary_same("trunc"), "sign": _unary_same("sign"), "square": _unary_same("square"),
         "isnan": _unary_bool("isnan"), "isinf": _unary_bool("isinf"),

@@ -14,6 +14,7 @@ from typing import Any
 from .reference import _cast
 from .reference import _f64
 from .reference import erf
+from .reference import half_kernel_first
 from .reference import is_float_dtype
 from .reference import np_dtype
 from .xp import array_module
@@ -27,19 +28,9 @@ def _relu(x):
     return xp.maximum(x, xp.zeros((), x.dtype))
 
 
-def _half_unary(xp, name: str, x):
-    """The device namespace's one-kernel float16 form of ``name`` (``DeviceNamespace.half_unary``),
-    or None (numpy, another dtype): then the reference computes as usual."""
-    fn = getattr(xp, "half_unary", None)
-    return None if fn is None else fn(name, x)
-
-
 def _gelu(x):
     xp = array_module()
     x = xp.asarray(x)
-    fast = _half_unary(xp, "gelu", x)
-    if fast is not None:
-        return fast
     v = _f64(x)
     return _cast(0.5 * v * (1.0 + erf(v / xp.sqrt(2.0))), x.dtype)
 
@@ -47,9 +38,6 @@ def _gelu(x):
 def _gelu_tanh(x):
     xp = array_module()
     x = xp.asarray(x)
-    fast = _half_unary(xp, "gelu_tanh", x)
-    if fast is not None:
-        return fast
     v = _f64(x)
     inner = xp.sqrt(2.0 / xp.pi) * (v + 0.044715 * v ** 3)
     return _cast(0.5 * v * (1.0 + xp.tanh(inner)), x.dtype)
@@ -58,9 +46,6 @@ def _gelu_tanh(x):
 def _silu(x):
     xp = array_module()
     x = xp.asarray(x)
-    fast = _half_unary(xp, "silu", x)
-    if fast is not None:
-        return fast
     v = _f64(x)
     with xp.errstate(over="ignore"):  # exp(-v) overflows to inf where v is very negative: silu is -0.0 there
         return _cast(v / (1.0 + xp.exp(-v)), x.dtype)
@@ -354,6 +339,36 @@ def _pads(padding, nsp: int) -> list:
 
 
 # --------------------------------------------------------------------------- pooling
+def _running_max(x, axes: list, ks, st, dl, full):
+    """Max pooling of float ``x`` over its spatial ``axes`` (canonical order) in its own dtype
+    and layout: exact, so a running maximum over the kernel offsets, one strided view of the
+    unpadded input each (no float64 copy, no padded copy, no window tensor; on a GPU a few
+    elementwise launches, and NHWC stays NHWC for the next kernel). ``full``: the padding
+    pairs, ceil mode's extra included; windows wholly in the padding give -inf."""
+    xp = array_module()
+    np_ = numpy_module()
+    n_outs = [(x.shape[ax] + full[i][0] + full[i][1] - ((ks[i] - 1) * dl[i] + 1)) // st[i] + 1
+              for i, ax in enumerate(axes)]
+    shape = list(x.shape)
+    for ax, n in zip(axes, n_outs):
+        shape[ax] = n
+    out = xp.full(tuple(shape), np_.asarray(-np_.inf, dtype=x.dtype).item(), dtype=x.dtype)
+    for offsets in np_.ndindex(*ks):
+        src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+        empty = False
+        for i, (ax, o) in enumerate(zip(axes, offsets)):
+            shift = o * dl[i] - full[i][0]  # output p reads input p * stride + shift
+            lo = max(0, -(shift // st[i]))  # the first p whose input is >= 0
+            hi = min(n_outs[i] - 1, (x.shape[ax] - 1 - shift) // st[i])
+            empty = empty or hi < lo
+            dst[ax] = slice(lo, hi + 1)
+            src[ax] = slice(lo * st[i] + shift, hi * st[i] + shift + 1, st[i])
+        if not empty:
+            view = out[tuple(dst)]
+            xp.maximum(view, x[tuple(src)], out=view)
+    return out
+
+
 def _pool(kind: str) -> Callable:
     def ref(x, pool_size, strides=(1,), dilation=(1,), padding=(0,), ceil_mode=False,
             count_include_pad=False, layout="NCHW", out_layout=None):
@@ -377,32 +392,7 @@ def _pool(kind: str) -> Callable:
             extra.append(max((n_out - 1) * st[i] + ext - size, 0))
         full = [(p[0], p[1] + e) for p, e in zip(pads, extra)]
         if kind == "max" and is_float_dtype(x.dtype):
-            # max is exact in the input's dtype: a running maximum over the kernel offsets,
-            # one strided view each (no float64 copy, no window tensor; on a GPU a few
-            # elementwise launches instead of a reduction over a 5-d view), in the input's
-            # own layout (NHWC stays NHWC: no transposed copy for the next kernel to undo)
-            np_ = numpy_module()
-            axes = [layout.index(c) for c in xl[2:]]  # the spatial axes, in canonical order
-            n_outs = [(x.shape[ax] + full[i][0] + full[i][1] - ((ks[i] - 1) * dl[i] + 1)) // st[i] + 1
-                      for i, ax in enumerate(axes)]
-            shape = list(x.shape)
-            for ax, n in zip(axes, n_outs):
-                shape[ax] = n
-            # no padded copy: each kernel offset updates the outputs whose input lies inside
-            out = xp.full(tuple(shape), np_.asarray(-np_.inf, dtype=x.dtype).item(), dtype=x.dtype)
-            for offsets in np_.ndindex(*ks):
-                src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
-                empty = False
-                for i, (ax, o) in enumerate(zip(axes, offsets)):
-                    shift = o * dl[i] - full[i][0]  # output p reads input p * stride + shift
-                    lo = max(0, -(shift // st[i]))  # the first p whose input is >= 0
-                    hi = min(n_outs[i] - 1, (x.shape[ax] - 1 - shift) // st[i])
-                    empty = empty or hi < lo
-                    dst[ax] = slice(lo, hi + 1)
-                    src[ax] = slice(lo * st[i] + shift, hi * st[i] + shift + 1, st[i])
-                if not empty:
-                    view = out[tuple(dst)]
-                    xp.maximum(view, x[tuple(src)], out=view)
+            out = _running_max(x, [layout.index(c) for c in xl[2:]], ks, st, dl, full)
             return out if not out_layout or out_layout == layout else xp.transpose(out, _perm(layout, out_layout))
         v = _f64(xc) if is_float_dtype(x.dtype) else xc.astype(xp.float64)
         if kind == "max":
@@ -518,7 +508,8 @@ def _attention_var_len(queries, keys, values, seqstart_q, seqstart_k, max_seqlen
 
 def table() -> dict[str, Callable[..., Any]]:
     t: dict[str, Callable[..., Any]] = {
-        "nn.relu": _relu, "nn.gelu": _gelu, "nn.gelu_tanh": _gelu_tanh, "nn.silu": _silu, "nn.selu": _selu,
+        "nn.relu": _relu, "nn.gelu": half_kernel_first("gelu", _gelu),
+        "nn.gelu_tanh": half_kernel_first("gelu_tanh", _gelu_tanh), "nn.silu": half_kernel_first("silu", _silu), "nn.selu": _selu,
         "nn.softmax": _softmax, "nn.log_softmax": _log_softmax, "nn.leakyrelu": _leakyrelu,
         "nn.softplus": _softplus, "nn.prelu": _prelu, "nn.layer_norm": _layer_norm,
         "nn.rms_norm": _rms_norm, "nn.batch_norm": _batch_norm, "nn.group_norm": _group_norm,

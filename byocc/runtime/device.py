@@ -471,10 +471,7 @@ class DeviceRunner:
                     a = xp.ascontiguousarray(a)  # a view a host op returned: the kernels take compact tensors
                 fixed.append(a)
             out = runner._planned_outputs()
-            scratch = runner._planned_scratch()
-            if scratch is None:
-                return runner.lib[symbol](*fixed, out=out)
-            return runner.lib[symbol](*fixed, out=out, scratch=scratch)
+            return runner.lib[symbol](*fixed, out=out, scratch=runner._planned_scratch())
 
         return call
 

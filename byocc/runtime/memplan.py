@@ -247,7 +247,7 @@ def plan_function(func, cache: dict | None = None, scratch_bytes: dict | None = 
         stop = max(group_last.get(find(var), i), last.get(var, i), i)
         for k, n in enumerate(sizes):
             intervals.append(Interval((var, k), n, i, stop))
-    result = plan_buffers(sorted(intervals + scratch, key=lambda iv: iv.first))
+    result = plan_buffers(intervals + scratch)
     result.aliases = aliased
     return result
 

@@ -332,10 +332,7 @@ def attention_plan(call: CompositeCall, where: str, options: dict | None = None,
     bias_ref = None if bias is None else resolve(call, params.get(bias, bias))
     bias_mask = None
     if bias_ref is not None and mask is None and window is None:
-        data = (bias.data if isinstance(bias, Constant) else
-                program.constants[bias_ref.index][1].data if program is not None and bias_ref.kind == "const"
-                else None)
-        bias_mask = causal_bias(data, q.shape[1], k.shape[1])
+        bias_mask = causal_bias(_constant_value(bias, bias_ref, program), q.shape[1], k.shape[1])
     if bias_mask is not None:
         bias, bias_ref, mask = None, None, bias_mask
     plan = AttentionPlan(call, where, q, k, v, bias_ref,
@@ -343,6 +340,16 @@ def attention_plan(call: CompositeCall, where: str, options: dict | None = None,
                          scale, scale_attr is not None, mask, window, bucket, bias_as_mask=bias_mask is not None)
     archs = OPTIONS.resolve(options or {})["arch"]
     return dataclasses.replace(plan, fused_refused=fused_reason(plan, archs))
+
+
+def _constant_value(operand, ref, program):
+    """The array of a composite operand that is a constant (in the body, or a parameter bound
+    to one of ``program``'s constants), else None."""
+    if isinstance(operand, Constant):
+        return operand.data
+    if program is not None and ref.kind == "const":
+        return program.constants[ref.index][1].data
+    return None
 
 
 def _int_or_float(x):
