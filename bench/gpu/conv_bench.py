@@ -17,8 +17,9 @@ One command on a machine with an NVIDIA GPU, nvcc, PyTorch and the `nvidia-cutla
 4. times each case under CUDA-graph replay against cuDNN (`torch.backends.cudnn` default,
    channels-last tensors): the conv alone, and conv + bias + ReLU (PyTorch, unfused),
 5. records which kernels a call launched (one call under torch.profiler: "sm90" for the
-   CUTLASS 3.x implicit GEMM, "sm80" for the 2.x one, "pad" for the stem's channel padding,
-   "generic" for byocc's direct convolution),
+   CUTLASS 3.x implicit GEMM, "sm80" for the 2.x one, "gemm90"/"gemm80" for the GEMM kernels
+   a 1x1 stride-1 conv runs on, "splitk" for their split-K reduction, "pad" for the stem's
+   channel padding, "generic" for byocc's direct convolution),
 6. prints a table with the geo-means the targets name (per batch: byocc, cuDNN conv alone,
    cuDNN conv+bias+ReLU over the 16 ResNet layers) and writes `results.json` under --out.
 """
@@ -150,8 +151,11 @@ def launched(fn) -> str:
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     kinds = []
     for n in names:
-        kind = ("sm90" if "ConvUniversal" in n or "Sm90" in n else "sm80" if "ImplicitGemmConvolution" in n
-                else "pad" if "pad_channels" in n else "generic" if "conv_kernel" in n else None)
+        gemm = "GemmUniversal" in n or "gemm::kernel" in n  # a 1x1 stride-1 conv runs as a GEMM step
+        kind = ("gemm90" if gemm and "Sm90" in n else "gemm80" if gemm
+                else "sm90" if "ConvUniversal" in n or "Sm90" in n else "sm80" if "ImplicitGemmConvolution" in n
+                else "pad" if "pad_channels" in n else "splitk" if "splitk" in n.lower()
+                else "generic" if "conv_kernel" in n else "simt" if "gemm_kernel" in n else None)
         if kind and kind not in kinds:
             kinds.append(kind)
     return "+".join(kinds) or "?"

@@ -38,8 +38,9 @@ def shape(s) -> str:
 
 
 def matmul_module(xs, ws, dtype="float16", trans=False, bias=None, act=None, res=None, res_op="add",
-                  post=None, out_dtype=None) -> str:
-    """``out = post(res_op(act(matmul(x, [permute_dims](w)) + bias), r))``, stages optional."""
+                  post=None, out_dtype=None, conv=False) -> str:
+    """``out = post(res_op(act(matmul(x, [permute_dims](w)) + bias), r))``, stages optional;
+    ``conv``: the root is a 1x1 NHWC x OHWI ``conv2d(x, w)`` instead (``ws`` = (K, 1, 1, C))."""
     od = out_dtype or dtype
     params = [f'x: R.Tensor({shape(xs)}, dtype="{dtype}")', f'w: R.Tensor({shape(ws)}, dtype="{dtype}")']
     body = []
@@ -49,7 +50,11 @@ def matmul_module(xs, ws, dtype="float16", trans=False, bias=None, act=None, res
         axes = list(range(nd - 2)) + [nd - 1, nd - 2] if trans is True else list(trans)
         body.append(f"wt = R.permute_dims(w, axes={axes})")
         wv = "wt"
-    body.append(f"y = R.matmul(x, {wv}" + (f', out_dtype="{out_dtype}")' if out_dtype else ")"))
+    if conv:
+        body.append('y = R.nn.conv2d(x, w, strides=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1, '
+                    'data_layout="NHWC", kernel_layout="OHWI", out_layout="NHWC", out_dtype=None)')
+    else:
+        body.append(f"y = R.matmul(x, {wv}" + (f', out_dtype="{out_dtype}")' if out_dtype else ")"))
     cur = "y"
     if bias is not None:
         params.append(f'b: R.Tensor({shape(bias)}, dtype="{od}")')
@@ -471,6 +476,8 @@ def _fake_cutlass_unit(cfg) -> str:
 
 def _configs(funcs):
     """Every CUTLASS kernel configuration the codegen compiles for ``funcs``."""
+    from byocc.backends.cutlass.conv_plan import conv_step
+    from byocc.backends.cutlass.conv_plan import pointwise_gemm
     from byocc.backends.cutlass.gemm_plan import plan_gemm
     from byocc.backends.program import gemm_step
     from byocc.backends.program import offloaded_program
@@ -479,10 +486,13 @@ def _configs(funcs):
     for sym, func in funcs:
         prog = offloaded_program(sym, func, {})
         for call in prog.calls:
-            step = gemm_step(call.func)
+            step, mm_shape = gemm_step(call.func), None
+            conv = conv_step(call.func) if step is None else None
+            if conv is not None:
+                step, mm_shape = pointwise_gemm(conv), tuple(conv.conv_sinfo.shape)
             if step is None:
                 continue
-            for tier in plan_gemm(step, call, sym, {}).tiers:
+            for tier in plan_gemm(step, call, sym, {}, mm_shape=mm_shape).tiers:
                 if tier.cfg is not None:
                     cfgs[tier.cfg.path] = tier.cfg
     return cfgs
@@ -519,6 +529,12 @@ HOST_CASES = [
     dict(xs=(32, 20), ws=(24, 20), trans=True, bias=(24,)),
     dict(xs=(2, 16, 12), ws=(2, 12, 16), bias=(16,)),
     dict(xs=("a", 3, 20), ws=(20, 8), bias=(8,), act="relu"),
+    # 1x1 stride-1 conv2d as a GEMM (docs/codegen.md#cutlass-conv2d-family): per-channel bias,
+    # a full residual, a general (per-row) bias, an unaligned C (K padded)
+    dict(xs=(2, 5, 6, 16), ws=(24, 1, 1, 16), conv=True, bias=(1, 1, 1, 24), act="relu"),
+    dict(xs=(1, 4, 4, 8), ws=(8, 1, 1, 8), conv=True, bias=(8,), res=(1, 4, 4, 8), res_op="multiply", post="relu"),
+    dict(xs=(1, 4, 4, 8), ws=(8, 1, 1, 8), conv=True, bias=(1, 4, 1, 1), res=(8,)),
+    dict(xs=(1, 3, 3, 12), ws=(16, 1, 1, 12), conv=True, bias=(16,), act="silu"),
 ]
 
 

@@ -195,18 +195,47 @@ def test_sm90_conv_tier_and_its_unit():
     wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
     sm90_at = wrapper.index("if (!done && dev.major == 9) {  // cutlass3x_implicit_gemm")
     assert wrapper.index("#ifndef BYOCC_NO_SM90") < sm90_at < wrapper.index("if (!done) {  // cutlass2x_implicit_gemm")
-    # a small batch-1 layer: 64-row tiles, one M tile -> no cluster
-    _, entry = gen(xs=(1, 7, 7, 512), ws=(2048, 1, 1, 512), bias=(2048,), act="relu")
+    # a small batch-1 layer: 64-row tiles, one M tile -> no cluster (stride 2: a 1x1 stride-1
+    # conv is a GEMM step)
+    _, entry = gen(xs=(1, 14, 14, 512), ws=(2048, 1, 1, 512), strides=(2, 2), bias=(2048,), act="relu")
     params = dict(entry.variants[0].params)
     assert params["tile"] == [64, 128, 64] and params["cluster"] == [1, 1, 1] and params["stages"] == "auto"
     # a 1x1 C=64 layer at batch 32: short reduction, 2 stages
-    gm, entry = gen(xs=(32, 56, 56, 64), ws=(64, 1, 1, 64), bias=(64,), act="relu")
+    gm, entry = gen(xs=(32, 112, 112, 64), ws=(64, 1, 1, 64), strides=(2, 2), bias=(64,), act="relu")
     assert dict(entry.variants[0].params)["stages"] == 2
     (unit,) = unit_texts(gm, kind="sm90")
     assert "    cutlass::conv::collective::StageCount<2>,\n" in unit and "shape  tile 128x64x64, cluster 2x1x1, 2 stages" in unit
     # C = 32: a 32-channel k-tile
     gm, entry = gen(xs=(1, 16, 16, 32), ws=(64, 3, 3, 32), padding=PAD1, bias=(64,), act="relu")
     assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
+
+
+def test_pointwise_conv_is_a_gemm_step():
+    """A 1x1, stride-1, unpadded, ungrouped conv2d is the GEMM M = N*H*W, N = K, K = C with the
+    OHWI weight as its (K, C) "tn" B: it runs on the GEMM family's persistent sm_90a kernels
+    (CUTLASS refuses persistent schedules for conv), and says so in its header and record."""
+    gm, entry = gen(xs=(32, 56, 56, 64), ws=(256, 1, 1, 64), bias=(1, 1, 1, 256), act="relu",
+                    res=(32, 56, 56, 256), res_op="add", post="relu")
+    (step,) = entry.steps
+    assert step["kind"] == "gemm" and step["lowered_from"] == "conv2d" and step["b_layout"] == "tn"
+    assert step["formula"] == "conv2d_1x1(x, w) -> + bias -> relu -> add residual -> relu"
+    assert step["bias_class"] == "per_column" and step["residual_class"] == "full"
+    v = entry.variants[0]
+    assert v.arch == "sm_90a" and v.impl.startswith("cutlass3x_tma_ws_")
+    assert not [s for s in gm.sources if s.path.startswith("src/kernels/conv_")]
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "conv2d 1x1 N=32 H=56 W=56 C=64 K=256, stride 1, no padding: one GEMM" in wrapper
+    assert "GEMM M=56 N=256 K=64 batch=flatten, B tn" in wrapper
+    # small M (batch 1, 7x7): the GEMM family's split-K applies
+    _, entry = gen(xs=(1, 7, 7, 2048), ws=(512, 1, 1, 2048), bias=(512,), act="relu")
+    assert entry.steps[0]["kind"] == "gemm" and dict(entry.variants[0].params).get("split_k", 1) > 1
+    # stride 2, padding, groups: the conv tiers
+    for kw in (dict(strides=(2, 2)), dict(padding=PAD1), dict(groups=2, ws=(64, 1, 1, 16))):
+        _, entry = gen(**{"xs": (1, 8, 8, 32), "ws": (64, 1, 1, 32), **kw})
+        assert entry.steps[0]["kind"] == "conv2d", kw
+    # f32: the GEMM family's TF32 path (B already K-major, no transposition into scratch)
+    _, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), dtype="float32")
+    assert entry.steps[0]["kind"] == "gemm" and entry.scratch_bytes == 0
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
@@ -306,11 +335,11 @@ def test_alignment_tiers_follow_c_and_k(c, k, align_ab, align_d):
 
 
 def test_f32_is_tf32_at_alignment_4_and_f32_output_of_f16():
-    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), dtype="float32", bias=(16,), act="relu")
+    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), strides=(2, 2), dtype="float32", bias=(16,), act="relu")
     (unit,) = unit_texts(gm)
     assert "using ElementA = float;" in unit and "GemmShape<16, 8, 8>" in unit and "(TF32 tensor-core math)" in unit
     assert dict(entry.variants[0].params)["alignments"]["a"] == 4
-    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), out_dtype="float32")
+    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), strides=(2, 2), out_dtype="float32")
     (unit,) = unit_texts(gm)
     assert "using ElementA = cutlass::half_t;" in unit and "using ElementD = float;" in unit
     # odd channels in f32: no CUTLASS tier (alignment 1 is not built for f32)
@@ -338,7 +367,7 @@ def test_large_filters_use_the_analytic_iterator():
 
 
 def test_general_bias_goes_through_the_accumulator_and_generic_epilogue():
-    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), bias=(1, 8, 1, 1), act="relu")
+    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 3, 3, 16), padding=PAD1, bias=(1, 8, 1, 1), act="relu")
     (step,) = entry.steps
     assert step["bias_class"] == "general"
     assert dict(entry.variants[0].params)["epilogue"] == "generic kernel"
@@ -347,7 +376,7 @@ def test_general_bias_goes_through_the_accumulator_and_generic_epilogue():
 
 
 def test_full_bias_is_the_c_operand():
-    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 1, 1, 16), bias=(1, 8, 8, 16))
+    gm, entry = gen(xs=(1, 8, 8, 16), ws=(16, 3, 3, 16), padding=PAD1, bias=(1, 8, 8, 16))
     assert entry.steps[0]["bias_class"] == "full"
     (unit,) = unit_texts(gm, kind="sm80")
     assert "//   D = acc[n,p,q,k] + C\n" in unit
@@ -487,7 +516,8 @@ HOST_CASES = [
                              dilation=(1, 2), bias=(1, 1, 1, 8), act="silu")),
     ("stem_c3", dict(xs=(1, 12, 12, 3), ws=(8, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3), bias=(8,),
                      act="relu")),
-    ("general_bias", dict(xs=(1, 4, 4, 8), ws=(8, 1, 1, 8), bias=(1, 4, 1, 1), res=(8,), res_op="add")),
+    ("general_bias", dict(xs=(1, 8, 8, 8), ws=(8, 1, 1, 8), strides=(2, 2), bias=(1, 4, 1, 1), res=(8,),
+                          res_op="add")),
     ("f32_residual_per_channel", dict(xs=(1, 6, 6, 4), ws=(8, 3, 3, 4), dtype="float32", padding=PAD1,
                                       bias=(8,), res=(8,), res_op="add", post="relu")),
 ]

@@ -64,6 +64,8 @@ from .backend import OPTIONS
 from .conv_plan import ConvPlan
 from .conv_plan import conv_step
 from .conv_plan import plan_conv
+from .conv_plan import pointwise_gemm
+from .conv_plan import PointwiseConvGemm
 from .conv_step import conv_step_of
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
@@ -86,6 +88,12 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         return plan
     conv = conv_step(call.func)
     if conv is not None:
+        as_gemm = pointwise_gemm(conv)
+        if as_gemm is not None:
+            try:
+                return gemm_plan.plan_gemm(as_gemm, call, where, options, mm_shape=tuple(conv.conv_sinfo.shape))
+            except CodegenError:
+                pass  # e.g. a dtype the GEMM family lacks: the conv tiers (at least the direct conv) run it
         return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)
@@ -103,6 +111,10 @@ def _gemm_header(plan: GemmPlan) -> list[str]:
              f"GEMM M={dim_text(plan.M)} N={dim_text(plan.N)} K={dim_text(plan.K)} batch={plan.case}, "
              f"B {plan.layout}, {st.lhs_sinfo.dtype} x {st.rhs_sinfo.dtype} -> {plan.out_dtype} "
              f"(accumulate {plan.acc_dtype})"]
+    if isinstance(st, PointwiseConvGemm):
+        n, h, w, c = (dim_text(d) for d in st.lhs_sinfo.shape)
+        lines.insert(1, f"conv2d 1x1 N={n} H={h} W={w} C={c} K={dim_text(plan.N)}, stride 1, no padding: "
+                        "one GEMM over the N*H*W pixels, the OHWI weight read as the (K, C) matrix")
 
     def tier_text(tier) -> str:
         c = tier.cfg
@@ -127,6 +139,7 @@ def _gemm_step(plan: GemmPlan, ctx: WrapperContext) -> Step:
     variants = tuple(gemm_plan.variant(t) for t in plan.tiers)
     record = {"composite": plan.call.composite, "kind": "gemm", "formula": st.describe(),
               "batch": plan.case, "b_layout": plan.layout,
+              **({"lowered_from": "conv2d"} if isinstance(st, PointwiseConvGemm) else {}),
               "bias_class": plan.bias_class, "residual_class": plan.residual_class,
               "accumulator": plan.acc_dtype, "variants": [v.to_json() for v in variants]}
     buckets = [t for t in plan.tiers if t.m_range is not None]

@@ -30,6 +30,7 @@ from ..cuda.step import tensor_bytes
 from ..cuda.wrapper import WrapperContext
 from ..dtypes import itemsize
 from ..program import CompositeCall
+from ..program import GemmStep
 from ..program import composite_bindings
 from ..program import composite_operand
 from ..program import describe_chain
@@ -115,6 +116,44 @@ def conv_step(comp: Function) -> ConvStep | None:
         conv_sinfo=conv.struct_info, out_sinfo=comp.body.body.struct_info,
         bias_sinfo=None if bias is None else sinfo(bias),
         residual_sinfo=None if residual is None else sinfo(residual), layouts=tuple(layouts))
+
+
+@dataclass(frozen=True)
+class PointwiseConvGemm(GemmStep):
+    """A 1x1, stride-1, unpadded, ungrouped NHWC x OHWI conv2d read as the GEMM it is:
+    ``out[n,h,w,:] = data[n,h,w,:] @ weight[:, 0, 0, :]^T`` (M = N*H*W, N = K, K = C), the
+    weight viewed as the (K, C) matrix it already is in memory (the "tn" B layout).
+    :attr:`conv` is the conv reading it came from (the step's header and manifest record)."""
+
+    conv: ConvStep | None = None
+
+    def describe(self) -> str:
+        return describe_chain("conv2d_1x1(x, w)", self)
+
+
+def pointwise_gemm(step: ConvStep) -> PointwiseConvGemm | None:
+    """The GEMM reading of a pointwise conv2d (docs/codegen.md#cutlass-conv2d-family), or None
+    unless the conv is 1x1, stride 1, unpadded, one group, NHWC data, OHWI weight and NHWC
+    output of static K and C with one dtype. Its GEMM runs on the GEMM family's persistent
+    kernels, which the conv units are not (CUTLASS 4.2 refuses persistent schedules for conv)."""
+    if step.layouts != ("NHWC", "OHWI", "NHWC") or step.groups != 1 or step.strides != (1, 1):
+        return None
+    if any(step.padding):
+        return None
+    shapes = (step.data_sinfo.shape, step.weight_sinfo.shape, step.out_sinfo.shape)
+    if any(s is None or len(s) != 4 for s in shapes):
+        return None
+    k, r, s, c = step.weight_sinfo.shape
+    if (r, s) != (1, 1) or not isinstance(k, int) or not isinstance(c, int) or step.data_sinfo.shape[3] != c:
+        return None
+    if step.data_sinfo.dtype != step.weight_sinfo.dtype:
+        return None
+    matrix = TensorStructInfo((k, c), step.weight_sinfo.dtype)
+    return PointwiseConvGemm(
+        lhs=step.data, rhs=step.weight, transposed=True, perm_axes=(1, 0), bias=step.bias, act=step.act,
+        residual_op=step.residual_op, residual=step.residual, post=step.post, lhs_sinfo=step.data_sinfo,
+        rhs_sinfo=matrix, out_sinfo=step.out_sinfo, bias_sinfo=step.bias_sinfo,
+        residual_sinfo=step.residual_sinfo, matmul_out_dtype=step.conv_sinfo.dtype, conv=step)
 
 
 @dataclass
@@ -394,5 +433,5 @@ def pad_regions(plan: ConvPlan, ctx: WrapperContext) -> tuple[Size, Size]:
             tensor_bytes((plan.K, plan.R, plan.S, plan.pad_c), size, ctx))
 
 
-__all__ = ["GROUPED_MIN_K", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "conv_step", "impl_name", "pad_regions", "plan_conv",
+__all__ = ["GROUPED_MIN_K", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "PointwiseConvGemm", "conv_step", "impl_name", "pad_regions", "plan_conv", "pointwise_gemm",
            "step_scratch", "variant"]

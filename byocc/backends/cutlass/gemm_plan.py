@@ -203,8 +203,10 @@ def _batch_case(lb: tuple, rb: tuple, where: str) -> str:
     return "packed"
 
 
-def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) -> GemmPlan:
-    """Problem mapping, operand classes and the variants to compile (docs/codegen.md#problem-mapping, #alignment-tiers)."""
+def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict, mm_shape: tuple | None = None) -> GemmPlan:
+    """Problem mapping, operand classes and the variants to compile (docs/codegen.md#problem-mapping, #alignment-tiers).
+    ``mm_shape``: the GEMM's own output shape when the composite's body has no matmul (a
+    pointwise conv2d read as a GEMM); else the matmul's."""
     lhs_dt, rhs_dt = step.lhs_sinfo.dtype, step.rhs_sinfo.dtype
     out_dt = step.out_sinfo.dtype
     for what, si in (("lhs", step.lhs_sinfo), ("rhs", step.rhs_sinfo), ("output", step.out_sinfo)):
@@ -230,7 +232,7 @@ def plan_gemm(step: GemmStep, call: CompositeCall, where: str, options: dict) ->
     else:
         rhs_shape = stored
     out_shape = tuple(step.out_sinfo.shape)
-    mm_shape = tuple(_matmul_sinfo(call.func).shape)
+    mm_shape = tuple(mm_shape) if mm_shape is not None else tuple(_matmul_sinfo(call.func).shape)
     if len(lhs_shape) >= 2:
         M, K = lhs_shape[-2], lhs_shape[-1]
         lb = lhs_shape[:-2]
