@@ -63,10 +63,11 @@ class Case:
     stride: int
     groups: int = 1
     symbol: str | None = None
+    padding: int | None = None  # None: R // 2
 
     @property
     def pad(self) -> int:
-        return self.r // 2
+        return self.r // 2 if self.padding is None else self.padding
 
     @property
     def p(self) -> int:
@@ -85,6 +86,11 @@ def cases(batches) -> list[Case]:
         out.append(Case(f"stem_b{n}", "stem", n, *STEM))
         h, c, k, r, s, g = GROUPED
         out.append(Case(f"grouped_b{n}", "grouped", n, h, c, k, r, s, g))
+        # the stem after a space-to-depth by its stride 2 (224 + 2*3 padded -> 115 x 115 x 12
+        # channels, 7x7 -> 4x4 taps, stride 1, no padding), channels padded to 16 (sm_90a, k-tile
+        # 16) or left at 12 (sm_80, alignment 4): what a space-to-depth stem would run
+        out.append(Case(f"stem_s2d16_b{n}", "probe", n, 115, 16, 64, 4, 1, padding=0))
+        out.append(Case(f"stem_s2d12_b{n}", "probe", n, 115, 12, 64, 4, 1, padding=0))
     return out
 
 
@@ -176,6 +182,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=16)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--build-timeout", type=float, default=540.0)
+    ap.add_argument("--only", default=None, help="a regular expression: only the cases whose name matches")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -184,6 +191,10 @@ def main(argv=None) -> int:
     log = out / "conv_build.log"
     log.write_text("")
     cs = cases([int(b) for b in args.batches.split(",")])
+    if args.only:
+        import re
+
+        cs = [c for c in cs if re.search(args.only, c.name)]
     results: dict = {"build": {}, "cases": [], "geomean": {}}
     model, d = work / "conv_bench.relax", work / "out_conv"
     text = module_text(cs)

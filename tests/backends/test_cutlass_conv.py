@@ -226,9 +226,11 @@ def test_pointwise_conv_is_a_gemm_step():
     wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
     assert "conv2d 1x1 N=32 H=56 W=56 C=64 K=256, stride 1, no padding: one GEMM" in wrapper
     assert "GEMM M=56 N=256 K=64 batch=flatten, B tn" in wrapper
-    # small M (batch 1, 7x7): the GEMM family's split-K applies
+    # small M (batch 1, 7x7), where the GEMM family would split K: the conv unit (measured faster)
     _, entry = gen(xs=(1, 7, 7, 2048), ws=(512, 1, 1, 2048), bias=(512,), act="relu")
-    assert entry.steps[0]["kind"] == "gemm" and dict(entry.variants[0].params).get("split_k", 1) > 1
+    assert entry.steps[0]["kind"] == "conv2d"
+    _, entry = gen(xs=(1, 14, 14, 1024), ws=(256, 1, 1, 1024), bias=(256,), act="relu")
+    assert entry.steps[0]["kind"] == "gemm" and "split_k" not in dict(entry.variants[0].params)
     # stride 2, padding, groups: the conv tiers
     for kw in (dict(strides=(2, 2)), dict(padding=PAD1), dict(groups=2, ws=(64, 1, 1, 16))):
         _, entry = gen(**{"xs": (1, 8, 8, 32), "ws": (64, 1, 1, 32), **kw})
@@ -504,6 +506,15 @@ int host_pad8(const void* src, int64_t rows, int64_t c, void* dst) {
     for (int64_t k = 0; k < c; ++k) static_cast<T*>(dst)[i * 8 + k] = static_cast<const T*>(src)[i * c + k];
   return BYOCC_OK;
 }
+template <typename T>
+int host_s2d16(const void* src, int64_t n, int64_t h, int64_t w, int64_t c, int64_t s, int64_t pad_t, int64_t pad_l,
+               int64_t h2, int64_t w2, void* dst) {
+  fprintf(stderr, "ran s2d16\n");
+  if (s * s * c > 16) return BYOCC_E_INTERNAL;
+  for (int64_t r = 0; r < n * h2 * w2; ++r)  // the device kernel's own row function
+    space_to_depth_row<T, 16>(static_cast<const T*>(src), h, w, c, int(s), pad_t, pad_l, h2, w2, r, static_cast<T*>(dst));
+  return BYOCC_OK;
+}
 """ + HOST_EPILOGUE + r"""}  // namespace generic
 }  // namespace byocc
 """
@@ -516,6 +527,12 @@ HOST_CASES = [
                              dilation=(1, 2), bias=(1, 1, 1, 8), act="silu")),
     ("stem_c3", dict(xs=(1, 12, 12, 3), ws=(8, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3), bias=(8,),
                      act="relu")),
+    # space-to-depth by 2 (sm_90a): odd sizes and asymmetric padding, a 4-channel stem, and
+    # stride 1 (the 8-channel padding and the 2.x fixed-channels unit instead)
+    ("stem_s2d_odd", dict(xs=(2, 11, 9, 3), ws=(16, 5, 3, 3), strides=(2, 2), padding=(2, 1, 1, 0), bias=(16,),
+                          act="silu", res=(2, 5, 4, 16), res_op="add", post="relu")),
+    ("stem_s2d_c4", dict(xs=(1, 8, 8, 4), ws=(8, 3, 3, 4), strides=(2, 2), padding=(1, 1, 1, 1), bias=(8,))),
+    ("stem_c3_stride1", dict(xs=(1, 6, 6, 3), ws=(8, 3, 3, 3), padding=PAD1, bias=(8,), act="relu")),
     ("general_bias", dict(xs=(1, 8, 8, 8), ws=(8, 1, 1, 8), strides=(2, 2), bias=(1, 4, 1, 1), res=(8,),
                           res_op="add")),
     ("f32_residual_per_channel", dict(xs=(1, 6, 6, 4), ws=(8, 3, 3, 4), dtype="float32", padding=PAD1,
@@ -572,6 +589,10 @@ def _host_build(tmp_path, cases):
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_pad8_run("
                          f"const void* s, int64_t rows, int64_t c, void* d, int, cudaStream_t) {{ "
                          f"return host_pad8<{t[a]}>(s, rows, c, d); }} }} }}")
+            fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_s2d16_run("
+                         "const void* s, int64_t n, int64_t h, int64_t w, int64_t c, int64_t st, int64_t pt, "
+                         "int64_t pl, int64_t h2, int64_t w2, void* d, int, cudaStream_t) { "
+                         f"return host_s2d16<{t[a]}>(s, n, h, w, c, st, pt, pl, h2, w2, d); }} }} }}")
         elif name.startswith("generic_epilogue_"):
             _, _, s, d = name.split("_")
             fakes.append(f"namespace byocc {{ namespace generic {{ int {name.removeprefix('generic_')}_run("
@@ -653,7 +674,8 @@ def test_tvm_defect_grouped_conv_is_computed_per_group(tmp_path):
         else:
             # two groups: the unit ran twice for the first case
             assert proc.stderr.count("ran conv_") >= 2 + 3
-            assert proc.stderr.count("ran pad8") == 2  # the stem's activation and filter
+            assert proc.stderr.count("ran pad8") == 2  # the stride-1 stem's activation and filter
+            assert proc.stderr.count("ran s2d16") == 2 * 3  # the strided stems' activations and filters
         _check_outputs(tmp_path, runs, "generic only" if no_cutlass else "cutlass units")
 
 

@@ -175,7 +175,8 @@ def conv_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
 
 
 def conv_pad_declaration(dtype_a: str, dtype_b: str, dtype_d: str) -> str:
-    """Prototype of the generic conv unit's channel padding (``byocc::generic::<name>_pad8_run``)."""
+    """Prototypes of the generic conv unit's channel padding and space-to-depth
+    (``byocc::generic::<name>_pad8_run``, ``<name>_s2d16_run``)."""
     return declaration("conv_pad", conv_name(dtype_a, dtype_b, dtype_d))
 
 

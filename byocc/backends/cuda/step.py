@@ -69,6 +69,17 @@ class Size:
         return Size(f"({self.c} + {other.c})", f"{self.text} + {other.text}", value)
 
 
+    def max(self, other: Size) -> Size:
+        """The larger of two counts (regions of variants that never run together)."""
+        if self.value is not None and other.value is not None:
+            return self if self.value >= other.value else other
+        if self.value == 0:
+            return other
+        if other.value == 0:
+            return self
+        return Size(f"({self.c} > {other.c} ? {self.c} : {other.c})", f"max({self.text}, {other.text})", None)
+
+
 def tensor_bytes(shape, itemsize: int, ctx) -> Size:
     """``round_up(numel * itemsize)`` of a compact tensor of ``shape`` (``ctx``: the
     :class:`~byocc.backends.cuda.wrapper.WrapperContext` giving the dims' C expressions)."""

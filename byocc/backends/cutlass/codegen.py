@@ -91,9 +91,14 @@ def _plan_call(program: OffloadedProgram, call: CompositeCall, options: dict):
         as_gemm = pointwise_gemm(conv)
         if as_gemm is not None:
             try:
-                return gemm_plan.plan_gemm(as_gemm, call, where, options, mm_shape=tuple(conv.conv_sinfo.shape))
+                plan = gemm_plan.plan_gemm(as_gemm, call, where, options, mm_shape=tuple(conv.conv_sinfo.shape))
             except CodegenError:
-                pass  # e.g. a dtype the GEMM family lacks: the conv tiers (at least the direct conv) run it
+                plan = None  # e.g. a dtype the GEMM family lacks: the conv tiers (at least the direct conv) run it
+            # A split-K GEMM loses to the conv unit on ResNet's batch-1 1x1 layers (2 MB weights:
+            # the reduction launch costs more than the split saves; H200, bench/gpu/conv_bench.py:
+            # 7x7 512->2048 10.6 us split vs 6.0 us conv unit, 2048->512 10.7 vs 10.1).
+            if plan is not None and not any(t.splits > 1 for t in plan.tiers):
+                return plan
         return plan_conv(conv, call, where, options)
     if is_elementwise(call.func):
         return elementwise_plan(call.func, where)

@@ -164,6 +164,7 @@ class ConvTier:
     cfg: ConvKernelConfig | ConvSm90Config | None = None
     fused: bool = True  # False: the conv into the fp32 accumulator, then the generic epilogue
     pad_c: int = 0  # > 0: A and B are copied into scratch with C padded (zeros) to pad_c channels
+    s2d: int = 0  # > 0: the copies are A and B space-to-depth by this stride (pad_c channels, see s2d_shape)
 
 
 @dataclass
@@ -205,8 +206,15 @@ class ConvPlan:
 
     @property
     def pad_c(self) -> int:
-        """The channels a tier pads A and B to in scratch (0: none does)."""
+        """The most channels a tier copies A and B to in scratch (0: none does)."""
         return max((t.pad_c for t in self.tiers), default=0)
+
+    def s2d_shape(self, s: int) -> tuple[int, int, int, int]:
+        """``(H', W', R', S')`` of the problem after a space-to-depth by the stride ``s``: the
+        stride-1, unpadded convolution of R' = ceil(R/s) x S' = ceil(S/s) taps over an
+        H' = P + R' - 1 by W' = Q + S' - 1 input of s*s*C channels."""
+        r2, s2 = -(-self.R // s), -(-self.S // s)
+        return self.P + r2 - 1, self.Q + s2 - 1, r2, s2
 
 
 def _static(d, what: str, where: str) -> int:
@@ -295,6 +303,40 @@ def _epilogue_spec(plan: ConvPlan) -> EpilogueSpec | None:
     return spec if residual is None or bias is not None else None
 
 
+#: Channels of the space-to-depth stem's copies: 16 f16 channels, one 32-byte row and one
+#: k-tile of the sm_90a unit a filter tap.
+S2D_CHANNELS = 16
+
+
+def _s2d_tier(plan: ConvPlan, spec: EpilogueSpec | None) -> ConvTier | None:
+    """The strided few-channel stem on sm_90a (docs/codegen.md#cutlass-conv2d-family): f16,
+    one group, no dilation, equal strides s >= 2 with s*s*C <= 16 (ResNet's 7x7/2 over 3
+    channels: 12), a fused epilogue. A and B are copied into scratch space-to-depth by s with
+    their channels padded to 16 (:meth:`ConvPlan.s2d_shape`), and the sm_90a unit runs the
+    stride-1, unpadded problem of ceil(R/s) x ceil(S/s) taps.
+
+    Why: the padded 8-channel stem on the 2.x fixed-channels unit spends 392 of 147 useful
+    reduction elements a pixel and runs 0.2415 ms at batch 32 on the H200 (cuDNN 0.0860); the
+    space-to-depth problem (256 of 147, 16-channel k-tiles) ran 0.0889 ms on the sm_90a unit,
+    batch 1 0.0075 ms (cuDNN stem 0.0133; bench/gpu/conv_bench.py cases stem_s2d16_*)."""
+    st = plan.step
+    dt = st.data_sinfo.dtype
+    sh, sw = st.strides
+    if dt != "float16" or st.weight_sinfo.dtype != dt or plan.out_dtype != dt or plan.groups != 1 or spec is None:
+        return None
+    if st.dilation != (1, 1) or sh != sw or sh < 2 or plan.C * sh * sh > S2D_CHANNELS:
+        return None
+    if plan.K % CONV_SM90_ALIGNMENT[dt]:
+        return None
+    _, _, r2, s2 = plan.s2d_shape(sh)
+    m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
+    tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, S2D_CHANNELS * r2 * s2, S2D_CHANNELS)
+    cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
+                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
+                         epilogue=spec)
+    return ConvTier("sm90", cfg, pad_c=S2D_CHANNELS, s2d=sh) if conv_sm90_supports(cfg) else None
+
+
 def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
     """The sm_90a unit when it applies: one group, f16, C and K multiples of 16 bytes, C
     whole k-tiles (the im2col TMA loads one box of channels per filter tap), an epilogue it
@@ -307,7 +349,8 @@ def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
     m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
     tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
     if tile[2] == 0:
-        return []
+        s2d = _s2d_tier(plan, spec)
+        return [s2d] if s2d is not None else []
     cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
                          dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
                          epilogue=spec)
@@ -407,7 +450,8 @@ def variant(tier: ConvTier) -> Variant:
         return Variant("sm_90a", impl_name(tier), {
             "tile": list(cfg.tile), "cluster": list(cfg.cluster), "stages": cfg.stages or "auto", "align": cfg.align,
             "kernel": cfg.path,
-            "epilogue": "fused"})
+            "epilogue": "fused",
+            **({"space_to_depth": tier.s2d, "pad_channels": tier.pad_c} if tier.s2d else {})})
     assert isinstance(cfg, ConvKernelConfig)
     return Variant("sm_80", impl_name(tier), {
         "tile": list(cfg.tile), "stages": cfg.stages, "align": min(cfg.align_a, cfg.align_d),
@@ -418,20 +462,35 @@ def variant(tier: ConvTier) -> Variant:
 
 def step_scratch(plan: ConvPlan, ctx: WrapperContext) -> Size:
     """The step's scratch need: the fp32 accumulator when a tier does not fuse the epilogue,
-    and the channel-padded copies of A and B (:func:`pad_regions`)."""
+    and the channel-padded (or space-to-depth) copies of A and B (:func:`pad_regions`)."""
     acc = tensor_bytes(plan.out_shape, itemsize(plan.acc_dtype), ctx) if plan.needs_acc else Size.zero()
     pad_a, pad_b = pad_regions(plan, ctx)
     return acc + pad_a + pad_b
 
 
+def tier_copies(plan: ConvPlan, tier: ConvTier) -> tuple[tuple, tuple] | None:
+    """The shapes of the copies of A and B a tier runs on (None: it reads them in place):
+    ``(N, H, W, pad_c)`` and ``(K, R, S, pad_c)`` channel-padded, or the space-to-depth
+    problem's ``(N, H', W', pad_c)`` and ``(K, R', S', pad_c)``."""
+    if tier.s2d:
+        h2, w2, r2, s2 = plan.s2d_shape(tier.s2d)
+        return (plan.N, h2, w2, tier.pad_c), (plan.K, r2, s2, tier.pad_c)
+    if tier.pad_c:
+        return (plan.N, plan.H, plan.W, tier.pad_c), (plan.K, plan.R, plan.S, tier.pad_c)
+    return None
+
+
 def pad_regions(plan: ConvPlan, ctx: WrapperContext) -> tuple[Size, Size]:
-    """The scratch of A and B padded to ``plan.pad_c`` channels (zero when no tier pads)."""
-    if not plan.pad_c:
-        return Size.zero(), Size.zero()
+    """The scratch regions of the copies of A and B: the largest any tier makes (only one
+    tier runs a call), zero when none copies."""
     size = itemsize(plan.step.data_sinfo.dtype)
-    return (tensor_bytes((plan.N, plan.H, plan.W, plan.pad_c), size, ctx),
-            tensor_bytes((plan.K, plan.R, plan.S, plan.pad_c), size, ctx))
+    a = b = Size.zero()
+    for tier in plan.tiers:
+        shapes = tier_copies(plan, tier)
+        if shapes is not None:
+            a, b = a.max(tensor_bytes(shapes[0], size, ctx)), b.max(tensor_bytes(shapes[1], size, ctx))
+    return a, b
 
 
-__all__ = ["GROUPED_MIN_K", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "PointwiseConvGemm", "conv_step", "impl_name", "pad_regions", "plan_conv", "pointwise_gemm",
-           "step_scratch", "variant"]
+__all__ = ["GROUPED_MIN_K", "S2D_CHANNELS", "STEM_PAD", "ConvPlan", "ConvStep", "ConvTier", "PointwiseConvGemm", "conv_step", "impl_name", "pad_regions", "plan_conv", "pointwise_gemm",
+           "step_scratch", "tier_copies", "variant"]

@@ -59,6 +59,7 @@ def _context(plan: ConvPlan, ctx: WrapperContext) -> dict:
         "residual": None if st.residual is None else _operand(resolve(call, st.residual), st.residual_sinfo, ctx),
         "tiers": [{"cfg": t.cfg, "fused": t.fused, "guard": GUARDS[t.arch], "impl": conv_plan.impl_name(t),
                    "condition": CONDITIONS[t.arch] if t.arch == "sm90" else None, "pad_c": t.pad_c,
+                   "s2d": dict(zip(("stride", "h", "w", "r", "s"), (t.s2d, *plan.s2d_shape(t.s2d)))) if t.s2d else None,
                    "d_bytes": itemsize(t.cfg.dtype_d)} for t in plan.tiers if t.arch != "generic"],
         "a_bytes": itemsize(dt), "epilogue_kernel": generic.epilogue_name(plan.acc_dtype, plan.out_dtype),
         "generic_conv": generic.conv_name(dt, st.weight_sinfo.dtype, plan.out_dtype),
@@ -95,8 +96,13 @@ def _header(plan: ConvPlan) -> list[str]:
         c = tier.cfg
         if tier.arch == "sm90":
             stages = f"{c.stages} stages" if c.stages else "auto stages"
+            s2d = ""
+            if tier.s2d:
+                h2, w2, r2, s2 = plan.s2d_shape(tier.s2d)
+                s2d = (f", on A and B space-to-depth by {tier.s2d} in scratch ({h2}x{w2} input, {r2}x{s2} taps of "
+                       f"{tier.pad_c} channels, stride 1, no padding)")
             return (f"variant {conv_plan.impl_name(tier)} {c.path} tile {'x'.join(map(str, c.tile))} cluster "
-                    f"{'x'.join(map(str, c.cluster))}, {stages}, align {c.align}, on compute capability 9")
+                    f"{'x'.join(map(str, c.cluster))}, {stages}, align {c.align}, on compute capability 9{s2d}")
         pad = f", A and B padded to {tier.pad_c} channels in scratch" if tier.pad_c else ""
         return (f"variant {conv_plan.impl_name(tier)} {c.path} align A {c.align_a} B {c.align_b} "
                 f"D {c.align_d}, {c.iterator}{pad}")

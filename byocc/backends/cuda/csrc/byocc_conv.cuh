@@ -89,6 +89,62 @@ int launch_pad_channels(const void* src, int64_t rows, int64_t c, void* dst, int
   return byocc::check_launch("byocc channel padding");
 }
 
+// Space-to-depth in scratch (a strided stem with few channels, so that the sm_90a unit runs it
+// as a stride-1, unpadded convolution over 16-byte channel rows):
+//   dst[b, i, j, (a * s + t) * c + k] = src[b, s * i + a - pad_t, s * j + t - pad_l, k]
+// for a, t < s and k < c; zero outside src and in the channels after s * s * c. dst has
+// n x h2 x w2 rows of kPad channels. The filter takes the same map with no padding: its taps
+// s * u + a at or past R read as zeros. One thread per row, one kPad-element store.
+template <typename T, int kPad>
+__host__ __device__ __forceinline__ void space_to_depth_row(const T* src, int64_t h, int64_t w, int64_t c, int s,
+                                                            int64_t pad_t, int64_t pad_l, int64_t h2, int64_t w2,
+                                                            int64_t r, T* dst) {
+  const int64_t j = r % w2;
+  const int64_t i = (r / w2) % h2;
+  const int64_t b = r / (w2 * h2);
+  PaddedRow<T, kPad> row{};
+  for (int a = 0; a < s; ++a) {
+    const int64_t y = s * i + a - pad_t;
+    if (y < 0 || y >= h) continue;
+    for (int t = 0; t < s; ++t) {
+      const int64_t x = s * j + t - pad_l;
+      if (x < 0 || x >= w) continue;
+      const T* pixel = src + ((b * h + y) * w + x) * c;
+      for (int64_t k = 0; k < c; ++k) row.v[(a * s + t) * c + k] = pixel[k];
+    }
+  }
+  reinterpret_cast<PaddedRow<T, kPad>*>(dst)[r] = row;
+}
+
+template <typename T, int kPad>
+__global__ void __launch_bounds__(256) space_to_depth_kernel(const T* src, int64_t n, int64_t h, int64_t w, int64_t c,
+                                                             int s, int64_t pad_t, int64_t pad_l, int64_t h2, int64_t w2,
+                                                             T* dst) {
+  const int64_t rows = n * h2 * w2;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += step) {
+    space_to_depth_row<T, kPad>(src, h, w, c, s, pad_t, pad_l, h2, w2, r, dst);
+  }
+}
+
+template <typename T, int kPad>
+int launch_space_to_depth(const void* src, int64_t n, int64_t h, int64_t w, int64_t c, int64_t s, int64_t pad_t,
+                          int64_t pad_l, int64_t h2, int64_t w2, void* dst, int sm_count, cudaStream_t stream) {
+  if (s < 1 || c < 1 || s * s * c > kPad || pad_t < 0 || pad_l < 0 ||
+      reinterpret_cast<uintptr_t>(dst) % sizeof(PaddedRow<T, kPad>) != 0) {
+    return byocc::fail(BYOCC_E_INTERNAL,
+                       "space-to-depth: %lld channels by %lld (%lld > %d channels), padding %lld/%lld, or a "
+                       "misaligned scratch region",
+                       static_cast<long long>(c), static_cast<long long>(s), static_cast<long long>(s * s * c), kPad,
+                       static_cast<long long>(pad_t), static_cast<long long>(pad_l));
+  }
+  const int64_t rows = n * h2 * w2;
+  if (rows == 0) return BYOCC_OK;
+  space_to_depth_kernel<T, kPad><<<grid_for(rows, 256, sm_count), 256, 0, stream>>>(
+      static_cast<const T*>(src), n, h, w, c, static_cast<int>(s), pad_t, pad_l, h2, w2, static_cast<T*>(dst));
+  return byocc::check_launch("byocc space-to-depth");
+}
+
 }  // namespace generic
 }  // namespace byocc
 
