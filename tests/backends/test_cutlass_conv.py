@@ -146,9 +146,9 @@ def test_c3_stem_is_padded_to_8_channels_for_the_fixed_channels_unit():
     """The 7x7/2 stem of every CNN (C = 3, f16): A and B are copied into scratch with 8
     channels (zeros after 3), then the 2.x fixed-channels fprop runs at alignment 8 (a k-tile
     spans 4 filter taps) instead of the alignment-1 Sm75 path; no sm_90a unit (3 channels
-    are no k-tile)."""
+    are no k-tile; for sm_90a see the space-to-depth test below)."""
     gm, entry = gen(xs=(2, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
-                    bias=(64,), act="relu")
+                    bias=(64,), act="relu", arch="sm_80")
     (step,) = entry.steps
     assert (step["problem"]["P"], step["problem"]["Q"]) == (112, 112)
     assert [v.impl for v in entry.variants] == ["cutlass2x_implicit_gemm", "generic_direct_conv"]
@@ -208,6 +208,36 @@ def test_sm90_conv_tier_and_its_unit():
     # C = 32: a 32-channel k-tile
     gm, entry = gen(xs=(1, 16, 16, 32), ws=(64, 3, 3, 32), padding=PAD1, bias=(64,), act="relu")
     assert dict(entry.variants[0].params)["tile"] == [64, 64, 32]
+
+
+def test_strided_stem_runs_space_to_depth_on_sm90():
+    """The 7x7/2 stem over 3 channels on sm_90a: A and B copied space-to-depth by 2 into
+    16-channel rows (12 used), then the 3.x unit runs the stride-1, unpadded 4x4-tap problem
+    over a 115x115 input with one 16-channel k-tile a tap; the padded 2.x unit stays the
+    sm_80 variant, and the copies share scratch with its padded ones (one tier runs a call)."""
+    gm, entry = gen(xs=(2, 224, 224, 3), ws=(64, 7, 7, 3), strides=(2, 2), padding=(3, 3, 3, 3),
+                    bias=(64,), act="relu")
+    assert [v.impl for v in entry.variants] == ["cutlass3x_implicit_gemm", "cutlass2x_implicit_gemm",
+                                                "generic_direct_conv"]
+    params = dict(entry.variants[0].params)
+    assert params["space_to_depth"] == 2 and params["pad_channels"] == 16 and params["tile"][2] == 16
+    assert dict(entry.variants[1].params)["pad_channels"] == 8
+    # scratch: the larger copies of each (the 8-channel A of 224x224 beats the 16-channel of
+    # 115x115; the 4x4x16 filter beats the 7x7x8 one)
+    assert entry.scratch_bytes == 2 * 224 * 224 * 8 * 2 + max(64 * 7 * 7 * 8 * 2, 64 * 4 * 4 * 16 * 2)
+    wrapper = next(s.text for s in gm.sources if s.path == entry.source_file)
+    assert "t.H = 115; t.W = 115; t.R = 4; t.S = 4;" in wrapper
+    assert "t.pad_h = 0; t.pad_w = 0; t.stride_h = 1; t.stride_w = 1;" in wrapper
+    assert ("grc = byocc::generic::conv_f16_f16_f16_s2d16_run(c.A, c.N, c.H, c.W, 3, 2, c.pad_h, c.pad_w, t.H, t.W, "
+            "ws_base + off_pad_a, dev.sm_count, stream);") in wrapper
+    assert "space-to-depth by 2 in scratch (115x115 input, 4x4 taps of 16 channels" in wrapper
+    sm90 = wrapper.index("if (!done && dev.major == 9) {")
+    assert sm90 < wrapper.index("s2d16_run(c.A") < wrapper.index("pad8_run(c.A")
+    # too many channels for 16 (C = 8 by 2: 32), stride 1, or dilation: no space-to-depth
+    for kw in (dict(xs=(1, 16, 16, 8), ws=(16, 3, 3, 8)), dict(xs=(1, 16, 16, 3), ws=(16, 3, 3, 3), strides=(1, 1)),
+               dict(xs=(1, 16, 16, 3), ws=(16, 3, 3, 3), dilation=(2, 2))):
+        _, entry = gen(**{"strides": (2, 2), "padding": PAD1, "bias": (16,), **kw})
+        assert all("space_to_depth" not in dict(v.params) for v in entry.variants), kw
 
 
 def test_pointwise_conv_is_a_gemm_step():
