@@ -38,7 +38,7 @@ PINGPONG = "cutlass::gemm::KernelTmaWarpSpecializedPingpong"
 MASKS = {"none": "kNoMask", "bottom_right": "kBottomRight"}
 
 #: (name, head dim, tile, schedule, mask, shapes (b, s, n)); results/h200_attn_probe.md has
-#: the H200 numbers of every one but h64_coop_128x128 (not run yet).
+#: the H200 numbers of the first six but h64_coop_128x128; h200_attn_probe2.md the rest.
 VARIANTS = [
     ("h64_coop_128x64", 64, (128, 64, 64), COOP, "none", [(8, 512, 16), (8, 2048, 16)]),
     ("h64_coop_128x128", 64, (128, 128, 64), COOP, "none", [(8, 512, 16), (8, 2048, 16)]),
@@ -46,6 +46,11 @@ VARIANTS = [
     ("h64_causal_coop_128x64_grid", 64, (128, 64, 64), COOP, "bottom_right", [(8, 512, 16), (8, 2048, 16)]),
     ("h128_causal_coop_grid", 128, (128, 128, 128), COOP, "bottom_right", [(8, 2048, 16), (1, 4096, 32)]),
     ("h128_pingpong_128x128", 128, (128, 128, 128), PINGPONG, "none", [(8, 2048, 16), (1, 4096, 32)]),
+    # head dim 64 with 128-wide key tiles (as CUTLASS's 88_hopper_fmha takes for d = 64), and
+    # the causal d = 128 case with 64-wide key tiles (less masked work on the diagonal)
+    ("h64_pingpong_128x128", 64, (128, 128, 64), PINGPONG, "none", [(8, 512, 16), (8, 2048, 16)]),
+    ("h64_causal_coop_128x128_grid", 64, (128, 128, 64), COOP, "bottom_right", [(8, 512, 16), (8, 2048, 16)]),
+    ("h128_causal_coop_128x64_grid", 128, (128, 64, 128), COOP, "bottom_right", [(8, 2048, 16), (1, 4096, 32)]),
 ]
 
 

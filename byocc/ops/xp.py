@@ -182,6 +182,75 @@ class DeviceNamespace:
         return kernel(x) if kernel else None
 
 
+    def window_max(self, x: Any, axes: list, ks, st, dl, before, out_shape: tuple) -> Any:
+        """Max pooling of the rank-4 device array ``x`` over its two spatial ``axes`` in one
+        kernel (:data:`WINDOW_MAX_BODY`: one thread an output element, its window read from
+        the unpadded input), in x's own dtype and layout; ``before``: the padding before each
+        spatial axis, ``out_shape`` the output's. None where the module has no
+        ``ElementwiseKernel`` or x is not a float16/float32/float64 device array of rank 4 (the
+        caller takes the running maximum, a launch a window tap: ResNet-50's 3x3/2 pool at
+        batch 32 read and wrote 38 MB nine times that way), or when the kernel fails to build
+        (recorded in ``kernel_failures``)."""
+        make = getattr(self.module, "ElementwiseKernel", None)
+        if (make is None or type(x) is not self.ndarray or x.ndim != 4 or len(axes) != 2
+                or str(x.dtype) not in ("float16", "float32", "float64")):
+            return None
+        kernel = self._kernels.get("window_max")
+        if kernel is False:
+            return None
+        if kernel is None:
+            kernel = make(WINDOW_MAX_PARAMS, "T y", WINDOW_MAX_BODY, "byocc_window_max")
+        x = self.module.ascontiguousarray(x)
+        np_ = numpy_module()
+        args = (x, x.dtype.type(-np_.inf), *x.shape, *out_shape[1:], axes[0], axes[1], ks[0], ks[1], st[0], st[1],
+                dl[0], dl[1], before[0], before[1])
+        out = self.module.empty(out_shape, dtype=x.dtype)
+        try:  # the first call compiles it (NVRTC): where that fails, the generic path runs
+            kernel(*args, out)
+        except Exception as exc:  # noqa: BLE001 - any compile or launch error
+            if "window_max" in self._kernels:
+                raise
+            self._kernels["window_max"] = False
+            self.kernel_failures.append(f"window_max: {type(exc).__name__}: {str(exc)[:200]}")
+            return None
+        self._kernels["window_max"] = kernel
+        return out
+
+
+#: Parameters of the one-kernel max pooling (:meth:`DeviceNamespace.window_max`): the input,
+#: the value of an empty window (-inf), the input dims, the output's last three, the spatial
+#: axes, and per spatial axis the window, stride, dilation and padding before.
+WINDOW_MAX_PARAMS = ("raw T x, T lowest, int64 d0, int64 d1, int64 d2, int64 d3, int64 o1, int64 o2, int64 o3, "
+                     "int64 ah, int64 aw, int64 kh, int64 kw, int64 sh, int64 sw, int64 dh, int64 dw, "
+                     "int64 ph, int64 pw")
+
+#: Its body (CuPy ElementwiseKernel: ``i`` the output element, row-major; plain C++, so the
+#: tests compile it on the host too). NaN propagates as numpy's ``maximum`` does.
+WINDOW_MAX_BODY = """\
+long long c[4];
+long long rest = i;
+c[3] = rest % o3; rest /= o3;
+c[2] = rest % o2; rest /= o2;
+c[1] = rest % o1; c[0] = rest / o1;
+const long long dims[4] = {d0, d1, d2, d3};
+const long long oh = c[ah], ow = c[aw];
+T best = lowest;
+for (long long r = 0; r < kh; ++r) {
+  const long long h = oh * sh + r * dh - ph;
+  if (h < 0 || h >= dims[ah]) continue;
+  c[ah] = h;
+  for (long long s = 0; s < kw; ++s) {
+    const long long w = ow * sw + s * dw - pw;
+    if (w < 0 || w >= dims[aw]) continue;
+    c[aw] = w;
+    const T v = x[((c[0] * d1 + c[1]) * d2 + c[2]) * d3 + c[3]];
+    if (v != v || v > best) best = v;
+  }
+}
+y = best;
+"""
+
+
 #: The float32 expression of ``v`` each one-kernel float16 operator computes (``half_unary``):
 #: the references' functions (byocc/ops/reference*.py) in forms without cancellation in float32
 #: (``1 + erf(z) = erfc(-z)``, ``1 + tanh(u) = 2 / (1 + exp(-2u))``), so each result is within
@@ -194,4 +263,4 @@ HALF_UNARY = {
 }
 
 
-__all__ = ["HALF_UNARY", "DeviceNamespace", "array_module", "is_host_array", "numpy_module", "use_array_module"]
+__all__ = ["HALF_UNARY", "WINDOW_MAX_BODY", "WINDOW_MAX_PARAMS", "DeviceNamespace", "array_module", "is_host_array", "numpy_module", "use_array_module"]

@@ -757,3 +757,125 @@ def test_a_half_kernel_that_fails_to_build_falls_back_to_the_generic_path():
     ulp = np.spacing(np.abs(fn(x)).astype(np.float16)).astype(np.float64)
     assert np.all(np.abs(first.astype(np.float64) - fn(x).astype(np.float64)) <= ulp)
     np.testing.assert_array_equal(first, second)
+
+
+# --------------------------------------------------------------------------- one-kernel max pooling
+_WINDOW_MAX_HARNESS = r"""
+#include <cstdio>
+#include <cstdlib>
+// the kernel body of byocc.ops.xp.WINDOW_MAX_BODY, compiled on the host: one output element an
+// iteration, as CuPy's ElementwiseKernel runs it one a thread
+int main(int argc, char** argv) {
+  long long p[17];
+  for (int k = 0; k < 17; ++k) p[k] = atoll(argv[3 + k]);
+  const long long d0 = p[0], d1 = p[1], d2 = p[2], d3 = p[3], o1 = p[4], o2 = p[5], o3 = p[6], ah = p[7], aw = p[8];
+  const long long kh = p[9], kw = p[10], sh = p[11], sw = p[12], dh = p[13], dw = p[14], ph = p[15], pw = p[16];
+  const long long n_in = d0 * d1 * d2 * d3, n_out = atoll(argv[20]);
+  T* x = new T[n_in];
+  T* out = new T[n_out];
+  FILE* f = fopen(argv[1], "rb");
+  if (!f || fread(x, sizeof(T), n_in, f) != (size_t)n_in) return 2;
+  fclose(f);
+  const T lowest = -1.0 / 0.0;
+  for (long long i = 0; i < n_out; ++i) {
+    T y;
+    {
+@@BODY@@
+    }
+    out[i] = y;
+  }
+  f = fopen(argv[2], "wb");
+  fwrite(out, sizeof(T), n_out, f);
+  fclose(f);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def window_max_harness(tmp_path_factory):
+    """The kernel body compiled with g++ for float and double: the fake ElementwiseKernel runs it."""
+    import shutil
+    import subprocess
+
+    from byocc.ops.xp import WINDOW_MAX_BODY
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not installed")
+    d = tmp_path_factory.mktemp("window_max")
+    exes = {}
+    for ctype, dt in (("float", np.float32), ("double", np.float64)):
+        src = d / f"harness_{ctype}.cc"
+        src.write_text(f"typedef {ctype} T;\n" + _WINDOW_MAX_HARNESS.replace("@@BODY@@", WINDOW_MAX_BODY))
+        exe = d / f"harness_{ctype}"
+        proc = subprocess.run(["g++", "-O1", "-o", str(exe), str(src)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        exes[np.dtype(dt)] = exe
+    return d, exes
+
+
+class _HarnessKernelModule(_FakeDeviceModule):
+    """A device module whose ``ElementwiseKernel`` runs the max-pool body compiled on the host."""
+
+    def __init__(self, harness):
+        self.dir, self.exes = harness
+        self.launches = 0
+
+    def ElementwiseKernel(self, in_params, out_params, body, name):  # noqa: N802 - CuPy's name
+        import subprocess
+
+        from byocc.ops.xp import WINDOW_MAX_BODY
+        from byocc.ops.xp import WINDOW_MAX_PARAMS
+
+        assert (in_params, out_params, body, name) == (WINDOW_MAX_PARAMS, "T y", WINDOW_MAX_BODY, "byocc_window_max")
+
+        def kernel(x, lowest, *rest):
+            *params, out = rest
+            assert np.isneginf(lowest) and len(params) == 17 and out.dtype == x.dtype
+            self.launches += 1
+            work = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype  # float16 values are exact in float
+            np.ascontiguousarray(x, dtype=work).tofile(self.dir / "x.bin")
+            proc = subprocess.run([str(self.exes[work]), str(self.dir / "x.bin"), str(self.dir / "y.bin"),
+                                   *map(str, params), str(out.size)], capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
+            out[...] = np.fromfile(self.dir / "y.bin", dtype=work).reshape(out.shape).astype(out.dtype)
+            return out
+
+        return kernel
+
+
+def test_max_pool_on_the_device_is_one_kernel_that_computes_the_window_maximum(window_max_harness):
+    """On the GPU a float max_pool2d is one kernel (``DeviceNamespace.window_max``) instead of
+    a launch a window tap: its CUDA body (compiled here on the host) gives what the running
+    maximum gives on numpy, for NCHW and NHWC, padding, dilation, ceil mode, NaN and windows
+    wholly in the padding; float64 too."""
+    from byocc.ops.reference_nn import _pool
+
+    ref = _pool("max")
+    rng = np.random.default_rng(7)
+    module = _HarnessKernelModule(window_max_harness)
+    ns = DeviceNamespace(module)
+    checked = 0
+    for _ in range(40):
+        layout = str(rng.choice(["NCHW", "NHWC"]))
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9)))
+        dt = [np.float16, np.float32, np.float64][int(rng.integers(3))]
+        x = rng.standard_normal(shape).astype(dt)
+        if rng.random() < 0.3:
+            x[0, 0, 1, 1] = np.nan
+        ks = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        st, dl = (int(rng.integers(1, 4)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pad = [min(int(rng.integers(0, 3)), k // 2) for k in ks * 2]
+        ceil = bool(rng.random() < 0.5)
+        if (ks[0] - 1) * dl[0] + 1 > shape[2] + pad[0] + pad[2] or (ks[1] - 1) * dl[1] + 1 > shape[3] + pad[1] + pad[3]:
+            continue
+        xl = x if layout == "NCHW" else x.transpose(0, 2, 3, 1).copy()
+        want = ref(xl, ks, st, dl, pad, ceil, False, layout)
+        before = module.launches
+        with use_array_module(ns):
+            got = ref(ns.asarray(xl), ks, st, dl, pad, ceil, False, layout)
+        assert module.launches == before + 1  # one kernel, not one a tap
+        assert type(got) is _DeviceArray and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want)
+        checked += 1
+    assert checked > 25 and not ns.kernel_failures

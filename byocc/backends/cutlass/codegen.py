@@ -62,10 +62,10 @@ from .attention_step import attention_step
 from .attention_step import header_sources
 from .backend import OPTIONS
 from .conv_plan import ConvPlan
+from .conv_plan import PointwiseConvGemm
 from .conv_plan import conv_step
 from .conv_plan import plan_conv
 from .conv_plan import pointwise_gemm
-from .conv_plan import PointwiseConvGemm
 from .conv_step import conv_step_of
 from .gemm_plan import GemmPlan
 from .gemm_step import step_code as gemm_code
