@@ -81,11 +81,11 @@ SM90_HEADER = ("src/byocc_attention_sm90.cuh", "cuda/byocc_attention_sm90.cuh")
 #: What the sm_90a fused kernel (CUTLASS's Hopper FMHA) takes: dtypes and head-dim buckets,
 #: with each bucket's (query rows, keys, head dim) tile and schedule (csrc: Tiles<kD>).
 FUSED_DTYPES = ("float16", "bfloat16")
-FUSED_TILES = {64: (128, 64, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
+FUSED_TILES = {64: (128, 128, 64), 128: (128, 128, 128), 256: (128, 64, 256)}
 FUSED_SCHEDULE = "tma_warpspecialized_cooperative"
 #: The ping-pong kernels (no mask, shapes without query or key tails), tried before the
-#: cooperative one: faster on the H200 (bench/gpu/results/h200_attn_probe.md).
-PINGPONG_TILES = {64: (128, 64, 64), 128: (128, 128, 128)}
+#: cooperative one: faster on the H200 (bench/gpu/results/h200_attn_probe.md, h200_attn_probe2.md).
+PINGPONG_TILES = {64: (128, 128, 64), 128: (128, 128, 128)}
 PINGPONG_SCHEDULE = "tma_warpspecialized_pingpong"
 #: Unit-name tag of each mask (after causal-mask resolution: a window implies TopLeft).
 MASK_TAGS = {None: "none", "TopLeft": "top_left", "BottomRight": "bottom_right"}

@@ -117,15 +117,19 @@ using Cooperative = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using Pingpong = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
 
 // byocc's choice per head-dim bucket (fp16/bf16), measured on the H200 (bench/gpu/results/
-// h200_attn_probe.md): cooperative tiles 128x64x64, 128x128x128 and 128x64x256 for every
-// mask; for no mask and shapes without query or key tails, ping-pong 128x64x64 and
-// 128x128x128 (1.01x SDPA at head dim 128, against 0.95-0.99x for cooperative).
+// h200_attn_probe.md, h200_attn_probe2.md): cooperative tiles 128x128x64, 128x128x128 and
+// 128x64x256 for every mask; for no mask and shapes without query or key tails, ping-pong
+// 128x128x64 and 128x128x128 (1.01x SDPA at head dim 128, against 0.95-0.99x for
+// cooperative). Head dim 64 takes 128 keys a tile, as CUTLASS's 88_hopper_fmha does: ping-pong
+// (8, 512, 16, 64) 0.976x SDPA against 0.874x with 64 keys, (8, 2048, 16, 64) 0.928x against
+// 0.738x; causal cooperative 0.740x / 0.822x against 0.731x / 0.711x. Head dim 128 keeps 128
+// keys for causal too (64 keys: 0.850x against 0.946x).
 template <int kD>
 struct Tiles;
 template <>
 struct Tiles<64> {
-  using Shape = cute::Shape<cute::_128, cute::_64, cute::_64>;
-  using PingpongShape = cute::Shape<cute::_128, cute::_64, cute::_64>;
+  using Shape = cute::Shape<cute::_128, cute::_128, cute::_64>;
+  using PingpongShape = cute::Shape<cute::_128, cute::_128, cute::_64>;
 };
 template <>
 struct Tiles<128> {
