@@ -549,7 +549,31 @@ int host_s2d16(const void* src, int64_t n, int64_t h, int64_t w, int64_t c, int6
 }  // namespace byocc
 """
 
+def _conv_line(src: str, w: str, pad: int) -> str:
+    return (f"R.nn.conv2d({src}, {w}, strides=[1, 1], padding=[{pad}, {pad}, {pad}, {pad}], dilation=[1, 1], "
+            'groups=1, data_layout="NHWC", kernel_layout="OHWI", out_layout="NHWC", out_dtype=None)')
+
+
+#: A ResNet-style block merged into one function: c3 = relu(conv(c2) + b + c1) is the last
+#: use of c1, so c3 is written over c1 in scratch (docs/codegen.md#scratch).
+RESIDUAL_BLOCK = f"""# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 6, 6, 16), dtype="float16"), w: R.Tensor((16, 3, 3, 16), dtype="float16"), b: R.Tensor((16,), dtype="float16")) -> R.Tensor((1, 6, 6, 16), dtype="float16"):
+        with R.dataflow():
+            c1 = R.nn.relu(R.add({_conv_line("x", "w", 1)}, b))
+            c2 = R.nn.relu(R.add({_conv_line("c1", "w", 1)}, b))
+            c3 = R.nn.relu(R.add(R.add({_conv_line("c2", "w", 1)}, b), c1))
+            y = R.add({_conv_line("c3", "w", 1)}, b)
+            R.output(y)
+        return y
+"""
+
 HOST_CASES = [
+    ("residual_in_place", RESIDUAL_BLOCK),
     ("grouped", dict(xs=(2, 6, 6, 8), ws=(32, 3, 3, 4), padding=PAD1, groups=2, bias=(32,), act="relu")),
     ("grouped_residual", dict(xs=(1, 5, 5, 12), ws=(6, 1, 3, 4), padding=(0, 1, 0, 1), groups=3, bias=(6,),
                               res=(1, 5, 5, 6), res_op="multiply", post="relu")),
@@ -583,7 +607,8 @@ def _host_build(tmp_path, cases):
     rng = np.random.default_rng(3)
     sources, cfgs, runs = {}, {}, []
     for k, (label, kw) in enumerate(cases):
-        part = partitioned(conv_module(**kw))
+        # a case is conv_module's arguments, or a module's text (merged into one function)
+        part = partitioned(kw, path="merge") if isinstance(kw, str) else partitioned(conv_module(**kw))
         (gname, func), = [(n, f) for n, f in part.functions.items()
                           if getattr(f, "attrs", {}).get("Codegen") == "cutlass"]
         sym = f"{func.attrs['global_symbol']}_h{k}"

@@ -186,3 +186,44 @@ def test_temporaries_share_scratch_after_their_last_use(backend):
         for u, (c, e) in regions.items():
             if t < u and not (last.get(t, first[t]) < first[u] or last.get(u, first[u]) < first[t]):
                 assert b <= c or e <= a, (t, u)
+
+
+IN_PLACE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((64, 64), dtype="float16"), w: R.Tensor((64, 64), dtype="float16")) -> R.Tensor((64, 64), dtype="float16"):
+        with R.dataflow():
+            a0: R.Tensor((64, 64), dtype="float16") = R.matmul(x, w, out_dtype="void")
+            a1: R.Tensor((64, 64), dtype="float16") = R.matmul(a0, w, out_dtype="void")
+            a2: R.Tensor((64, 64), dtype="float16") = R.add(R.matmul(a1, w, out_dtype="void"), {addend})
+            y: R.Tensor((64, 64), dtype="float16") = R.matmul(a2, {last}, out_dtype="void")
+            R.output(y)
+        return y
+'''
+
+
+@pytest.mark.parametrize("addend, last, in_place, regions", [
+    ("a0", "w", True, 2),    # a2 = a1 @ w + a0, a0's last use: a2 is written over a0
+    ("a0", "a0", False, 3),  # a0 is read again later: its region stays
+    ("a1", "w", False, 2),   # a1 is also the call's lhs (the GEMM still reads it): a2 takes a0's free region
+])
+def test_a_full_addend_read_for_the_last_time_is_overwritten_in_place(addend, last, in_place, regions):
+    """A GEMM (or conv) step whose full-shape residual or bias is a temporary at its last use
+    writes its result over it: each output element is computed from the addend's element at
+    the same index only, so no element is read after the call wrote it (a ResNet block need not
+    hold its input and its output at once)."""
+    part = partition(parse_module(IN_PLACE.format(addend=addend, last=last), "<test>"),
+                     get_patterns_with_prefix("cutlass"), path="merge", bind_constants=True)
+    [(symbol, func)] = [(f.attrs.get("global_symbol", name), f) for name, f in part.items()
+                        if "Codegen" in getattr(f, "attrs", {})]
+    fn = generate_function(cutlass_codegen.function_codegen({}), symbol, func)
+    offsets = {t.temp: t.offset.value for t in fn.layout.temps}
+    assert len(offsets) == 3 and all(t.size.value == 64 * 64 * 2 for t in fn.layout.temps)
+    assert (offsets[2] == offsets[int(addend[1])]) == in_place
+    assert offsets[1] != offsets[0] and offsets[2] != offsets[1]
+    assert fn.layout.step_offset.value == regions * 64 * 64 * 2
+    off = run_scratch_layout(fn.source.text, {})
+    assert {k: v for k, v in off.items() if k.startswith("temp")} == {f"temp{t}": a for t, a in offsets.items()}

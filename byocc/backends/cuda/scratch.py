@@ -10,6 +10,13 @@ takes the lowest offset no live temporary covers (first fit, in call order; a Re
 batch 32 merged into one function needs 128 MB instead of 653). Temporaries of symbolic size get
 a region of their own after the static ones.
 
+One exception, in place: a GEMM or conv2d step whose full-shape residual (or full-shape bias,
+the same C operand) is a temporary read for the last time by that call (and by no other
+operand of it) writes its result over it (:func:`in_place_residual`). Every kernel of those steps reads each residual element
+only to compute the output element at the same index (the CUTLASS epilogues, the split-K
+reduction, the generic epilogue, GEMM and convolution), so nothing reads an element the call
+has already written. In a ResNet block the block's input and output need not both be held.
+
 The same :class:`ScratchLayout` is what the wrapper's ``scratch_layout()`` evaluates at run
 time (``templates/wrapper.cu.j2``) and what the manifest records (``scratch_bytes`` when every
 size is static, else ``scratch_expr``).
@@ -103,11 +110,13 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
             if isinstance(ref, ValueRef) and ref.kind == "temp":
                 last_use[ref.index] = i
     static: list[tuple[int, str, tuple, int, int]] = []  # temp, dtype, shape, offset, size
+    placed: dict[int, tuple[int, int]] = {}  # static temporary -> (offset, size)
     symbolic: list[tuple[int, str, tuple, Size]] = []
     live: list[tuple[int, int, int]] = []  # (offset, size, last use) of the static temporaries alive
     extent = 0
     for i, call in enumerate(program.calls):
         live = [r for r in live if r[2] >= i]
+        over = in_place_residual(program, i, steps[i] if i < len(steps) else None, last_use)
         for result in call.results:
             if ctx.is_output(ValueRef("temp", result)):
                 continue
@@ -116,7 +125,13 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
             if size.value is None:
                 symbolic.append((result, sinfo.dtype, tuple(sinfo.shape), size))
                 continue
-            offset = _first_fit(live, size.value)
+            if over is not None and over in placed and placed[over][1] == size.value:
+                offset = placed[over][0]  # in place: the residual's region (its last use is this call)
+                live = [r for r in live if r[0] != offset]
+                over = None
+            else:
+                offset = _first_fit(live, size.value)
+            placed[result] = (offset, size.value)
             live.append((offset, size.value, last_use.get(result, i)))
             extent = max(extent, offset + size.value)
             static.append((result, sinfo.dtype, tuple(sinfo.shape), offset, size.value))
@@ -130,6 +145,27 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
     return ScratchLayout(temps, needs, at)
 
 
+def in_place_residual(program: OffloadedProgram, index: int, step: Step | None,
+                      last_use: dict[int, int]) -> int | None:
+    """The temporary call ``index`` may write its one result over (see the module's text): the
+    full-shape residual (or bias) of a GEMM or conv2d step, read for the last time by this
+    call and by no other of its operands, of the result's dtype; None otherwise."""
+    call = program.calls[index]
+    if step is None or (step.record or {}).get("kind") not in ("gemm", "conv2d") or len(call.results) != 1:
+        return None
+    residual = [o for o in step.operands if o.role in ("residual", "bias") and o.operand_class == "full"]
+    if len(residual) != 1:
+        return None
+    ref = residual[0].ref
+    if not isinstance(ref, ValueRef) or ref.kind != "temp" or last_use.get(ref.index) != index:
+        return None
+    if sum(1 for o in step.operands if o.ref == ref) != 1 or sum(1 for a in call.args if a == ref) != 1:
+        return None
+    if program.temps[ref.index].dtype != program.temps[call.results[0]].dtype:
+        return None
+    return ref.index
+
+
 def _first_fit(live: list[tuple[int, int, int]], size: int) -> int:
     """The lowest offset where ``size`` bytes overlap none of the ``live`` regions."""
     at = 0
@@ -140,4 +176,4 @@ def _first_fit(live: list[tuple[int, int, int]], size: int) -> int:
     return at
 
 
-__all__ = ["ScratchLayout", "StepNeed", "TempRegion", "scratch_layout"]
+__all__ = ["ScratchLayout", "StepNeed", "TempRegion", "in_place_residual", "scratch_layout"]
