@@ -89,3 +89,27 @@ def params_or_skip(items: list) -> list:
     if items:
         return list(items)
     return [pytest.param(None, id="no-shared", marks=pytest.mark.skip(reason=SHARED_MISSING))]
+
+
+def random_max_pools(rng, tries: int, dtypes, nan_rate: float, max_hw: int):
+    """Random max_pool2d problems for the pooling tests: ``(x, layout, ks, st, dl, pad, ceil)``
+    with ``x`` NCHW (1-2 x 1-3 x 2..max_hw-1 squared, a NaN at [0, 0, 1, 1] with probability
+    ``nan_rate``), windows 1-3, strides 1-3, dilations 1-2, padding up to half the window,
+    ceil mode half the time; of ``tries`` draws, the ones whose dilated window fits the padded
+    input."""
+    import numpy as np
+
+    for _ in range(tries):
+        layout = str(rng.choice(["NCHW", "NHWC"]))
+        shape = tuple(int(v) for v in (rng.integers(1, 3), rng.integers(1, 4), rng.integers(2, max_hw),
+                                       rng.integers(2, max_hw)))
+        x = rng.standard_normal(shape).astype(dtypes[int(rng.integers(len(dtypes)))])
+        if rng.random() < nan_rate:
+            x[0, 0, 1, 1] = np.nan
+        ks = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        st, dl = (int(rng.integers(1, 4)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pad = [min(int(rng.integers(0, 3)), k // 2) for k in ks * 2]
+        ceil = bool(rng.random() < 0.5)
+        if (ks[0] - 1) * dl[0] + 1 > shape[2] + pad[0] + pad[2] or (ks[1] - 1) * dl[1] + 1 > shape[3] + pad[1] + pad[3]:
+            continue
+        yield x, layout, ks, st, dl, pad, ceil

@@ -166,21 +166,10 @@ class DeviceNamespace:
         if (make is None or self.half_work != "float32" or name not in HALF_UNARY or type(x) is not self.ndarray
                 or str(x.dtype) != "float16"):
             return None
-        kernel = self._kernels.get(name)
-        if kernel is None:
-            kernel = make("float16 x", "float16 y",
-                          f"const float v = static_cast<float>(x); y = static_cast<float16>({HALF_UNARY[name]});",
-                          f"byocc_half_{name}")
-            try:  # the first call compiles it (NVRTC): where that fails, the generic path runs
-                out = kernel(x)
-            except Exception as exc:  # noqa: BLE001 - any compile or launch error
-                self._kernels[name] = False
-                self.kernel_failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
-                return None
-            self._kernels[name] = kernel
-            return out
-        return kernel(x) if kernel else None
-
+        return self._kernel(name, lambda: make(
+            "float16 x", "float16 y",
+            f"const float v = static_cast<float>(x); y = static_cast<float16>({HALF_UNARY[name]});",
+            f"byocc_half_{name}"), lambda kernel: kernel(x))
 
     def window_max(self, x: Any, axes: list, ks, st, dl, before, out_shape: tuple) -> Any:
         """Max pooling of the rank-4 device array ``x`` over its two spatial ``axes`` in one
@@ -195,25 +184,36 @@ class DeviceNamespace:
         if (make is None or type(x) is not self.ndarray or x.ndim != 4 or len(axes) != 2
                 or str(x.dtype) not in ("float16", "float32", "float64")):
             return None
-        kernel = self._kernels.get("window_max")
+        x = self.module.ascontiguousarray(x)
+        args = (x, x.dtype.type(-numpy_module().inf), *x.shape, *out_shape[1:], axes[0], axes[1], ks[0], ks[1],
+                st[0], st[1], dl[0], dl[1], before[0], before[1])
+
+        def run(kernel):
+            out = self.module.empty(out_shape, dtype=x.dtype)
+            kernel(*args, out)
+            return out
+
+        return self._kernel("window_max", lambda: make(WINDOW_MAX_PARAMS, "T y", WINDOW_MAX_BODY, "byocc_window_max"),
+                            run)
+
+    def _kernel(self, name: str, build: Any, run: Any) -> Any:
+        """``run(kernel)`` with the one-kernel form ``name``, built once by ``build()``. Its
+        first run compiles it (NVRTC); where that fails, ``kernel_failures`` says why, the
+        form is not tried again and None is returned (the caller computes as usual). A form
+        that once ran raises its later errors."""
+        kernel = self._kernels.get(name)
         if kernel is False:
             return None
-        if kernel is None:
-            kernel = make(WINDOW_MAX_PARAMS, "T y", WINDOW_MAX_BODY, "byocc_window_max")
-        x = self.module.ascontiguousarray(x)
-        np_ = numpy_module()
-        args = (x, x.dtype.type(-np_.inf), *x.shape, *out_shape[1:], axes[0], axes[1], ks[0], ks[1], st[0], st[1],
-                dl[0], dl[1], before[0], before[1])
-        out = self.module.empty(out_shape, dtype=x.dtype)
-        try:  # the first call compiles it (NVRTC): where that fails, the generic path runs
-            kernel(*args, out)
+        if kernel is not None:
+            return run(kernel)
+        kernel = build()
+        try:
+            out = run(kernel)
         except Exception as exc:  # noqa: BLE001 - any compile or launch error
-            if "window_max" in self._kernels:
-                raise
-            self._kernels["window_max"] = False
-            self.kernel_failures.append(f"window_max: {type(exc).__name__}: {str(exc)[:200]}")
+            self._kernels[name] = False
+            self.kernel_failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
             return None
-        self._kernels["window_max"] = kernel
+        self._kernels[name] = kernel
         return out
 
 

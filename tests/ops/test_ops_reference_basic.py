@@ -4,6 +4,7 @@ registry's struct-info inference on shapes and dtypes."""
 from __future__ import annotations
 
 import numpy as np
+from conftest import random_max_pools
 
 from byocc.ir import Constant
 from byocc.ir import ShapeExpr
@@ -95,19 +96,9 @@ def test_max_pool_matches_a_brute_force_window_maximum():
     ref = _pool("max")
     rng = np.random.default_rng(1)
     checked = 0
-    for _ in range(150):
-        layout = str(rng.choice(["NCHW", "NHWC"]))
-        n, c, h, w = (int(v) for v in (rng.integers(1, 3), rng.integers(1, 4), rng.integers(2, 10), rng.integers(2, 10)))
-        dt = [np.float32, np.float16][int(rng.integers(2))]
-        x = rng.standard_normal((n, c, h, w)).astype(dt)
-        if rng.random() < 0.2:
-            x[0, 0, 1, 1] = np.nan
-        ks = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-        st, dl = (int(rng.integers(1, 4)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-        pad = [min(int(rng.integers(0, 3)), k // 2) for k in ks * 2]
-        ceil = bool(rng.random() < 0.5)
-        if (ks[0] - 1) * dl[0] + 1 > h + pad[0] + pad[2] or (ks[1] - 1) * dl[1] + 1 > w + pad[1] + pad[3]:
-            continue
+    for x, layout, ks, st, dl, pad, ceil in random_max_pools(rng, 150, [np.float32, np.float16], 0.2, 10):
+        dt = x.dtype
+        _, _, h, w = x.shape
         got = ref(x if layout == "NCHW" else x.transpose(0, 2, 3, 1).copy(), ks, st, dl, pad, ceil, False, layout)
         got = got if layout == "NCHW" else got.transpose(0, 3, 1, 2)
         assert got.dtype == x.dtype

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import random_max_pools
 from conftest import run_cli
 
 from byocc.cli.device_run import codegen_module
@@ -856,19 +857,7 @@ def test_max_pool_on_the_device_is_one_kernel_that_computes_the_window_maximum(w
     module = _HarnessKernelModule(window_max_harness)
     ns = DeviceNamespace(module)
     checked = 0
-    for _ in range(40):
-        layout = str(rng.choice(["NCHW", "NHWC"]))
-        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9)))
-        dt = [np.float16, np.float32, np.float64][int(rng.integers(3))]
-        x = rng.standard_normal(shape).astype(dt)
-        if rng.random() < 0.3:
-            x[0, 0, 1, 1] = np.nan
-        ks = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-        st, dl = (int(rng.integers(1, 4)), int(rng.integers(1, 3))), (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-        pad = [min(int(rng.integers(0, 3)), k // 2) for k in ks * 2]
-        ceil = bool(rng.random() < 0.5)
-        if (ks[0] - 1) * dl[0] + 1 > shape[2] + pad[0] + pad[2] or (ks[1] - 1) * dl[1] + 1 > shape[3] + pad[1] + pad[3]:
-            continue
+    for x, layout, ks, st, dl, pad, ceil in random_max_pools(rng, 40, [np.float16, np.float32, np.float64], 0.3, 9):
         xl = x if layout == "NCHW" else x.transpose(0, 2, 3, 1).copy()
         want = ref(xl, ks, st, dl, pad, ceil, False, layout)
         before = module.launches

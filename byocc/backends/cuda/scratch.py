@@ -12,10 +12,11 @@ a region of their own after the static ones.
 
 One exception, in place: a GEMM or conv2d step whose full-shape residual (or full-shape bias,
 the same C operand) is a temporary read for the last time by that call (and by no other
-operand of it) writes its result over it (:func:`in_place_residual`). Every kernel of those steps reads each residual element
-only to compute the output element at the same index (the CUTLASS epilogues, the split-K
-reduction, the generic epilogue, GEMM and convolution), so nothing reads an element the call
-has already written. In a ResNet block the block's input and output need not both be held.
+operand of it) writes its result over it (:func:`in_place_residual`). Every kernel of those
+steps reads each residual element only to compute the output element at the same index (the
+CUTLASS epilogues, the split-K reduction, the generic epilogue, GEMM and convolution), so
+nothing reads an element the call has already written. In a ResNet block the block's input
+and output need not both be held.
 
 The same :class:`ScratchLayout` is what the wrapper's ``scratch_layout()`` evaluates at run
 time (``templates/wrapper.cu.j2``) and what the manifest records (``scratch_bytes`` when every
@@ -109,23 +110,22 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
         for ref in call.args:
             if isinstance(ref, ValueRef) and ref.kind == "temp":
                 last_use[ref.index] = i
-    static: list[tuple[int, str, tuple, int, int]] = []  # temp, dtype, shape, offset, size
     placed: dict[int, tuple[int, int]] = {}  # static temporary -> (offset, size)
-    symbolic: list[tuple[int, str, tuple, Size]] = []
+    symbolic: list[tuple[int, Size]] = []
     live: list[tuple[int, int, int]] = []  # (offset, size, last use) of the static temporaries alive
     extent = 0
     for i, call in enumerate(program.calls):
         live = [r for r in live if r[2] >= i]
-        over = in_place_residual(program, i, steps[i] if i < len(steps) else None, last_use)
+        over = in_place_residual(program, i, steps[i], last_use)
         for result in call.results:
             if ctx.is_output(ValueRef("temp", result)):
                 continue
             sinfo = program.temps[result]
             size = tensor_bytes(sinfo.shape, itemsize(sinfo.dtype), ctx)
             if size.value is None:
-                symbolic.append((result, sinfo.dtype, tuple(sinfo.shape), size))
+                symbolic.append((result, size))
                 continue
-            if over is not None and over in placed and placed[over][1] == size.value:
+            if over in placed and placed[over][1] == size.value:
                 offset = placed[over][0]  # in place: the residual's region (its last use is this call)
                 live = [r for r in live if r[0] != offset]
                 over = None
@@ -134,24 +134,27 @@ def scratch_layout(program: OffloadedProgram, steps: Sequence[Step], ctx) -> Scr
             placed[result] = (offset, size.value)
             live.append((offset, size.value, last_use.get(result, i)))
             extent = max(extent, offset + size.value)
-            static.append((result, sinfo.dtype, tuple(sinfo.shape), offset, size.value))
-    regions = {t: TempRegion(t, dt, shape, Size.constant(off), Size.constant(n)) for t, dt, shape, off, n in static}
+
+    def region(t: int, offset: Size, size: Size) -> TempRegion:
+        return TempRegion(t, program.temps[t].dtype, tuple(program.temps[t].shape), offset, size)
+
+    regions = {t: region(t, Size.constant(off), Size.constant(n)) for t, (off, n) in placed.items()}
     at = Size.constant(extent) if extent else Size.zero()
-    for t, dt, shape, size in symbolic:
-        regions[t] = TempRegion(t, dt, shape, at, size)
+    for t, size in symbolic:
+        regions[t] = region(t, at, size)
         at = at + size
     temps = tuple(regions[t] for call in program.calls for t in call.results if t in regions)
     needs = tuple(StepNeed(i, s.composite, s.scratch) for i, s in enumerate(steps) if not s.scratch.is_zero)
     return ScratchLayout(temps, needs, at)
 
 
-def in_place_residual(program: OffloadedProgram, index: int, step: Step | None,
+def in_place_residual(program: OffloadedProgram, index: int, step: Step,
                       last_use: dict[int, int]) -> int | None:
     """The temporary call ``index`` may write its one result over (see the module's text): the
     full-shape residual (or bias) of a GEMM or conv2d step, read for the last time by this
     call and by no other of its operands, of the result's dtype; None otherwise."""
     call = program.calls[index]
-    if step is None or (step.record or {}).get("kind") not in ("gemm", "conv2d") or len(call.results) != 1:
+    if step.record.get("kind") not in ("gemm", "conv2d") or len(call.results) != 1:
         return None
     residual = [o for o in step.operands if o.role in ("residual", "bias") and o.operand_class == "full"]
     if len(residual) != 1:
@@ -159,7 +162,7 @@ def in_place_residual(program: OffloadedProgram, index: int, step: Step | None,
     ref = residual[0].ref
     if not isinstance(ref, ValueRef) or ref.kind != "temp" or last_use.get(ref.index) != index:
         return None
-    if sum(1 for o in step.operands if o.ref == ref) != 1 or sum(1 for a in call.args if a == ref) != 1:
+    if sum(1 for o in step.operands if o.ref == ref) != 1:
         return None
     if program.temps[ref.index].dtype != program.temps[call.results[0]].dtype:
         return None

@@ -308,33 +308,23 @@ def _epilogue_spec(plan: ConvPlan) -> EpilogueSpec | None:
 S2D_CHANNELS = 16
 
 
-def _s2d_tier(plan: ConvPlan, spec: EpilogueSpec | None) -> ConvTier | None:
-    """The strided few-channel stem on sm_90a (docs/codegen.md#cutlass-conv2d-family): f16,
-    one group, no dilation, equal strides s >= 2 with s*s*C <= 16 (ResNet's 7x7/2 over 3
-    channels: 12), a fused epilogue. A and B are copied into scratch space-to-depth by s with
-    their channels padded to 16 (:meth:`ConvPlan.s2d_shape`), and the sm_90a unit runs the
-    stride-1, unpadded problem of ceil(R/s) x ceil(S/s) taps.
+def _s2d_stride(plan: ConvPlan) -> int:
+    """The stride a strided few-channel stem runs space-to-depth by on sm_90a, 0 when it does
+    not (docs/codegen.md#cutlass-conv2d-family): no dilation, equal strides s >= 2 with
+    s*s*C <= 16 (ResNet's 7x7/2 over 3 channels: 12), on top of the sm_90a unit's own
+    conditions. A and B are copied into scratch space-to-depth by s with their channels padded
+    to 16 (:meth:`ConvPlan.s2d_shape`), and the unit runs the stride-1, unpadded problem of
+    ceil(R/s) x ceil(S/s) taps.
 
     Why: the padded 8-channel stem on the 2.x fixed-channels unit spends 392 of 147 useful
     reduction elements a pixel and runs 0.2415 ms at batch 32 on the H200 (cuDNN 0.0860); the
     space-to-depth problem (256 of 147, 16-channel k-tiles) ran 0.0889 ms on the sm_90a unit,
     batch 1 0.0075 ms (cuDNN stem 0.0133; bench/gpu/conv_bench.py cases stem_s2d16_*)."""
     st = plan.step
-    dt = st.data_sinfo.dtype
     sh, sw = st.strides
-    if dt != "float16" or st.weight_sinfo.dtype != dt or plan.out_dtype != dt or plan.groups != 1 or spec is None:
-        return None
     if st.dilation != (1, 1) or sh != sw or sh < 2 or plan.C * sh * sh > S2D_CHANNELS:
-        return None
-    if plan.K % CONV_SM90_ALIGNMENT[dt]:
-        return None
-    _, _, r2, s2 = plan.s2d_shape(sh)
-    m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
-    tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, S2D_CHANNELS * r2 * s2, S2D_CHANNELS)
-    cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
-                         dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
-                         epilogue=spec)
-    return ConvTier("sm90", cfg, pad_c=S2D_CHANNELS, s2d=sh) if conv_sm90_supports(cfg) else None
+        return 0
+    return sh
 
 
 def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
@@ -348,13 +338,18 @@ def _sm90_tiers(plan: ConvPlan) -> list[ConvTier]:
         return []
     m = plan.N * plan.P * plan.Q if isinstance(plan.N, int) else None
     tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, plan.C * plan.R * plan.S, plan.C)
-    if tile[2] == 0:
-        s2d = _s2d_tier(plan, spec)
-        return [s2d] if s2d is not None else []
+    s2d = 0
+    if tile[2] == 0:  # C is no k-tile: a strided few-channel stem still runs, space-to-depth
+        s2d = _s2d_stride(plan)
+        if not s2d:
+            return []
+        _, _, r2, s2 = plan.s2d_shape(s2d)
+        tile, cluster, stages = tiles.select_conv_sm90(m, plan.K, S2D_CHANNELS * r2 * s2, S2D_CHANNELS)
     cfg = ConvSm90Config(dtype_a=dt, dtype_b=dt, dtype_c=plan.out_dtype if spec.source == "full" else None,
                          dtype_d=plan.out_dtype, accumulator="float32", tile=tile, cluster=cluster, stages=stages,
                          epilogue=spec)
-    return [ConvTier("sm90", cfg)] if conv_sm90_supports(cfg) else []
+    tier = ConvTier("sm90", cfg, pad_c=S2D_CHANNELS if s2d else 0, s2d=s2d)
+    return [tier] if conv_sm90_supports(cfg) else []
 
 
 def _largest(n: int, candidates) -> int:
