@@ -172,6 +172,10 @@ int main(int argc, char** argv) {
 BIG = [(8192, 8192, 8192, 3.0), (4096, 4096, 4096, 1.0), (16384, 3072, 1024, 1.0),
        (16384, 1024, 3072, 1.0)]
 SMALL = [(128, 4096, 4096, 0.5), (1000, 1024, 520, 0.5)]
+#: ResNet-50's memory-bound 1x1 convs at batch 32 as GEMMs (M = 32*H*W, N = K_out, K = C_in):
+#: 56x56 C64->K64, C64->K256, C256->K64, 28x28 C128->K512 (--set pointwise).
+POINTWISE = [(100352, 64, 64, 0.3), (100352, 256, 64, 0.3), (100352, 64, 256, 0.3),
+             (25088, 512, 128, 0.3)]
 
 
 @dataclasses.dataclass
@@ -218,6 +222,19 @@ def variants(sets) -> list[Variant]:
         ]
         for name, t, c, s, sk, lay, knobs in small:
             out.append(Variant(name, t, c, s, sk, lay, SMALL, knobs))
+    if "pointwise" in sets:
+        pointwise = [
+            ("P0_C6_128x128_2x1_pp", (128, 128, 64), (2, 1, 1), "pingpong"),
+            ("P1_C5_64x64_2x1_pp", (64, 64, 64), (2, 1, 1), "pingpong"),
+            ("P2_128x64_2x1_pp", (128, 64, 64), (2, 1, 1), "pingpong"),
+            ("P3_128x64_1x1_pp", (128, 64, 64), (1, 1, 1), "pingpong"),
+            ("P4_128x64_2x1_coop", (128, 64, 64), (2, 1, 1), "cooperative"),
+            ("P5_256x64_1x1_coop", (256, 64, 64), (1, 1, 1), "cooperative"),
+            ("P6_C3_64x128_2x1_pp", (64, 128, 64), (2, 1, 1), "pingpong"),
+            ("P7_256x128_1x1_coop", (256, 128, 64), (1, 1, 1), "cooperative"),
+        ]
+        for name, t, c, s in pointwise:
+            out.append(Variant(name, t, c, s, shapes=POINTWISE))
     return out
 
 
@@ -319,6 +336,8 @@ def torch_baselines(sampler, sets) -> list[dict]:
         shapes += [(8192, 8192, 8192, 3.0)]
     if "small" in sets:
         shapes += SMALL
+    if "pointwise" in sets:
+        shapes += POINTWISE
     g = torch.Generator(device="cuda")
     g.manual_seed(1)
     for m, n, k, sustain in shapes:
