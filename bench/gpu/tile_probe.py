@@ -357,7 +357,7 @@ def torch_baselines(sampler, sets) -> list[dict]:
 
 def torch_protocol(sampler, name, fn, flop, sustain) -> dict:
     import torch
-    from gemm_matrix import warm_up
+    from gpu_timing import warm_up
 
     warm_up(fn)
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

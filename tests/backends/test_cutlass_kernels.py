@@ -163,6 +163,12 @@ def test_sm80_supports():
     # K <= 1024: C6 (128x128 ping-pong) when it fills waves
     ((16384, 3072, 1024, 1), ((128, 128, 64), (2, 1, 1), "pingpong", False, 1)),
     ((8, 512, 1024, 8), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # 32 C3 tiles -> C5
+    # N <= 64, K <= 256 (a 1x1 conv as a GEMM): C9 (128x64 ping-pong) when it fills waves
+    ((100352, 64, 64, 1), ((128, 64, 64), (1, 1, 1), "pingpong", False, 1)),
+    ((100352, 64, 256, 1), ((128, 64, 64), (1, 1, 1), "pingpong", False, 1)),
+    ((100352, 64, 512, 1), ((128, 128, 64), (2, 1, 1), "pingpong", False, 1)),  # K > 256: C6
+    ((100352, 256, 64, 1), ((128, 128, 64), (2, 1, 1), "pingpong", False, 1)),  # N > 64: C6
+    ((3136, 64, 64, 1), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # 25 C9 tiles -> C5
     # wave-starved: C3 with >= 99 tiles, else C5 (both with a 2x1 cluster)
     ((1000, 1024, 520, 1), ((64, 128, 64), (2, 1, 1), "pingpong", False, 1)),  # 128 C3 tiles
     ((128, 4096, 4096, 1), ((64, 64, 64), (2, 1, 1), "pingpong", False, 1)),  # 64 C3 tiles

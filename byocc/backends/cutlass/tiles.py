@@ -32,7 +32,12 @@ SM90_CANDIDATES: dict[str, tuple[Tile, Tile, Schedule]] = {
     "C6": ((128, 128, 64), (2, 1, 1), "pingpong"),
     "C7": ((64, 128, 64), (1, 1, 1), "pingpong"),
     "C8": ((64, 64, 64), (1, 1, 1), "pingpong"),
+    "C9": ((128, 64, 64), (1, 1, 1), "pingpong"),
 }
+
+#: Largest N and K the narrow-N rule of :func:`select_sm90` takes C9 for (the measured range).
+NARROW_N_MAX = 64
+NARROW_K_MAX = 256
 
 #: The split-K candidate for decode shapes (M <= 64, :func:`select_sm90_split`).
 SPLIT_K_CANDIDATE = "C7"
@@ -92,7 +97,8 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
                 dtype: str) -> tuple[Tile, Tile, Schedule, bool, int]:
     """``(tile, cluster, schedule, stream_k, swizzle)`` for an sm_90a GEMM: the H200 rule of docs/codegen.md#kernel-choice with the branches re-chosen from measurements.
 
-    Steps: (1) a symbolic dim takes C2 without stream-K; (2) K <= 1024: C6 (128x128 ping-pong,
+    Steps: (1) a symbolic dim takes C2 without stream-K; (1a) N <= 64 and K <= 256 (the 1x1
+    convs of a CNN as GEMMs): C9 (128x64 ping-pong, no cluster) when it fills waves; (2) K <= 1024: C6 (128x128 ping-pong,
     2x1 cluster) when it fills waves (>= 132 tiles, wave efficiency >= 0.75); (3) the first of
     C1, C2 that fills waves; (4) when even C3 (64x128 ping-pong) has fewer than 16 tiles and
     K >= 4096, C2 with the stream-K scheduler; (5) C3 when it has at least 0.75 x 132 tiles,
@@ -102,6 +108,11 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
     Why (f16 TN bias+ReLU on the H200, TFLOP/s, bench/gpu/tile_probe.py: "burst" after idle /
     "sustained" over the last second of 1-3 s; bench/gpu/NOTES.md has the full table):
 
+    * (1a) the memory-bound GEMMs of ResNet-50's 1x1 convs at batch 32 (tile_probe.py --set
+      pointwise, sustained TFLOP/s): 100352x64x64 C9 101 against C6's 69 (C5 85, 256x64
+      cooperative 104, 128x64 with a 2x1 cluster 100); 100352x64x256 C9 177 against 148. A
+      128-column tile computes half its columns for nothing at N = 64. For N >= 256 C6 stays
+      within 5 % of the best tile measured (100352x256x64: 156 against 256x128's 162).
     * (2) 16384x3072x1024: C6 716 / 613 against C1's 682 / 578: with 16 k-tiles per output
       tile the epilogue is a large share of a tile's time, and ping-pong overlaps one warp
       group's epilogue with the other's mainloop. At K = 3072 (16384x1024x3072) C1 wins
@@ -128,7 +139,8 @@ def select_sm90(m: int | None, n: int | None, k: int | None, l: int | None,
     if m is None or n is None or k is None or l is None:
         tile, cluster, schedule = SM90_CANDIDATES["C2"]
         return scale_k(tile, dtype), cluster, schedule, False, 1
-    names = (("C6",) if k <= 1024 else ()) + ("C1", "C2")
+    names = (("C9",) if n <= NARROW_N_MAX and k <= NARROW_K_MAX else ()) \
+        + (("C6",) if k <= 1024 else ()) + ("C1", "C2")
     chosen = next((name for name in names if _fills_waves(m, n, l, SM90_CANDIDATES[name][0])), None)
     stream_k = False
     if chosen is None:
